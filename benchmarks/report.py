@@ -122,7 +122,26 @@ def overhead_section():
     return "\n".join(lines)
 
 
-RENDERED = ("allreduce_np", "tf_latency_np", "keras_synthetic", "overhead")
+def negotiation_section():
+    lines = []
+    for path in sorted(glob.glob(os.path.join(DATA, "negotiation_np*.json"))):
+        data = _read_json(path)
+        lines.append(f"### Negotiation per step with and without the response cache, np={data['np']}\n")
+        lines.append(f"Each step: K allreduces of {data['elements']} float32 submitted together through the "
+                     f"NumPy API, then waited for; {data['steps']} steps per job, median of {data['rounds']} "
+                     "jobs per configuration (`benchmarks/negotiation.py`).\n")
+        lines.append("| configuration | tensors K | step time | control bytes sent per step, by rank | collectives per step |")
+        lines.append("|---|---|---|---|---|")
+        for row in data["results"]:
+            by_rank = " / ".join(f"{b:.0f}" for b in row["control_bytes_per_step_by_rank"])
+            colls = row.get("collectives_per_step")
+            lines.append(f"| {row['config']} | {row['tensors']} | {row['median_step_us']:.0f} us | {by_rank} | "
+                         f"{'' if colls is None else f'{colls:.1f}'} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+RENDERED = ("allreduce_np", "tf_latency_np", "keras_synthetic", "overhead", "negotiation_np")
 IN_RELIABILITY_MD = ("faults", "fuzz", "soak")  # tabled by hand in docs/reliability.md
 
 
@@ -146,7 +165,8 @@ def _read_json(path):
 
 
 def main():
-    sections = [allreduce_section(), tf_latency_section(), keras_section(), overhead_section(), other_sections()]
+    sections = [allreduce_section(), tf_latency_section(), keras_section(), overhead_section(), negotiation_section(),
+                other_sections()]
     generated = BEGIN + "\n\n" + "\n".join(s for s in sections if s) + "\n" + END
     doc = _read_text(DOC) if os.path.exists(DOC) else f"# Benchmarks\n\n{BEGIN}\n{END}\n"
     head, _, rest = doc.partition(BEGIN)

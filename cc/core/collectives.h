@@ -29,10 +29,19 @@ std::vector<Segment> EvenSegments(size_t count, int parts);
 Status RingAllreduce(Communicator& comm, void* buf, size_t count, DataType dtype, ReduceOp op,
                      size_t chunk_bytes);
 
+// Out-of-place allreduce: `output` gets the reduction of every rank's `input`, which is
+// only read; no copy of `input` into `output` is made (input == output is in place).
+// Partial results pass through `output`, so the two must not overlap otherwise.
+Status RingAllreduce(Communicator& comm, const void* input, void* output, size_t count,
+                     DataType dtype, ReduceOp op, size_t chunk_bytes);
+
 // Ring reduce-scatter phase over caller-chosen segments (one per rank). On return rank r
 // holds the fully reduced segments[(r + 1) % size] in `buf`; other segments are partial.
+// `input` (null: in place) holds this rank's data; `buf` is then only written, never read
+// before it is written, and segments[r] of `buf` is left untouched.
 Status RingReduceScatterPhase(Communicator& comm, char* buf, const std::vector<Segment>& segments,
-                              DataType dtype, ReduceOp op, size_t chunk_bytes);
+                              DataType dtype, ReduceOp op, size_t chunk_bytes,
+                              const char* input = nullptr);
 
 // Ring allgather phase over the same segments: on entry rank r holds segments[(r+1) % size];
 // on return every rank holds all of them.
@@ -56,8 +65,10 @@ Status PairwiseAlltoallv(Communicator& comm, const void* input,
 
 // Reduce-scatter of `buf` in place: rank p's result is the reduced rows_per_rank[p] rows
 // (each `row_elements` elements) at their prefix-sum offset; written to `output`.
+// With `input`, this rank's data is read from there and `buf` is scratch of the same size
+// (its contents on entry do not matter).
 Status RingReducescatter(Communicator& comm, char* buf, const std::vector<size_t>& rows_per_rank,
                          size_t row_elements, DataType dtype, ReduceOp op, size_t chunk_bytes,
-                         void* output);
+                         void* output, const char* input = nullptr);
 
 }  // namespace tfring

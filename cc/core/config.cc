@@ -37,6 +37,10 @@ const std::vector<ParamSpec>& ParamTable() {
       // Performance.
       {"TFRING_FUSION_THRESHOLD", ParamType::kInt, "67108864", 0, 1LL << 40,
        "Largest fused buffer in bytes; tensors of one dtype/op are packed up to this size (0 = no fusion)."},
+      {"TFRING_CACHE_CAPACITY", ParamType::kInt, "1024", 0, 1LL << 24,
+       "How many tensors get a cache id, so that repeating them (a training step) negotiates "
+       "one bit per tensor instead of the whole request (0 = no cache). Rank 0 keeps each "
+       "rank's request per id (~150 bytes)."},
       {"TFRING_CYCLE_TIME_MS", ParamType::kFloat, "1", 0, 10000,
        "While more tensors are still arriving, how long the coordinator waits to fuse them "
        "with those already ready (ms)."},

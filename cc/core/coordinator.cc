@@ -60,6 +60,14 @@ void Coordinator::Add(int rank, const Request& request, Clock::time_point now) {
   p.arrived[rank] = now;
   if (++p.count == size_) {
     Response resp = Validate(request.name, p);
+    if (resp.kind == Response::Kind::kCollective) {
+      bool is_new = false;
+      const int32_t id = cache_.Assign(resp.names[0], p.by_rank, &is_new);
+      if (id >= 0) {
+        resp.cache_ids = {id};
+        resp.cache_id_is_new = {static_cast<uint8_t>(is_new ? 1 : 0)};
+      }
+    }
     resp.ready_wait_s.resize(size_);
     for (int r = 0; r < size_; ++r) {
       resp.ready_wait_s[r] = std::max(0.0, std::chrono::duration<double>(now - p.arrived[r]).count());
@@ -67,6 +75,16 @@ void Coordinator::Add(int rank, const Request& request, Clock::time_point now) {
     ready_.push_back(std::move(resp));
     pending_.erase(it);
   }
+}
+
+Status Coordinator::AddCached(int rank, int32_t id, Clock::time_point now) {
+  const Request* request = cache_.Expand(id, rank);
+  if (request == nullptr) {
+    return Status::Internal("rank " + std::to_string(rank) + " sent cache id " + std::to_string(id) +
+                            ", which rank 0 never assigned (" + std::to_string(cache_.size()) + " assigned)");
+  }
+  Add(rank, *request, now);
+  return Status::OK();
 }
 
 Response Coordinator::Validate(const std::string& name, const Pending& p) const {
@@ -157,7 +175,7 @@ std::vector<Response> Coordinator::TakeReady() {
     auto it = open.find(key.str());
     if (it != open.end() && fused_bytes[it->second] + bytes <= fusion_threshold_) {
       Response& target = out[it->second];
-      target.names.push_back(r.names[0]);
+      AppendName(&target, r.names[0], CacheIdAt(r, 0), !r.cache_id_is_new.empty() && r.cache_id_is_new[0]);
       target.sizes.push_back(bytes);
       for (size_t i = 0; i < target.ready_wait_s.size() && i < r.ready_wait_s.size(); ++i) {
         target.ready_wait_s[i] += r.ready_wait_s[i];

@@ -7,7 +7,9 @@
 // the ready responses in readiness order with compatible allreduces fused up to the fusion
 // threshold. Each response carries, per rank, how long that rank's request waited at rank 0
 // for the last rank's (Response::ready_wait_s; summed over fused tensors): the
-// wait-for-the-slowest-rank counter of every rank. Pure logic, no I/O: unit-tested directly.
+// wait-for-the-slowest-rank counter of every rank. With a cache capacity, successful
+// responses carry cache ids (response_cache.h) and AddCached() takes a request by id.
+// Pure logic, no I/O: unit-tested directly.
 // Thread-safety: not thread-safe; owned by the runtime's background thread on rank 0.
 #pragma once
 
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "messages.h"
+#include "response_cache.h"
 
 namespace tfring {
 
@@ -31,12 +34,16 @@ class Coordinator {
  public:
   using Clock = std::chrono::steady_clock;
 
-  Coordinator(int world_size, int64_t fusion_threshold_bytes)
-      : size_(world_size), fusion_threshold_(fusion_threshold_bytes) {}
+  Coordinator(int world_size, int64_t fusion_threshold_bytes, size_t cache_capacity = 0)
+      : size_(world_size), fusion_threshold_(fusion_threshold_bytes), cache_(cache_capacity) {}
 
   // Records `request` from `rank`. A second request with the same name from the same rank
   // while the first is pending becomes an error response for that name.
   void Add(int rank, const Request& request, Clock::time_point now = Clock::now());
+
+  // Records the request `rank` sent as cache id `id`: the one it sent under that id before.
+  // kInternal for an id never assigned (the ranks disagree about the cache: a bug).
+  Status AddCached(int rank, int32_t id, Clock::time_point now = Clock::now());
 
   bool HasReady() const { return !ready_.empty(); }
   // True while some tensor has been submitted by some, but not all, ranks.
@@ -61,6 +68,7 @@ class Coordinator {
 
   int size_;
   int64_t fusion_threshold_;
+  CacheAssigner cache_;
   std::map<std::string, Pending> pending_;
   std::vector<Response> ready_;
 };

@@ -51,6 +51,7 @@ struct ReduceTarget {
   ReduceOp op;
   char* scratch;       // single-copy posts are read here piece by piece, then reduced
   size_t piece_bytes;  // a multiple of the element size
+  const char* own;     // this rank's operand (recv_size bytes); null: the receive buffer itself
 };
 
 // A local Abort() shuts this rank's sockets down, which then read as closed connections:
@@ -65,7 +66,8 @@ Status LocalAbortOr(const Status& st, const std::atomic<bool>* abort, const Link
 // Reads what it can of a single-copy post waiting at `from`'s read position: straight into
 // `dst`, or (reducing) a piece into the scratch, reduced into `dst` at once. *n: bytes
 // consumed, 0 when no post is there (yet).
-Status CmaStep(Link& from, char* dst, size_t left, const ReduceTarget* reduce,
+// `own`: this rank's operand for `dst` when reducing (may be dst).
+Status CmaStep(Link& from, char* dst, const char* own, size_t left, const ReduceTarget* reduce,
                const std::atomic<bool>* abort, size_t* n) {
   *n = 0;
   ShmRing::Post post;
@@ -89,7 +91,7 @@ Status CmaStep(Link& from, char* dst, size_t left, const ReduceTarget* reduce,
     return LocalAbortOr(Lost(from, "reading its buffer (single-copy)", CmaErrorText(err)), abort, from);
   }
   if (reduce != nullptr) {
-    ReduceInto(dst, into, piece / DataTypeSize(reduce->dtype), reduce->dtype, reduce->op);
+    ReduceTo(dst, own, into, piece / DataTypeSize(reduce->dtype), reduce->dtype, reduce->op);
   }
   from.rx->ConsumePost(piece);
   from.cma_bytes_received += piece;
@@ -136,10 +138,11 @@ Status TransferImpl(Link& to, const void* send_buf, size_t send_size, Link& from
     if (received < recv_size) {
       size_t n = 0;
       if (recv_shm && recv_aligned) {
-        n = reduce ? from.rx->TryReadReduce(rp + received, recv_size - received, reduce->dtype, reduce->op)
+        const char* own = reduce && reduce->own ? reduce->own + received : rp + received;
+        n = reduce ? from.rx->TryReadReduce(rp + received, recv_size - received, reduce->dtype, reduce->op, own)
                    : from.rx->TryRead(rp + received, recv_size - received);
         if (n == 0 && recv_cma) {
-          Status st = CmaStep(from, rp + received, recv_size - received, reduce, abort, &n);
+          Status st = CmaStep(from, rp + received, own, recv_size - received, reduce, abort, &n);
           if (!st.ok()) return st;
         }
       } else if (!recv_shm) {
@@ -212,10 +215,11 @@ Status Transfer(Link& to, const void* send_buf, size_t send_size, Link& from, vo
 Status TransferReduce(Link& to, const void* send_buf, size_t send_size, Link& from,
                       void* accumulate, size_t recv_size, DataType dtype, ReduceOp op,
                       char* scratch, size_t chunk_bytes, Deadline deadline,
-                      const std::atomic<bool>* abort) {
+                      const std::atomic<bool>* abort, const void* own) {
+  const char* own_bytes = static_cast<const char*>(own != nullptr ? own : accumulate);
   if (recv_size > 0 && from.shm()) {
     const size_t es = DataTypeSize(dtype);
-    ReduceTarget target{dtype, op, scratch, std::max(es, chunk_bytes - chunk_bytes % es)};
+    ReduceTarget target{dtype, op, scratch, std::max(es, chunk_bytes - chunk_bytes % es), own_bytes};
     return TransferImpl(to, send_buf, send_size, from, accumulate, recv_size, deadline, abort,
                         nullptr, &target);
   }
@@ -225,7 +229,7 @@ Status TransferReduce(Link& to, const void* send_buf, size_t send_size, Link& fr
   auto reduce_arrived = [&](size_t arrived) {
     size_t whole = arrived - arrived % es;
     if (whole - reduced >= chunk_bytes || whole == recv_size) {
-      ReduceInto(dst + reduced, scratch + reduced, (whole - reduced) / es, dtype, op);
+      ReduceTo(dst + reduced, own_bytes + reduced, scratch + reduced, (whole - reduced) / es, dtype, op);
       reduced = whole;
     }
   };

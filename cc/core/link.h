@@ -59,9 +59,11 @@ Status Transfer(Link& to, const void* send_buf, size_t send_size, Link& from, vo
 // through `scratch` (recv_size bytes) in chunks of `chunk_bytes` while the rest arrives.
 // A single-copy post is read into `scratch` chunk_bytes (whole elements) at a time, each
 // piece reduced while it is still in cache.
+// `own` (recv_size bytes, not overlapping `accumulate`) makes it out of place:
+// accumulate = own (op) received, so `accumulate` need not hold this rank's data first.
 Status TransferReduce(Link& to, const void* send_buf, size_t send_size, Link& from,
                       void* accumulate, size_t recv_size, DataType dtype, ReduceOp op,
                       char* scratch, size_t chunk_bytes, Deadline deadline,
-                      const std::atomic<bool>* abort);
+                      const std::atomic<bool>* abort, const void* own = nullptr);
 
 }  // namespace tfring

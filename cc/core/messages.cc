@@ -11,6 +11,14 @@ namespace {
 constexpr uint32_t kMagic = 0x54465243;  // "TFRC"
 constexpr size_t kMaxDims = 64;
 constexpr size_t kMaxNameBytes = 4096;
+constexpr size_t kMaxCacheIdBytes = 1u << 21;  // 16 M ids
+
+// How one name of a response travels.
+enum NameForm : uint8_t { kNameOnly = 0, kNameAndNewId = 1, kIdOnly = 2 };
+
+bool IsNew(const Response& r, size_t i) {
+  return i < r.cache_id_is_new.size() && r.cache_id_is_new[i] != 0;
+}
 
 void EncodeRequest(WireWriter& w, const Request& r) {
   w.Str(r.name);
@@ -52,7 +60,20 @@ void EncodeResponse(WireWriter& w, const Response& r) {
   w.U8(static_cast<uint8_t>(r.kind));
   w.U8(static_cast<uint8_t>(r.op));
   w.U32(static_cast<uint32_t>(r.names.size()));
-  for (const auto& n : r.names) w.Str(n);
+  for (size_t i = 0; i < r.names.size(); ++i) {
+    const int32_t id = CacheIdAt(r, i);
+    if (id < 0) {
+      w.U8(kNameOnly);
+      w.Str(r.names[i]);
+    } else if (IsNew(r, i)) {
+      w.U8(kNameAndNewId);
+      w.I32(id);
+      w.Str(r.names[i]);
+    } else {
+      w.U8(kIdOnly);
+      w.I32(id);
+    }
+  }
   w.U8(static_cast<uint8_t>(r.dtype));
   w.U8(static_cast<uint8_t>(r.reduce_op));
   w.I32(r.root);
@@ -67,9 +88,29 @@ void EncodeResponse(WireWriter& w, const Response& r) {
 
 bool DecodeResponse(WireReader& rd, int world_size, Response* r) {
   int kind = rd.U8(), op = rd.U8();
-  uint32_t n = rd.Count(4);
-  r->names.resize(n);
-  for (auto& name : r->names) name = rd.Str();
+  uint32_t n = rd.Count(5);
+  r->names.assign(n, std::string());
+  r->cache_ids.assign(n, -1);
+  r->cache_id_is_new.assign(n, 0);
+  bool any_id = false;
+  for (uint32_t i = 0; i < n && rd.ok(); ++i) {
+    const int form = rd.U8();
+    if (form != kNameOnly) {
+      r->cache_ids[i] = rd.I32();
+      if (r->cache_ids[i] < 0) return false;
+      any_id = true;
+    }
+    if (form == kNameAndNewId) r->cache_id_is_new[i] = 1;
+    if (form != kIdOnly) {
+      r->names[i] = rd.Str();
+      if (rd.ok() && r->names[i].empty()) return false;
+    }
+    if (form > kIdOnly) return false;
+  }
+  if (!any_id) {
+    r->cache_ids.clear();
+    r->cache_id_is_new.clear();
+  }
   int dtype = rd.U8(), reduce = rd.U8();
   r->root = rd.I32();
   r->device = rd.I32();
@@ -111,6 +152,18 @@ std::string Request::Describe() const {
   return os.str();
 }
 
+int32_t CacheIdAt(const Response& r, size_t i) { return i < r.cache_ids.size() ? r.cache_ids[i] : -1; }
+
+void AppendName(Response* r, const std::string& name, int32_t cache_id, bool cache_id_is_new) {
+  if (cache_id >= 0 || !r->cache_ids.empty()) {
+    r->cache_ids.resize(r->names.size(), -1);
+    r->cache_id_is_new.resize(r->names.size(), 0);
+    r->cache_ids.push_back(cache_id);
+    r->cache_id_is_new.push_back(cache_id_is_new ? 1 : 0);
+  }
+  r->names.push_back(name);
+}
+
 std::string EncodeControl(const ControlMessage& m) {
   WireWriter w;
   w.U32(kMagic);
@@ -119,6 +172,15 @@ std::string EncodeControl(const ControlMessage& m) {
     case ControlKind::kRequests:
       w.U32(static_cast<uint32_t>(m.requests.size()));
       for (const auto& r : m.requests) EncodeRequest(w, r);
+      {
+        std::string bits;
+        for (int32_t id : m.cached_requests) {
+          const size_t byte = static_cast<size_t>(id) / 8;
+          if (bits.size() <= byte) bits.resize(byte + 1, '\0');
+          bits[byte] = static_cast<char>(bits[byte] | (1 << (id % 8)));
+        }
+        w.Str(bits);
+      }
       break;
     case ControlKind::kResponses:
       w.U32(static_cast<uint32_t>(m.responses.size()));
@@ -145,6 +207,7 @@ Status DecodeControl(const std::string& bytes, int world_size, ControlMessage* m
   if (!rd.ok() || kind < 1 || kind > 4) return bad("unknown kind");
   m->kind = static_cast<ControlKind>(kind);
   m->requests.clear();
+  m->cached_requests.clear();
   m->responses.clear();
   switch (m->kind) {
     case ControlKind::kRequests: {
@@ -152,6 +215,14 @@ Status DecodeControl(const std::string& bytes, int world_size, ControlMessage* m
       m->requests.resize(n);
       for (auto& r : m->requests) {
         if (!DecodeRequest(rd, world_size, &r)) return bad("invalid request");
+      }
+      const std::string bits = rd.Str();
+      if (bits.size() > kMaxCacheIdBytes) return bad("cache id bit vector too long");
+      m->cached_requests.clear();
+      for (size_t byte = 0; byte < bits.size(); ++byte) {
+        for (int bit = 0; bit < 8; ++bit) {
+          if (bits[byte] & (1 << bit)) m->cached_requests.push_back(static_cast<int32_t>(byte * 8 + bit));
+        }
       }
       break;
     }

@@ -37,6 +37,11 @@ struct Response {
   Kind kind = Kind::kCollective;
   OpType op = OpType::kAllreduce;
   std::vector<std::string> names;  // > 1 only for a fused allreduce
+  // Cache ids (response_cache.h), parallel to `names` or empty (= all -1). On the wire a
+  // name with an id that is not new travels as the id alone: decoding leaves that name
+  // empty, and the receiving rank fills it in from its RequestCache.
+  std::vector<int32_t> cache_ids;       // -1: none
+  std::vector<uint8_t> cache_id_is_new;  // 1: announces cache_ids[i] for names[i]
   DataType dtype = DataType::kFloat32;
   ReduceOp reduce_op = ReduceOp::kSum;
   int32_t root = 0;
@@ -65,10 +70,18 @@ enum class ControlKind : uint8_t {
 struct ControlMessage {
   ControlKind kind = ControlKind::kRequests;
   std::vector<Request> requests;
+  // kRequests: requests sent as cache ids (response_cache.h); a bit vector on the wire,
+  // so they decode in increasing order.
+  std::vector<int32_t> cached_requests;
   std::vector<Response> responses;
   ErrorCode abort_code = ErrorCode::kOk;  // kAbort
   std::string abort_message;              // kAbort
 };
+
+// Cache id of names[i], -1 for none.
+int32_t CacheIdAt(const Response& response, size_t i);
+// Appends a name to a (fused) response, keeping cache_ids parallel to names.
+void AppendName(Response* response, const std::string& name, int32_t cache_id, bool cache_id_is_new);
 
 std::string EncodeControl(const ControlMessage& message);
 Status DecodeControl(const std::string& bytes, int world_size, ControlMessage* message);

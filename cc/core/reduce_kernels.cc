@@ -99,38 +99,60 @@ template <typename T>
 using WrapType = typename std::conditional<std::is_integral<T>::value, std::make_unsigned<T>,
                                            std::common_type<T>>::type::type;
 
+// Element-wise dst[i] = f(a[i], b[i]) with no aliasing promised to the compiler, so that it
+// vectorizes the loop: the in-place form (a == dst) and the out-of-place form (three
+// distinct buffers) are separate loops.
+template <typename T, typename F>
+void ApplyInPlace(T* __restrict dst, const T* __restrict b, size_t n, F f) {
+  for (size_t i = 0; i < n; ++i) dst[i] = f(dst[i], b[i]);
+}
+
+template <typename T, typename F>
+void ApplyOutOfPlace(T* __restrict dst, const T* __restrict a, const T* __restrict b, size_t n, F f) {
+  for (size_t i = 0; i < n; ++i) dst[i] = f(a[i], b[i]);
+}
+
+template <typename T, typename F>
+void Apply(T* dst, const T* a, const T* b, size_t n, F f) {
+  if (a == dst) {
+    ApplyInPlace(dst, b, n, f);
+  } else {
+    ApplyOutOfPlace(dst, a, b, n, f);
+  }
+}
+
 // Each op gets its own loop so the compiler vectorizes the common cases.
 template <typename T>
-void ReduceTyped(T* __restrict dst, const T* __restrict src, size_t n, ReduceOp op) {
+void ReduceTyped(T* dst, const T* a, const T* b, size_t n, ReduceOp op) {
   using W = WrapType<T>;
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAverage:
-      for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<W>(dst[i]) + static_cast<W>(src[i]));
+      Apply(dst, a, b, n, [](T x, T y) { return static_cast<T>(static_cast<W>(x) + static_cast<W>(y)); });
       return;
     case ReduceOp::kMin:
-      for (size_t i = 0; i < n; ++i) dst[i] = src[i] < dst[i] ? src[i] : dst[i];
+      Apply(dst, a, b, n, [](T x, T y) { return y < x ? y : x; });
       return;
     case ReduceOp::kMax:
-      for (size_t i = 0; i < n; ++i) dst[i] = src[i] > dst[i] ? src[i] : dst[i];
+      Apply(dst, a, b, n, [](T x, T y) { return y > x ? y : x; });
       return;
     case ReduceOp::kProduct:
-      for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<W>(dst[i]) * static_cast<W>(src[i]));
+      Apply(dst, a, b, n, [](T x, T y) { return static_cast<T>(static_cast<W>(x) * static_cast<W>(y)); });
       return;
   }
 }
 
 template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
-void Reduce16(uint16_t* dst, const uint16_t* src, size_t n, ReduceOp op) {
+void Reduce16(uint16_t* dst, const uint16_t* a, const uint16_t* b, size_t n, ReduceOp op) {
   for (size_t i = 0; i < n; ++i) {
-    dst[i] = FromFloat(Combine<float>(ToFloat(dst[i]), ToFloat(src[i]), op));
+    dst[i] = FromFloat(Combine<float>(ToFloat(a[i]), ToFloat(b[i]), op));
   }
 }
 
-void ReduceBool(uint8_t* dst, const uint8_t* src, size_t n, ReduceOp op) {
+void ReduceBool(uint8_t* dst, const uint8_t* a, const uint8_t* b, size_t n, ReduceOp op) {
   bool any = op == ReduceOp::kSum || op == ReduceOp::kMax;
   for (size_t i = 0; i < n; ++i) {
-    dst[i] = any ? (dst[i] || src[i]) : (dst[i] && src[i]);
+    dst[i] = any ? (a[i] || b[i]) : (a[i] && b[i]);
   }
 }
 
@@ -169,21 +191,31 @@ Status CheckReduceSupported(DataType dtype, ReduceOp op, double prescale, double
 }
 
 void ReduceInto(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op) {
+  ReduceTo(dst, dst, src, count, dtype, op);
+}
+
+void ReduceTo(void* dst, const void* a, const void* b, size_t count, DataType dtype, ReduceOp op) {
+#define TFRING_REDUCE(T) ReduceTyped(static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), count, op)
   switch (dtype) {
-    case DataType::kUInt8: ReduceTyped(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), count, op); return;
-    case DataType::kInt8: ReduceTyped(static_cast<int8_t*>(dst), static_cast<const int8_t*>(src), count, op); return;
-    case DataType::kInt32: ReduceTyped(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), count, op); return;
-    case DataType::kInt64: ReduceTyped(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), count, op); return;
-    case DataType::kFloat32: ReduceTyped(static_cast<float*>(dst), static_cast<const float*>(src), count, op); return;
-    case DataType::kFloat64: ReduceTyped(static_cast<double*>(dst), static_cast<const double*>(src), count, op); return;
+    case DataType::kUInt8: TFRING_REDUCE(uint8_t); return;
+    case DataType::kInt8: TFRING_REDUCE(int8_t); return;
+    case DataType::kInt32: TFRING_REDUCE(int32_t); return;
+    case DataType::kInt64: TFRING_REDUCE(int64_t); return;
+    case DataType::kFloat32: TFRING_REDUCE(float); return;
+    case DataType::kFloat64: TFRING_REDUCE(double); return;
     case DataType::kFloat16:
-      Reduce16<HalfToFloat, FloatToHalf>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count, op);
+      Reduce16<HalfToFloat, FloatToHalf>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(a),
+                                         static_cast<const uint16_t*>(b), count, op);
       return;
     case DataType::kBFloat16:
-      Reduce16<BFloat16ToFloat, FloatToBFloat16>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count, op);
+      Reduce16<BFloat16ToFloat, FloatToBFloat16>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(a),
+                                                 static_cast<const uint16_t*>(b), count, op);
       return;
-    case DataType::kBool: ReduceBool(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), count, op); return;
+    case DataType::kBool:
+      ReduceBool(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(a), static_cast<const uint8_t*>(b), count, op);
+      return;
   }
+#undef TFRING_REDUCE
 }
 
 void ScaleInPlace(void* buf, size_t count, DataType dtype, double factor) {

@@ -21,6 +21,10 @@ Status CheckReduceSupported(DataType dtype, ReduceOp op, double prescale, double
 // dst[i] = dst[i] (op) src[i] for i in [0, count). kAverage reduces as kSum.
 void ReduceInto(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op);
 
+// dst[i] = a[i] (op) b[i]: the out-of-place form, which saves copying `a` into `dst` first.
+// `a` may be `dst` (then it is ReduceInto); otherwise the three buffers must not overlap.
+void ReduceTo(void* dst, const void* a, const void* b, size_t count, DataType dtype, ReduceOp op);
+
 // buf[i] *= factor. No-op when factor == 1.
 void ScaleInPlace(void* buf, size_t count, DataType dtype, double factor);
 

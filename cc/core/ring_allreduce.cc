@@ -29,7 +29,7 @@ std::vector<Segment> EvenSegments(size_t count, int parts) {
 }
 
 Status RingReduceScatterPhase(Communicator& comm, char* buf, const std::vector<Segment>& segments,
-                              DataType dtype, ReduceOp op, size_t chunk_bytes) {
+                              DataType dtype, ReduceOp op, size_t chunk_bytes, const char* input) {
   const int n = comm.size(), r = comm.rank();
   const size_t es = DataTypeSize(dtype);
   Link& right = comm.data(comm.right());
@@ -38,10 +38,14 @@ Status RingReduceScatterPhase(Communicator& comm, char* buf, const std::vector<S
     const Segment& send = segments[((r - s) % n + n) % n];
     const Segment& recv = segments[((r - s - 1) % n + n) % n];
     const size_t recv_bytes = recv.count * es;
-    TFRING_RETURN_IF_ERROR(TransferReduce(right, buf + send.offset * es, send.count * es, left,
+    // Out of place, step 0 sends this rank's own data and every step reduces the incoming
+    // segment with this rank's own (each segment arrives exactly once in this phase).
+    const char* send_from = input != nullptr && s == 0 ? input : buf;
+    const char* own = input != nullptr ? input + recv.offset * es : nullptr;
+    TFRING_RETURN_IF_ERROR(TransferReduce(right, send_from + send.offset * es, send.count * es, left,
                                           buf + recv.offset * es, recv_bytes, dtype, op,
                                           comm.Scratch(recv_bytes), chunk_bytes,
-                                          comm.TransferDeadline(), comm.abort_flag()));
+                                          comm.TransferDeadline(), comm.abort_flag(), own));
   }
   return Status::OK();
 }
@@ -63,16 +67,29 @@ Status RingAllgatherPhase(Communicator& comm, char* buf, const std::vector<Segme
 
 Status RingAllreduce(Communicator& comm, void* buf, size_t count, DataType dtype, ReduceOp op,
                      size_t chunk_bytes) {
-  if (comm.size() == 1 || count == 0) return Status::OK();
+  return RingAllreduce(comm, buf, buf, count, dtype, op, chunk_bytes);
+}
+
+Status RingAllreduce(Communicator& comm, const void* input, void* output, size_t count,
+                     DataType dtype, ReduceOp op, size_t chunk_bytes) {
+  const size_t es = DataTypeSize(dtype);
+  if (count == 0) return Status::OK();
+  if (comm.size() == 1) {
+    if (input != output) std::memcpy(output, input, count * es);
+    return Status::OK();
+  }
   std::vector<Segment> segments = EvenSegments(count, comm.size());
-  char* data = static_cast<char*>(buf);
-  TFRING_RETURN_IF_ERROR(RingReduceScatterPhase(comm, data, segments, dtype, op, chunk_bytes));
-  return RingAllgatherPhase(comm, data, segments, DataTypeSize(dtype));
+  char* data = static_cast<char*>(output);
+  // Every segment of `output` is written before it is read: rank r receives every segment
+  // but segments[r] in the reduce-scatter phase and segments[r] in the allgather phase.
+  const char* separate_input = input != output ? static_cast<const char*>(input) : nullptr;
+  TFRING_RETURN_IF_ERROR(RingReduceScatterPhase(comm, data, segments, dtype, op, chunk_bytes, separate_input));
+  return RingAllgatherPhase(comm, data, segments, es);
 }
 
 Status RingReducescatter(Communicator& comm, char* buf, const std::vector<size_t>& rows_per_rank,
                          size_t row_elements, DataType dtype, ReduceOp op, size_t chunk_bytes,
-                         void* output) {
+                         void* output, const char* input) {
   const int n = comm.size(), r = comm.rank();
   const size_t es = DataTypeSize(dtype);
   std::vector<Segment> blocks(n);
@@ -85,8 +102,9 @@ Status RingReducescatter(Communicator& comm, char* buf, const std::vector<size_t
   // that rank r ends up holding its own block.
   std::vector<Segment> segments(n);
   for (int p = 0; p < n; ++p) segments[(p + 1) % n] = blocks[p];
-  if (n > 1) TFRING_RETURN_IF_ERROR(RingReduceScatterPhase(comm, buf, segments, dtype, op, chunk_bytes));
-  if (blocks[r].count > 0) std::memcpy(output, buf + blocks[r].offset * es, blocks[r].count * es);
+  if (n > 1) TFRING_RETURN_IF_ERROR(RingReduceScatterPhase(comm, buf, segments, dtype, op, chunk_bytes, input));
+  const char* result = n == 1 && input != nullptr ? input : buf;
+  if (blocks[r].count > 0) std::memcpy(output, result + blocks[r].offset * es, blocks[r].count * es);
   return Status::OK();
 }
 

@@ -140,7 +140,8 @@ Status Runtime::Init(const std::map<std::string, std::string>& overrides, bool r
     TFRING_RETURN_IF_ERROR(Communicator::Create(opt, local, &st->comm));
   }
   if (st->rank == 0) {
-    st->coordinator = std::make_unique<Coordinator>(st->size, st->fusion_threshold);
+    st->coordinator = std::make_unique<Coordinator>(
+        st->size, st->fusion_threshold, static_cast<size_t>(c.Int("TFRING_CACHE_CAPACITY")));
   }
   st->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (st->wake_fd < 0) return Status::Internal("eventfd failed");

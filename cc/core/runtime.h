@@ -52,6 +52,8 @@ struct RuntimeStats {
   int64_t bytes_sent = 0;        // payload bytes this rank sent on its data links (TCP + shm)
   int64_t bytes_received = 0;    // payload bytes this rank received on its data links
   int64_t stall_warnings = 0;    // stall warnings logged (rank 0; 0 elsewhere)
+  int64_t cached_tensors = 0;    // tensors executed whose response named them by cache id
+  int64_t control_bytes_sent = 0;  // bytes this rank sent on the control channel (negotiation)
   // Per tensor, summed over tensors of executed collectives:
   double negotiation_seconds = 0;       // enqueue on this rank -> this rank holds the response
   double wait_for_slowest_seconds = 0;  // its request at rank 0 -> the last rank's request there

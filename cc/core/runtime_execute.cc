@@ -69,6 +69,21 @@ Status Runtime::State::Execute(const Response& r, Clock::time_point scheduled) {
     }
     group.push_back(&it->second);
   }
+  // New cache ids: remember this rank's request under each (before Complete drops it).
+  int64_t cached = 0;
+  for (size_t i = 0; i < r.names.size(); ++i) {
+    const int32_t id = CacheIdAt(r, i);
+    if (id < 0) continue;
+    if (i < r.cache_id_is_new.size() && r.cache_id_is_new[i]) {
+      TFRING_RETURN_IF_ERROR(request_cache.Remember(id, group[i]->submission.request));
+    } else {
+      ++cached;
+    }
+  }
+  if (cached > 0) {
+    std::lock_guard<std::mutex> lock(stats_mu);
+    stats.cached_tensors += cached;
+  }
   auto start = Clock::now();
   last_transport_s = -1;
   const uint64_t sent_before = comm ? comm->bytes_sent() : 0;
@@ -140,13 +155,18 @@ Status Runtime::State::ExecuteAllreduce(const Response& r, std::vector<Entry*>& 
   size_t total = 0;
   for (auto* e : group) total += static_cast<size_t>(e->submission.request.NumElements());
   char* buf;
+  const char* input = nullptr;  // set: the ring reads it and writes `buf` (out of place)
   Clock::time_point copy_in_start{};
   if (group.size() == 1) {
     Submission& s = group[0]->submission;
     buf = static_cast<char*>(s.output);
     if (total > 0 && s.input != s.output) {
       if (comm->cma_peers() > 0) AdviseHugePages(buf, total * es);  // before the first touch
-      std::memcpy(buf, s.input, total * es);
+      if (r.prescale == 1.0) {
+        input = static_cast<const char*>(s.input);  // saves a full copy (~1 ms per 16 MiB)
+      } else {
+        std::memcpy(buf, s.input, total * es);
+      }
     }
   } else {
     copy_in_start = Clock::now();
@@ -161,8 +181,12 @@ Status Runtime::State::ExecuteAllreduce(const Response& r, std::vector<Entry*>& 
   }
   auto transfer_start = Clock::now();
   if (group.size() > 1) timeline.Span(r.names[0], "FUSION_COPY_IN", copy_in_start, transfer_start);
-  ScaleInPlace(buf, total, dtype, r.prescale);
-  TFRING_RETURN_IF_ERROR(RingAllreduce(*comm, buf, total, dtype, r.reduce_op, chunk_bytes));
+  if (input != nullptr) {
+    TFRING_RETURN_IF_ERROR(RingAllreduce(*comm, input, buf, total, dtype, r.reduce_op, chunk_bytes));
+  } else {
+    ScaleInPlace(buf, total, dtype, r.prescale);
+    TFRING_RETURN_IF_ERROR(RingAllreduce(*comm, buf, total, dtype, r.reduce_op, chunk_bytes));
+  }
   ScaleInPlace(buf, total, dtype, PostScale(r, size));
   auto transfer_end = Clock::now();
   last_transport_s = std::chrono::duration<double>(transfer_end - transfer_start).count();
@@ -262,10 +286,15 @@ Status Runtime::State::ExecuteReducescatter(const Response& r, Entry& e) {
   }
   GrowFusionBuffer(&fusion_buffer, bytes, comm->cma_peers() > 0);
   char* buf = fusion_buffer.data();
-  if (bytes) std::memcpy(buf, s.input, bytes);
-  ScaleInPlace(buf, bytes / es, r.dtype, r.prescale);
+  // Without a prescale the ring reads the input where it is; with one, a scaled copy.
+  const char* input = static_cast<const char*>(s.input);
+  if (r.prescale != 1.0) {
+    if (bytes) std::memcpy(buf, s.input, bytes);
+    ScaleInPlace(buf, bytes / es, r.dtype, r.prescale);
+    input = nullptr;
+  }
   TFRING_RETURN_IF_ERROR(RingReducescatter(*comm, buf, rows, row_elements, r.dtype, r.reduce_op,
-                                           chunk_bytes, s.output));
+                                           chunk_bytes, s.output, input));
   ScaleInPlace(s.output, rows[rank] * row_elements, r.dtype, PostScale(r, size));
   return Status::OK();
 }

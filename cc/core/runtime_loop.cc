@@ -63,19 +63,24 @@ void Runtime::State::DrainQueue() {
   msg.kind = ControlKind::kRequests;
   auto now = Clock::now();
   for (auto& s : batch) {
-    msg.requests.push_back(s.request);
+    if (rank == 0) {
+      timeline.Mark(s.request.name, "RANK_READY 0", now);
+      coordinator->Add(0, s.request, now);
+    } else {
+      const int32_t id = request_cache.Lookup(s.request);
+      if (id >= 0) {
+        msg.cached_requests.push_back(id);
+      } else {
+        msg.requests.push_back(s.request);
+      }
+    }
     std::string name = s.request.name;  // C++17: the right side of = is evaluated first
     entries[name] = Entry{std::move(s), now};
   }
-  if (rank == 0) {
-    for (const auto& r : msg.requests) {
-      timeline.Mark(r.name, "RANK_READY 0", now);
-      coordinator->Add(0, r, now);
-    }
-    return;
-  }
-  Status st = comm->control_to_root().SendMessage(EncodeControl(msg), Deadline::After(timeout_s),
-                                                  comm->abort_flag());
+  if (rank == 0) return;
+  std::string bytes = EncodeControl(msg);
+  CountControlBytes(bytes.size());
+  Status st = comm->control_to_root().SendMessage(bytes, Deadline::After(timeout_s), comm->abort_flag());
   if (!st.ok()) Fail(RefineCause(st));
 }
 
@@ -128,6 +133,9 @@ Status Runtime::State::HandleControl(int from, const std::string& bytes) {
         timeline.Mark(r.name, "RANK_READY " + std::to_string(from), now);
         coordinator->Add(from, r, now);
       }
+      for (int32_t id : msg.cached_requests) {
+        TFRING_RETURN_IF_ERROR(coordinator->AddCached(from, id));
+      }
       return Status::OK();
     case ControlKind::kShutdown:
       if (rank != 0) break;
@@ -141,7 +149,8 @@ Status Runtime::State::HandleControl(int from, const std::string& bytes) {
       return Status(msg.abort_code, msg.abort_message);
     case ControlKind::kResponses:
       if (rank == 0) break;
-      for (const auto& r : msg.responses) {
+      for (auto& r : msg.responses) {
+        TFRING_RETURN_IF_ERROR(ResolveCachedNames(&r));
         Status ex = Execute(r, scheduled);
         if (!ex.ok()) return RefineCause(ex);
       }
@@ -163,6 +172,7 @@ void Runtime::State::MaybeRespond() {
   const auto scheduled = Clock::now();
   if (size > 1) {
     std::string bytes = EncodeControl(msg);
+    CountControlBytes(bytes.size() * static_cast<size_t>(size - 1));
     for (int p = 1; p < size; ++p) {
       Status st = comm->control_from(p).SendMessage(bytes, Deadline::After(timeout_s),
                                                     comm->abort_flag());
@@ -179,6 +189,24 @@ void Runtime::State::MaybeRespond() {
       return;
     }
   }
+}
+
+Status Runtime::State::ResolveCachedNames(Response* r) const {
+  for (size_t i = 0; i < r->names.size(); ++i) {
+    if (!r->names[i].empty()) continue;
+    const std::string* name = request_cache.NameOf(CacheIdAt(*r, i));
+    if (name == nullptr) {
+      return Status::Internal("rank 0 named a tensor by cache id " + std::to_string(CacheIdAt(*r, i)) +
+                              ", which rank " + std::to_string(rank) + " was never told about");
+    }
+    r->names[i] = *name;
+  }
+  return Status::OK();
+}
+
+void Runtime::State::CountControlBytes(size_t bytes) {
+  std::lock_guard<std::mutex> lock(stats_mu);
+  stats.control_bytes_sent += static_cast<int64_t>(bytes);
 }
 
 void Runtime::State::InspectStalls() {

@@ -19,6 +19,7 @@
 #include "backend.h"
 #include "communicator.h"
 #include "coordinator.h"
+#include "response_cache.h"
 #include "runtime.h"
 #include "tcp_store.h"
 #include "timeline.h"
@@ -65,6 +66,7 @@ struct Runtime::State {
   double last_transport_s = -1;  // set by an Execute* that times its own transport phase
   std::map<std::string, Entry> entries;
   std::unique_ptr<Coordinator> coordinator;  // rank 0
+  RequestCache request_cache;                // this rank's requests under rank 0's cache ids
   Clock::time_point first_ready_at{};        // rank 0: when the oldest unsent ready tensor appeared
   Clock::time_point last_stall_check{};
   std::set<std::string> stall_warned;
@@ -84,6 +86,8 @@ struct Runtime::State {
   void DrainQueue();
   Status ReadControl(int wait_ms_hint);
   Status HandleControl(int from_rank, const std::string& bytes);
+  Status ResolveCachedNames(Response* response) const;  // fills names sent as cache ids
+  void CountControlBytes(size_t bytes);
   void MaybeRespond();
   void InspectStalls();
   void WaitForWork();

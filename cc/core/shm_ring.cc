@@ -127,7 +127,7 @@ size_t ShmRing::TryRead(void* dst, size_t n) {
   return r;
 }
 
-size_t ShmRing::TryReadReduce(void* dst, size_t n, DataType dtype, ReduceOp op) {
+size_t ShmRing::TryReadReduce(void* dst, size_t n, DataType dtype, ReduceOp op, const void* own) {
   const size_t es = DataTypeSize(dtype);
   const uint64_t tail = header_->tail.load(std::memory_order_relaxed);
   const uint64_t head = header_->head.load(std::memory_order_acquire);
@@ -136,8 +136,9 @@ size_t ShmRing::TryReadReduce(void* dst, size_t n, DataType dtype, ReduceOp op) 
   if (r == 0) return 0;
   const size_t pos = static_cast<size_t>(tail & (capacity_ - 1));
   const size_t first = std::min(r, capacity_ - pos);  // a multiple of es: stream is aligned
-  ReduceInto(dst, data_ + pos, first / es, dtype, op);
-  if (r > first) ReduceInto(static_cast<char*>(dst) + first, data_, (r - first) / es, dtype, op);
+  const char* a = static_cast<const char*>(own != nullptr ? own : dst);
+  ReduceTo(dst, a, data_ + pos, first / es, dtype, op);
+  if (r > first) ReduceTo(static_cast<char*>(dst) + first, a + first, data_, (r - first) / es, dtype, op);
   header_->tail.store(tail + r, std::memory_order_release);
   return r;
 }

@@ -44,9 +44,10 @@ class ShmRing {
 
   size_t TryWrite(const void* src, size_t n);
   size_t TryRead(void* dst, size_t n);
-  // Reads whole elements and reduces them straight into `dst` (dst[i] = dst[i] op ring[i]),
-  // saving the copy to a staging buffer. Needs the stream aligned (see Align*).
-  size_t TryReadReduce(void* dst, size_t n, DataType dtype, ReduceOp op);
+  // Reads whole elements and reduces them straight into `dst` (dst[i] = own[i] op ring[i];
+  // `own` null means dst itself), saving the copy to a staging buffer. Needs the stream
+  // aligned (see Align*).
+  size_t TryReadReduce(void* dst, size_t n, DataType dtype, ReduceOp op, const void* own = nullptr);
 
   // Every transfer starts at an 8-byte aligned stream position on both sides, so that no
   // element ever straddles the wrap-around point. Writer: pads (returns false while the

@@ -234,6 +234,31 @@ TEST_P(CollectivesTest, RingAllreduceEveryDtypeOpAndCount) {
   ExpectAllOk(statuses, "allreduce");
 }
 
+// Out of place: the ring reads `input` (left unchanged) and writes `output`, whose
+// previous contents (garbage here) must not leak into the result.
+TEST_P(CollectivesTest, RingAllreduceOutOfPlaceLeavesInputAlone) {
+  const auto cases = AllreduceCases(size());
+  auto statuses = Run([&](int r, Communicator& comm) -> Status {
+    std::vector<char> input, output;
+    for (size_t c = 0; c < cases.size(); ++c) {
+      const auto& k = cases[c];
+      const uint32_t seed = static_cast<uint32_t>(c);
+      FillInput(&input, seed, r, k.count, k.dtype, k.op);
+      const std::vector<char> original = input;
+      output.assign(input.size(), '\x77');
+      output.back() = '\x5a';
+      TFRING_RETURN_IF_ERROR(RingAllreduce(comm, input.data(), output.data(), k.count, k.dtype, k.op,
+                                           k.chunk_bytes));
+      std::string bad = CheckReduced(output.data(), seed, size(), 0, k.count, 0, k.dtype, k.op);
+      if (!bad.empty()) return Status::Internal("count " + std::to_string(k.count) + ": " + bad);
+      if (input != original) return Status::Internal("the input was modified");
+      if (output.back() != '\x5a') return Status::Internal("wrote past the end of the output");
+    }
+    return Status::OK();
+  });
+  ExpectAllOk(statuses, "out-of-place allreduce");
+}
+
 TEST_P(CollectivesTest, RingAllgathervWithZeroSizedBlocks) {
   std::mt19937 rng(size());
   std::vector<std::vector<size_t>> layouts;
@@ -387,15 +412,28 @@ TEST_P(CollectivesTest, RingReducescatter) {
       }
       const size_t count = total_rows * k.row_elements;
       std::vector<char> buf;
-      FillInput(&buf, seed, r, count, k.dt, k.op);
       const size_t mine = k.rows[r] * k.row_elements;
-      std::vector<char> out(mine * DataTypeSize(k.dt) + 1, '\x11');
-      TFRING_RETURN_IF_ERROR(RingReducescatter(comm, buf.data(), k.rows, k.row_elements, k.dt, k.op,
-                                               1000, out.data()));
       const size_t begin = my_first_row * k.row_elements;
-      std::string bad = CheckReduced(out.data(), seed, size(), begin, begin + mine, 0, k.dt, k.op);
-      if (!bad.empty()) return Status::Internal("case " + std::to_string(c) + ": " + bad);
-      if (out.back() != '\x11') return Status::Internal("wrote past the end of the output");
+      // In place (buf is consumed), and out of place (buf is read only; scratch is garbage).
+      for (bool out_of_place : {false, true}) {
+        FillInput(&buf, seed, r, count, k.dt, k.op);
+        const std::vector<char> original = buf;
+        std::vector<char> scratch(buf.size(), '\x66');
+        std::vector<char> out(mine * DataTypeSize(k.dt) + 1, '\x11');
+        if (out_of_place) {
+          TFRING_RETURN_IF_ERROR(RingReducescatter(comm, scratch.data(), k.rows, k.row_elements, k.dt,
+                                                   k.op, 1000, out.data(), buf.data()));
+          if (buf != original) return Status::Internal("case " + std::to_string(c) + ": input modified");
+        } else {
+          TFRING_RETURN_IF_ERROR(RingReducescatter(comm, buf.data(), k.rows, k.row_elements, k.dt, k.op,
+                                                   1000, out.data()));
+        }
+        std::string bad = CheckReduced(out.data(), seed, size(), begin, begin + mine, 0, k.dt, k.op);
+        if (!bad.empty()) {
+          return Status::Internal("case " + std::to_string(c) + (out_of_place ? " out of place: " : ": ") + bad);
+        }
+        if (out.back() != '\x11') return Status::Internal("wrote past the end of the output");
+      }
     }
     return Status::OK();
   });

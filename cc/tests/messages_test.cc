@@ -53,6 +53,12 @@ Response MakeResponse(std::mt19937& rng, int i) {
   if (r.kind == Response::Kind::kError) {
     r.error_code = ErrorCode::kMismatch;
     r.error_message = "tensor 't': ranks disagree on the dtype";
+  } else if (rng() % 2) {  // cache ids: none, announced, or known (sent as the id alone)
+    for (size_t n = 0; n < r.names.size(); ++n) {
+      const int form = rng() % 3;
+      r.cache_ids.push_back(form == 0 ? -1 : static_cast<int32_t>(rng() % 5000));
+      r.cache_id_is_new.push_back(form == 1 ? 1 : 0);
+    }
   }
   return r;
 }
@@ -70,10 +76,20 @@ void ExpectSameRequest(const Request& a, const Request& b) {
   EXPECT_EQ(a.splits, b.splits);
 }
 
-void ExpectSameResponse(const Response& a, const Response& b) {
+// `decoded` came from `sent` over the wire: names sent as a known cache id arrive empty.
+void ExpectSameResponse(const Response& decoded, const Response& sent) {
+  const Response& a = decoded;
+  const Response& b = sent;
   EXPECT_EQ(a.kind, b.kind);
   EXPECT_EQ(a.op, b.op);
-  EXPECT_EQ(a.names, b.names);
+  ASSERT_EQ(a.names.size(), b.names.size());
+  for (size_t i = 0; i < b.names.size(); ++i) {
+    const int32_t id = CacheIdAt(b, i);
+    const bool is_new = i < b.cache_id_is_new.size() && b.cache_id_is_new[i];
+    EXPECT_EQ(CacheIdAt(a, i), id) << i;
+    EXPECT_EQ(a.names[i], id >= 0 && !is_new ? "" : b.names[i]) << i;
+    EXPECT_EQ(i < a.cache_id_is_new.size() && a.cache_id_is_new[i], is_new) << i;
+  }
   EXPECT_EQ(a.dtype, b.dtype);
   EXPECT_EQ(a.reduce_op, b.reduce_op);
   EXPECT_EQ(a.root, b.root);
@@ -92,7 +108,12 @@ std::vector<ControlMessage> SampleMessages() {
   ControlMessage req;
   req.kind = ControlKind::kRequests;
   for (int i = 0; i < 6; ++i) req.requests.push_back(MakeRequest(rng, i));
+  req.cached_requests = {0, 3, 7, 8, 9, 200};
   out.push_back(req);
+  ControlMessage only_ids;  // a steady-state step: nothing but a bit vector
+  only_ids.kind = ControlKind::kRequests;
+  for (int32_t id = 0; id < 161; id += 1 + id % 3) only_ids.cached_requests.push_back(id);
+  out.push_back(only_ids);
   ControlMessage resp;
   resp.kind = ControlKind::kResponses;
   for (int i = 0; i < 6; ++i) resp.responses.push_back(MakeResponse(rng, i));
@@ -115,6 +136,7 @@ TEST(MessagesTest, EveryKindRoundTrips) {
     EXPECT_EQ(back.kind, m.kind);
     ASSERT_EQ(back.requests.size(), m.requests.size());
     for (size_t i = 0; i < m.requests.size(); ++i) ExpectSameRequest(back.requests[i], m.requests[i]);
+    EXPECT_EQ(back.cached_requests, m.cached_requests);
     ASSERT_EQ(back.responses.size(), m.responses.size());
     for (size_t i = 0; i < m.responses.size(); ++i) ExpectSameResponse(back.responses[i], m.responses[i]);
     if (m.kind == ControlKind::kAbort) {
@@ -142,13 +164,51 @@ TEST(MessagesTest, EmptyListsAndExtremeValuesRoundTrip) {
   ExpectSameRequest(back.requests[0], r);
 }
 
+// ResNet-50 has 161 gradient tensors: a steady-state step's requests, all cached, fit in a
+// bit vector of 21 bytes; in full they take ~100 bytes each.
+TEST(MessagesTest, CachedRequestsTravelAsABitVector) {
+  ControlMessage step;
+  step.kind = ControlKind::kRequests;
+  for (int32_t id = 0; id < 161; ++id) step.cached_requests.push_back(id);
+  const std::string bytes = EncodeControl(step);
+  EXPECT_LE(bytes.size(), 4u + 1 + 4 + 4 + 21);  // magic, kind, 0 requests, bit vector
+  ControlMessage back;
+  ASSERT_TRUE(DecodeControl(bytes, kWorld, &back).ok());
+  EXPECT_EQ(back.cached_requests, step.cached_requests);
+
+  Response r;  // a fused response naming 161 known tensors: 5 bytes per name
+  for (int32_t id = 0; id < 161; ++id) AppendName(&r, "model/dense_" + std::to_string(id) + "/kernel", id, false);
+  ControlMessage resp;
+  resp.kind = ControlKind::kResponses;
+  resp.responses = {r};
+  EXPECT_LT(EncodeControl(resp).size(), 161u * 5 + 100);
+  ASSERT_TRUE(DecodeControl(EncodeControl(resp), kWorld, &back).ok());
+  ASSERT_EQ(back.responses[0].names.size(), 161u);
+  EXPECT_EQ(back.responses[0].names[7], "") << "known ids travel without their names";
+  EXPECT_EQ(CacheIdAt(back.responses[0], 7), 7);
+}
+
+TEST(MessagesTest, AppendNameKeepsCacheIdsParallel) {
+  Response r;
+  AppendName(&r, "a", -1, false);
+  EXPECT_TRUE(r.cache_ids.empty()) << "no ids: no id vector";
+  AppendName(&r, "b", 4, true);
+  AppendName(&r, "c", -1, false);
+  EXPECT_EQ(r.names, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(r.cache_ids, (std::vector<int32_t>{-1, 4, -1}));
+  EXPECT_EQ(r.cache_id_is_new, (std::vector<uint8_t>{0, 1, 0}));
+  EXPECT_EQ(CacheIdAt(r, 1), 4);
+  EXPECT_EQ(CacheIdAt(r, 9), -1);
+}
+
 TEST(MessagesTest, DecodeClearsPreviousContents) {
   auto msgs = SampleMessages();
   ControlMessage back;
   ASSERT_TRUE(DecodeControl(EncodeControl(msgs[0]), kWorld, &back).ok());
-  ASSERT_TRUE(DecodeControl(EncodeControl(msgs[2]), kWorld, &back).ok());
+  ASSERT_TRUE(DecodeControl(EncodeControl(msgs[3]), kWorld, &back).ok());
   EXPECT_EQ(back.kind, ControlKind::kShutdown);
   EXPECT_TRUE(back.requests.empty());
+  EXPECT_TRUE(back.cached_requests.empty());
   EXPECT_TRUE(back.responses.empty());
 }
 

@@ -136,6 +136,13 @@ void CheckTyped(DataType dtype, ReduceOp op, std::mt19937& rng, int lo, int hi) 
         << DataTypeName(dtype) << " " << ReduceOpName(op) << " at " << i;
   }
   EXPECT_EQ(b, src) << "the source must not change";
+  // Out of place gives the same result and leaves both operands alone.
+  std::vector<T> out(n, T{});
+  const std::vector<T> own = a;
+  ReduceTo(out.data(), a.data(), b.data(), n, dtype, op);
+  EXPECT_EQ(out, got) << DataTypeName(dtype) << " " << ReduceOpName(op) << " out of place";
+  EXPECT_EQ(a, own);
+  EXPECT_EQ(b, src);
 }
 
 template <float (*ToF)(uint16_t), uint16_t (*FromF)(float)>
@@ -153,6 +160,9 @@ void Check16(DataType dtype, ReduceOp op, std::mt19937& rng) {
     uint16_t want = FromF(RefCombine<float>(ToF(a[i]), ToF(b[i]), op));  // one rounding
     ASSERT_EQ(got[i], want) << DataTypeName(dtype) << " " << ReduceOpName(op) << " at " << i;
   }
+  std::vector<uint16_t> out(n, 0);
+  ReduceTo(out.data(), a.data(), b.data(), n, dtype, op);
+  EXPECT_EQ(out, got) << DataTypeName(dtype) << " " << ReduceOpName(op) << " out of place";
 }
 
 TEST(ReduceIntoTest, EveryDtypeAndOpMatchesReference) {
