@@ -30,9 +30,10 @@ def run_tfring(args):
     tfring.init()
     n, rank = tfring.size(), tfring.rank()
 
-    def make(nbytes):
+    def make(nbytes):  # into a preallocated output, like impl_mpi.py's Allreduce(x, y)
         x = np.ones(max(nbytes // 4, 1), np.float32)
-        return lambda: tfring.allreduce(x, op=tfring.Sum, name=f"bench.{nbytes}")
+        y = np.empty_like(x)
+        return lambda: tfring.allreduce(x, op=tfring.Sum, name=f"bench.{nbytes}", out=y)
 
     def agree(v):
         return int(tfring.broadcast(np.array([v], np.int64), 0, name="bench.iters")[0])

@@ -92,6 +92,56 @@ def test_errors_name_tensor_and_ranks_then_job_recovers(np_):
         assert f"rank {r}: errors OK" in result.stdout
 
 
+OUT = """
+import numpy as np, tfring
+tfring.init()
+n, r = tfring.size(), tfring.rank()
+x = np.arange(1000, dtype=np.float32) * (r + 1)
+original = x.copy()
+y = np.full_like(x, -7)
+got = tfring.allreduce(x, op=tfring.Sum, name="separate", out=y)
+assert got is y and np.array_equal(y, np.arange(1000, dtype=np.float32) * n * (n + 1) / 2), y[:4]
+assert np.array_equal(x, original), "the input changed"
+got = tfring.allreduce(x, op=tfring.Sum, name="inplace", out=x)
+assert got is x and np.array_equal(x, original * 0 + np.arange(1000, dtype=np.float32) * n * (n + 1) / 2)
+scaled = np.empty_like(x)
+tfring.allreduce(original, op=tfring.Average, name="scaled", prescale_factor=2.0, out=scaled)
+assert np.allclose(scaled, np.arange(1000, dtype=np.float32) * (n + 1)), scaled[:4]
+b = np.zeros(6, np.int64) if r else np.arange(6, dtype=np.int64)
+dest = np.empty_like(b)
+assert tfring.broadcast(b, 0, name="bcast", out=dest) is dest and dest.tolist() == list(range(6))
+# refused at the call, on the calling rank, before anything is negotiated
+read_only = np.empty_like(x)
+read_only.flags.writeable = False
+shared = np.empty(1001, np.float32)
+for src, bad, needle in [(x, np.empty(999, np.float32), "another shape"), (x, np.empty(1000, np.float64), "dtype"),
+                         (x, np.empty(2000, np.float32)[::2], "C-contiguous"), (x, read_only, "read-only"),
+                         (shared[:1000], shared[1:], "overlaps the input")]:
+    try:
+        tfring.allreduce(src, name="bad", out=bad)
+    except ValueError as e:
+        assert needle in str(e) and "'bad'" in str(e) and "empty_like" in str(e), e
+    else:
+        raise AssertionError(needle + " accepted")
+try:
+    tfring.allreduce(x, name="bad", out=[0.0] * 1000)
+except TypeError as e:
+    assert "must be a NumPy array" in str(e), e
+else:
+    raise AssertionError("a list accepted")
+tfring.barrier()
+print("rank", r, "out OK", flush=True)
+"""
+
+
+@pytest.mark.multiprocess
+@pytest.mark.timeout(60)
+def test_out_receives_the_result_in_place_or_preallocated_and_bad_out_is_refused():
+    result = run_job(2, OUT, timeout=45)
+    for r in range(2):
+        assert f"rank {r} out OK" in result.stdout
+
+
 STALL = """
 import time, numpy as np, tfring
 tfring.init()

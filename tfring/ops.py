@@ -40,19 +40,23 @@ def _check_op(op):
     return op
 
 
-def allreduce_async(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+def allreduce_async(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0, out=None):
     return _core.allreduce_async(array, _auto_name("allreduce", name), _check_op(op),
-                                 float(prescale_factor), float(postscale_factor))
+                                 float(prescale_factor), float(postscale_factor), out=out)
 
 
-def allreduce(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
-    """Reduces ``array`` across ranks; every rank gets the result (a new array).
+def allreduce(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0, out=None):
+    """Reduces ``array`` across ranks; every rank gets the result (a new array, or ``out``).
 
     ``op=Average`` divides the sum by the world size (integers truncate toward zero).
     ``prescale_factor`` multiplies the input before the reduction, ``postscale_factor`` the
-    result after it.
+    result after it. ``out``: a preallocated writeable C-contiguous array of the same shape
+    and dtype that receives the result (and is returned), or ``array`` itself to reduce in
+    place; it saves allocating and page-faulting a new array per call (a training loop
+    reducing the same buffers every step). It must not be touched until the call returns
+    (``*_async``: until ``wait()`` returns).
     """
-    return allreduce_async(array, op, name, prescale_factor, postscale_factor).wait()
+    return allreduce_async(array, op, name, prescale_factor, postscale_factor, out).wait()
 
 
 def allgather_async(array, name=None):
@@ -65,13 +69,14 @@ def allgather(array, name=None):
     return allgather_async(array, name).wait()
 
 
-def broadcast_async(array, root_rank, name=None):
-    return _core.broadcast_async(array, int(root_rank), _auto_name("broadcast", name))
+def broadcast_async(array, root_rank, name=None, out=None):
+    return _core.broadcast_async(array, int(root_rank), _auto_name("broadcast", name), out=out)
 
 
-def broadcast(array, root_rank, name=None):
-    """Returns ``root_rank``'s array on every rank (same shape and dtype on every rank)."""
-    return broadcast_async(array, root_rank, name).wait()
+def broadcast(array, root_rank, name=None, out=None):
+    """Returns ``root_rank``'s array on every rank (same shape and dtype on every rank).
+    ``out``: as for :func:`allreduce` (a preallocated result array, or ``array`` itself)."""
+    return broadcast_async(array, root_rank, name, out).wait()
 
 
 def alltoall_async(array, splits=None, name=None):

@@ -221,6 +221,34 @@ py::array EmptyLike(const py::array& a, std::vector<py::ssize_t> shape) {
   return py::array(a.dtype(), shape);
 }
 
+// Where an allreduce/broadcast of host array `a` writes: `out` when given (checked: a
+// writeable C-contiguous array of a's dtype and shape, `a` itself or not overlapping it),
+// `a` when `inplace`, else a new array.
+py::array OutputFor(const py::array& a, const py::object& out, bool inplace, const std::string& name) {
+  if (out.is_none()) {
+    return inplace ? a : EmptyLike(a, std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()));
+  }
+  if (!py::isinstance<py::array>(out)) {
+    throw py::type_error("out= for tensor '" + name + "' must be a NumPy array, not " +
+                         std::string(py::str(py::type::of(out).attr("__name__"))));
+  }
+  py::array o = out.cast<py::array>();
+  auto fail = [&](const std::string& why) {
+    throw py::value_error("out= for tensor '" + name + "' " + why +
+                          ": pass a writeable C-contiguous array of the input's shape and dtype "
+                          "(numpy.empty_like(array)), or the input itself to work in place");
+  };
+  if (!o.dtype().equal(a.dtype())) fail("has dtype " + std::string(py::str(o.dtype())) + ", the input " + std::string(py::str(a.dtype())));
+  if (ShapeOf(o) != ShapeOf(a)) fail("has another shape than the input");
+  if (!(o.flags() & py::array::c_style)) fail("is not C-contiguous");
+  if (!o.writeable()) fail("is read-only");
+  const char* ib = static_cast<const char*>(a.data());
+  const char* ob = static_cast<const char*>(o.data());
+  const py::ssize_t n = a.nbytes();
+  if (ib != ob && n > 0 && ib < ob + n && ob < ib + n) fail("overlaps the input without being it");
+  return o;
+}
+
 // A collective on a GPU array (see device_array.h). `configure` sets the op's fields;
 // allreduce/broadcast/reducescatter write into a new DeviceBuffer unless `inplace`.
 std::unique_ptr<Handle> SubmitDeviceArray(OpType op, const py::object& obj, const std::string& name,
@@ -428,8 +456,9 @@ PYBIND11_MODULE(_core, m) {
       .def("poll", &Handle::poll, "True once the collective has completed.");
 
   m.def("allreduce_async", [](py::object obj, const std::string& name, int op, double prescale,
-                              double postscale, bool inplace) {
+                              double postscale, bool inplace, py::object out_obj) {
     if (python::IsDeviceArray(obj)) {
+      if (!out_obj.is_none()) throw py::type_error("out= is for NumPy arrays; GPU arrays take inplace=True");
       if (op < 0 || op >= kNumReduceOps) throw py::value_error("invalid reduce op " + std::to_string(op));
       return SubmitDeviceArray(OpType::kAllreduce, obj, name, [&](Submission& s) {
         s.request.reduce_op = static_cast<ReduceOp>(op);
@@ -443,11 +472,11 @@ PYBIND11_MODULE(_core, m) {
     s.request.reduce_op = static_cast<ReduceOp>(op);
     s.request.prescale = prescale;
     s.request.postscale = postscale;
-    py::array out = inplace ? a : EmptyLike(a, std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()));
+    py::array out = OutputFor(a, out_obj, inplace, name);
     s.output = out.mutable_data();
     return Submit(std::move(s), a, out);
   }, py::arg("array"), py::arg("name"), py::arg("op") = 0, py::arg("prescale") = 1.0,
-     py::arg("postscale") = 1.0, py::arg("inplace") = false);
+     py::arg("postscale") = 1.0, py::arg("inplace") = false, py::arg("out") = py::none());
 
   m.def("allgather_async", [](py::object obj, const std::string& name) {
     if (python::IsDeviceArray(obj)) {
@@ -457,18 +486,21 @@ PYBIND11_MODULE(_core, m) {
     return Submit(Make(OpType::kAllgather, a, name), a, py::none());
   }, py::arg("array"), py::arg("name"));
 
-  m.def("broadcast_async", [](py::object obj, int root, const std::string& name, bool inplace) {
+  m.def("broadcast_async", [](py::object obj, int root, const std::string& name, bool inplace,
+                              py::object out_obj) {
     if (python::IsDeviceArray(obj)) {
+      if (!out_obj.is_none()) throw py::type_error("out= is for NumPy arrays; GPU arrays take inplace=True");
       return SubmitDeviceArray(OpType::kBroadcast, obj, name, [&](Submission& s) { s.request.root = root; },
                                inplace);
     }
     py::array a = CheckedArray(obj, name);
     Submission s = Make(OpType::kBroadcast, a, name);
     s.request.root = root;
-    py::array out = inplace ? a : EmptyLike(a, std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()));
+    py::array out = OutputFor(a, out_obj, inplace, name);
     s.output = out.mutable_data();
     return Submit(std::move(s), a, out);
-  }, py::arg("array"), py::arg("root"), py::arg("name"), py::arg("inplace") = false);
+  }, py::arg("array"), py::arg("root"), py::arg("name"), py::arg("inplace") = false,
+     py::arg("out") = py::none());
 
   m.def("alltoall_async", [](py::object obj, std::optional<std::vector<int64_t>> splits,
                              const std::string& name) {
