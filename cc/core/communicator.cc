@@ -13,14 +13,20 @@
 namespace tfring {
 namespace {
 
-enum Channel : uint8_t { kData = 1, kControl = 2 };
+enum Channel : uint8_t { kData = 1, kControl = 2, kHeartbeat = 3 };
 constexpr double kHelloTimeoutS = 10.0;
 
-std::string Hello(Channel channel, int rank) {
+// A heartbeat hello also carries the hostname, for the messages that name a lost rank.
+std::string Hello(Channel channel, int rank, const std::string& hostname) {
   WireWriter w;
   w.U8(channel);
   w.I32(rank);
+  if (channel == kHeartbeat) w.Str(hostname);
   return w.Take();
+}
+
+const char* Suffix(Channel channel) {
+  return channel == kControl ? ", control)" : channel == kHeartbeat ? ", heartbeat)" : ")";
 }
 
 }  // namespace
@@ -33,6 +39,8 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
   comm->timeout_s_ = opt.timeout_s;
   comm->data_.resize(opt.size);
   comm->control_.resize(opt.size);
+  comm->heartbeat_.resize(opt.size);
+  comm->hostname_.resize(opt.size);
   if (opt.size == 1) {
     *out = std::move(comm);
     return Status::OK();
@@ -42,14 +50,16 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
   Listener listener;
   const std::string& bind = opt.bind_host.empty() ? opt.advertise_host : opt.bind_host;
   TFRING_RETURN_IF_ERROR(Listener::Listen(bind, 0, &listener));
+  if (opt.rank == 0) TFRING_RETURN_IF_ERROR(store.Set("hostname/0", opt.hostname));
   TFRING_RETURN_IF_ERROR(store.Set("addr/" + std::to_string(opt.rank),
                                    opt.advertise_host + ":" + std::to_string(listener.port())));
   TFRING_LOG(LogLevel::kDebug, "transport", "data listener on " << bind << ":" << listener.port()
                                                 << ", advertised as " << opt.advertise_host << ":"
                                                 << listener.port());
 
-  // Accept from higher ranks (data) and, on rank 0, every rank's control connection.
-  int expected = (opt.size - 1 - opt.rank) + (opt.rank == 0 ? opt.size - 1 : 0);
+  // Accept from higher ranks (data) and, on rank 0, every rank's control and heartbeat
+  // connections.
+  int expected = (opt.size - 1 - opt.rank) + (opt.rank == 0 ? 2 * (opt.size - 1) : 0);
   Status accept_status;
   std::thread acceptor([&] {
     int accepted = 0;
@@ -62,7 +72,7 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
           if (!comm->data_[p].socket.valid()) missing.insert(p);
         }
         for (int p = 1; opt.rank == 0 && p < opt.size; ++p) {
-          if (!comm->control_[p].valid()) missing.insert(p);
+          if (!comm->control_[p].valid() || !comm->heartbeat_[p].valid()) missing.insert(p);
         }
         std::string ranks;
         for (int p : missing) ranks += (ranks.empty() ? "" : ", ") + std::to_string(p);
@@ -83,6 +93,7 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
       WireReader r(hello);
       uint8_t channel = r.U8();
       int peer = r.I32();
+      std::string hostname = channel == kHeartbeat ? r.Str() : "";
       bool valid = r.ok() && r.AtEnd() && peer >= 0 && peer < opt.size && peer != opt.rank;
       if (valid && channel == kData && peer > opt.rank && !comm->data_[peer].socket.valid()) {
         s.set_label("rank " + std::to_string(peer) + " (" + s.PeerAddress() + ")");
@@ -90,6 +101,10 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
       } else if (valid && channel == kControl && opt.rank == 0 && !comm->control_[peer].valid()) {
         s.set_label("rank " + std::to_string(peer) + " (" + s.PeerAddress() + ", control)");
         comm->control_[peer] = std::move(s);
+      } else if (valid && channel == kHeartbeat && opt.rank == 0 && !comm->heartbeat_[peer].valid()) {
+        s.set_label("rank " + std::to_string(peer) + " (" + s.PeerAddress() + ", heartbeat)");
+        comm->heartbeat_[peer] = std::move(s);
+        comm->hostname_[peer] = hostname;
       } else {
         TFRING_LOG(LogLevel::kWarning, "transport",
                    "refused " << s.label() << ": unexpected hello (channel "
@@ -112,10 +127,10 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
                                          &port));
     Socket s;
     TFRING_RETURN_IF_ERROR(Socket::Connect(host, port, deadline, &s));
-    s.set_label("rank " + std::to_string(peer) + " (" + addr +
-                (channel == kControl ? ", control)" : ")"));
+    s.set_label("rank " + std::to_string(peer) + " (" + addr + Suffix(channel));
     TFRING_RETURN_IF_ERROR(AuthenticateAsClient(s, opt.secret, Deadline::After(kHelloTimeoutS)));
-    TFRING_RETURN_IF_ERROR(s.SendMessage(Hello(channel, opt.rank), Deadline::After(kHelloTimeoutS)));
+    TFRING_RETURN_IF_ERROR(
+        s.SendMessage(Hello(channel, opt.rank, opt.hostname), Deadline::After(kHelloTimeoutS)));
     *dest = std::move(s);
     return Status::OK();
   };
@@ -127,10 +142,21 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
   if (connect_status.ok() && opt.rank != 0) {
     connect_status = connect_to(0, kControl, &comm->control_[0]);
   }
+  if (connect_status.ok() && opt.rank != 0) {
+    connect_status = connect_to(0, kHeartbeat, &comm->heartbeat_[0]);
+  }
+  if (connect_status.ok() && opt.rank != 0) {
+    connect_status = store.Get("hostname/0", deadline.SecondsLeft(), &comm->hostname_[0]);
+  }
   if (!connect_status.ok()) listener.Shutdown();  // wake the acceptor
   acceptor.join();
   TFRING_RETURN_IF_ERROR(connect_status);
   TFRING_RETURN_IF_ERROR(accept_status);
+  for (int p = 0; p < opt.size; ++p) {
+    for (Socket* s : {&comm->data_[p].socket, &comm->control_[p], &comm->heartbeat_[p]}) {
+      if (s->valid()) s->SetPeerTimeout(opt.peer_timeout_s);
+    }
+  }
   if (opt.shm) TFRING_RETURN_IF_ERROR(comm->ConnectSharedMemory(opt, store, deadline));
   *out = std::move(comm);
   return Status::OK();
@@ -236,6 +262,7 @@ void Communicator::Abort() {
   if (aborted_.exchange(true)) return;
   for (auto& l : data_) l.socket.Shutdown();
   for (auto& s : control_) s.Shutdown();
+  for (auto& s : heartbeat_) s.Shutdown();
 }
 
 char* Communicator::Scratch(size_t bytes) {

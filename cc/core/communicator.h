@@ -8,6 +8,10 @@
 //     kernel refuses (EPERM: Yama ptrace_scope, containers) stays on the rings.
 //   * control: a star around rank 0 carrying coordinator messages (requests up, responses
 //     down), kept apart from data so a request never interleaves with a payload.
+//   * heartbeat: a second star around rank 0, owned by the liveness thread (liveness.h), so
+//     beats never wait behind a payload or the background thread. Every TCP connection also
+//     carries kernel keepalives and a user timeout of peer_timeout_s (a cut network is
+//     noticed inside a transfer too).
 //
 // Built by Create(): every rank listens, publishes "addr/<rank>" in the store, connects to
 // every lower rank (and to rank 0 for control), and accepts the rest. Every connection is
@@ -48,6 +52,8 @@ struct CommunicatorOptions {
   std::string host_id;                        // ranks with equal ids share memory
   CmaMode cma = CmaMode::kOff;                // single-copy sends between local ranks
   size_t cma_min_bytes = 1 << 20;             // ... of at least this many bytes
+  double peer_timeout_s = 30;                 // TCP keepalive / user timeout (0 = kernel default)
+  std::string hostname;                       // told to the peers watching this rank
 };
 
 class Communicator {
@@ -70,6 +76,10 @@ class Communicator {
   uint64_t bytes_received() const;
   Socket& control_to_root() { return control_[0]; }      // rank != 0
   Socket& control_from(int peer) { return control_[peer]; }  // rank == 0
+  // Rank 0: heartbeat(p) for every p > 0; other ranks: heartbeat(0). Liveness thread only.
+  Socket& heartbeat(int peer) { return heartbeat_[peer]; }
+  // Hostname of a peer this rank has a heartbeat connection with.
+  const std::string& hostname_of(int peer) const { return hostname_[peer]; }
 
   // A deadline for one collective's transfers.
   Deadline TransferDeadline() const { return Deadline::After(timeout_s_); }
@@ -90,6 +100,8 @@ class Communicator {
 
   std::vector<Link> data_;
   std::vector<Socket> control_;
+  std::vector<Socket> heartbeat_;
+  std::vector<std::string> hostname_;
   std::atomic<bool> aborted_{false};
   std::vector<char> scratch_;
 };

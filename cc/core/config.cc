@@ -30,6 +30,11 @@ const std::vector<ParamSpec>& ParamTable() {
        "How long init() waits for every rank to reach the rendezvous."},
       {"TFRING_SHUTDOWN_TIMEOUT_S", ParamType::kFloat, "10", 0, 1e6,
        "How long shutdown() waits for the background thread to finish."},
+      {"TFRING_PEER_TIMEOUT_S", ParamType::kFloat, "30", 0, 1e6,
+       "A peer whose tfring runtime has not answered heartbeats for this long (a frozen "
+       "process, a paused VM, a cut network) is lost: every collective fails naming it "
+       "(0 = never; heartbeats run on their own thread, so slow user code never trips it). "
+       "Also the TCP keepalive / user timeout of every connection."},
       {"TFRING_STALL_WARNING_S", ParamType::kFloat, "60", 0, 1e6,
        "Warn when a tensor submitted by some ranks waits this long for the others (0 = never)."},
       {"TFRING_STALL_SHUTDOWN_S", ParamType::kFloat, "0", 0, 1e6,

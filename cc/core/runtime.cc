@@ -34,13 +34,17 @@ std::string HostOf(const std::string& host_port) {
 // Ranks share memory when they run on the same kernel (hostname and boot id) and the
 // launcher placed them on the same host (cross rank): network-namespace "hosts" in tests
 // share a kernel but must talk TCP.
-std::string HostId(int cross_rank) {
+std::string Hostname() {
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+std::string HostId(int cross_rank) {
   std::string boot;
   std::ifstream f("/proc/sys/kernel/random/boot_id");
   std::getline(f, boot);
-  return std::string(host) + "/" + boot + "/" + std::to_string(cross_rank);
+  return Hostname() + "/" + boot + "/" + std::to_string(cross_rank);
 }
 
 }  // namespace
@@ -60,6 +64,7 @@ Runtime& Runtime::Global() {
 }
 
 Runtime::State::~State() {
+  if (liveness) liveness->Stop();  // its callback writes wake_fd
   if (wake_fd >= 0) ::close(wake_fd);
 }
 
@@ -113,6 +118,8 @@ Status Runtime::Init(const std::map<std::string, std::string>& overrides, bool r
   opt.cma = cma == "auto" ? CmaMode::kAuto : (cma == "1" || cma == "true") ? CmaMode::kOn : CmaMode::kOff;
   opt.cma_min_bytes = static_cast<size_t>(c.Int("TFRING_SHM_CMA_MIN_BYTES"));
   opt.host_id = HostId(st->cross_rank);
+  opt.peer_timeout_s = c.Float("TFRING_PEER_TIMEOUT_S");
+  opt.hostname = Hostname();
   if (st->size > 1) {
     std::string host;
     int port = 0;
@@ -149,6 +156,15 @@ Status Runtime::Init(const std::map<std::string, std::string>& overrides, bool r
     TFRING_RETURN_IF_ERROR(st->timeline.Start(c.String("TFRING_TIMELINE")));
   }
   State* raw = st.get();
+  std::vector<LivenessPeer> watched;
+  for (int p = 0; p < st->size; ++p) {
+    if (p != st->rank && (st->rank == 0 || p == 0)) {
+      watched.push_back(LivenessPeer{p, st->comm->hostname_of(p), &st->comm->heartbeat(p)});
+    }
+  }
+  st->liveness = std::make_unique<PeerLiveness>(st->rank, std::move(watched), opt.peer_timeout_s,
+                                                [raw](int, const Status& lost) { raw->OnPeerLost(lost); });
+  st->liveness->Start();
   st->thread = std::thread([raw] { raw->Loop(); });
   TFRING_LOG(LogLevel::kInfo, "runtime", "initialized rank " << st->rank << " of " << st->size);
   state_ = std::move(st);
@@ -297,6 +313,16 @@ void Runtime::State::Wake() {
   uint64_t one = 1;
   ssize_t ignored = ::write(wake_fd, &one, sizeof(one));
   (void)ignored;
+}
+
+void Runtime::State::OnPeerLost(const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (broken || !peer_lost.ok()) return;
+    peer_lost = status;
+  }
+  comm->Abort();  // wakes a transfer blocked on the lost rank; Loop() then fails with `status`
+  Wake();
 }
 
 void Runtime::State::RequestStop() {

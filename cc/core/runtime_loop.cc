@@ -29,9 +29,15 @@ double SecondsSince(std::chrono::steady_clock::time_point t) {
 void Runtime::State::Loop() {
   while (!stop_requested.load()) {
     bool is_broken;
+    Status lost;
     {
       std::lock_guard<std::mutex> lock(mu);
       is_broken = broken;
+      lost = peer_lost;
+    }
+    if (!is_broken && !lost.ok()) {
+      Fail(lost);
+      is_broken = true;
     }
     if (!is_broken) {
       DrainQueue();
@@ -324,12 +330,16 @@ Status Runtime::State::RefineCause(const Status& status) {
   return status;
 }
 
-void Runtime::State::Fail(const Status& status) {
-  Status cause = status;
+void Runtime::State::Fail(const Status& failure) {
+  Status status = failure;
+  Status cause;
   {
     std::lock_guard<std::mutex> lock(mu);
     if (broken) return;
     broken = true;
+    // A lost peer is the root cause of whatever its silence made fail here (an aborted
+    // transfer, a timeout).
+    if (!peer_lost.ok()) status = peer_lost;
     cause = status.WithContext("tfring rank " + std::to_string(rank));
     fatal = cause;
   }
@@ -359,6 +369,7 @@ void Runtime::State::Fail(const Status& status) {
     } else {
       comm->control_to_root().SendMessage(bytes, Deadline::After(kTellPeersTimeoutS));
     }
+    if (liveness) liveness->Stop();  // the peers learn of the failure on the control channel
     comm->Abort();
   }
   FailAllPending(cause);
@@ -419,6 +430,7 @@ void Runtime::State::Stop() {
       comm->control_to_root().SendMessage(EncodeControl(msg), Deadline::After(kTellPeersTimeoutS));
     }
   }
+  if (liveness) liveness->Stop();
   if (comm) comm->Abort();
   FailAllPending(Status::Precondition("tfring was shut down on rank " + std::to_string(rank) +
                                       " while this collective was pending"));

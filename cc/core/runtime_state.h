@@ -19,6 +19,7 @@
 #include "backend.h"
 #include "communicator.h"
 #include "coordinator.h"
+#include "liveness.h"
 #include "response_cache.h"
 #include "runtime.h"
 #include "tcp_store.h"
@@ -39,6 +40,7 @@ struct Runtime::State {
   int spin_us = 0;
   std::unique_ptr<TcpStoreClient> store;
   std::unique_ptr<Communicator> comm;
+  std::unique_ptr<PeerLiveness> liveness;  // started by Init, stopped by Fail/Stop
   int wake_fd = -1;
 
   // --- shared, guarded by mu ---
@@ -47,6 +49,7 @@ struct Runtime::State {
   std::set<std::string> in_flight;
   bool broken = false;  // a fatal error happened; every later op fails with `fatal`
   Status fatal;
+  Status peer_lost;  // set by the liveness thread; the background thread fails with it
   std::atomic<bool> stop_requested{false};
   std::string stop_reason;  // why this rank leaves (empty: orderly end of the script)
   std::atomic<bool> stopped{false};
@@ -80,6 +83,9 @@ struct Runtime::State {
   Status Submit(std::vector<Submission> group);
   void RequestStop();
   void Wake();
+
+  // liveness thread
+  void OnPeerLost(const Status& status);
 
   // background thread (runtime_loop.cc)
   void Loop();

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -115,6 +116,11 @@ void Socket::Shutdown() {
 Status Socket::Lost(const char* what, int err) const {
   std::string reason = err == 0 ? "the peer closed the connection"
                                 : std::string(std::strerror(err));
+  if (err == ETIMEDOUT) {  // keepalive or user timeout (SetPeerTimeout): nothing acknowledged
+    return Status::PeerLost("lost connection to " + label_ + " while " + what +
+                            " (nothing acknowledged for longer than TFRING_PEER_TIMEOUT_S): the network "
+                            "to it is cut or its host is down");
+  }
   return Status::PeerLost("lost connection to " + label_ + " while " + what + " (" + reason +
                           "): the peer process died, was killed, or aborted after its own error");
 }
@@ -193,6 +199,21 @@ Status Socket::SendAll(const void* data, size_t size, Deadline deadline,
     return Lost("sending", n < 0 ? errno : 0);
   }
   return Status::OK();
+}
+
+void Socket::SetPeerTimeout(double seconds) {
+  if (fd_ < 0 || seconds <= 0) return;
+  // Probes start after a third of the budget idle, then every ninth, three unanswered end it.
+  const int idle = std::max(1, static_cast<int>(seconds / 3));
+  const int interval = std::max(1, static_cast<int>(seconds / 9));
+  const int count = 3;
+  const unsigned user_timeout_ms = static_cast<unsigned>(seconds * 1000);
+  const int one = 1;
+  setsockopt(fd_, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  setsockopt(fd_, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+  setsockopt(fd_, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
+  setsockopt(fd_, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+  setsockopt(fd_, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof(user_timeout_ms));
 }
 
 Status Socket::RecvAll(void* data, size_t size, Deadline deadline,

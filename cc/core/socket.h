@@ -51,6 +51,13 @@ class Socket {
   Status RecvMessage(std::string* payload, size_t max_size, Deadline deadline,
                      const std::atomic<bool>* abort = nullptr);
 
+  // Makes the kernel notice a peer that stopped acknowledging (a cut or partitioned network)
+  // within about `seconds`: keepalive probes while idle, and TCP_USER_TIMEOUT for unacked
+  // sends. A frozen process's kernel still acknowledges, so this never fires for slow or
+  // stopped peers (liveness.h handles those). `seconds` <= 0 leaves the kernel defaults.
+  // Best effort: an option the kernel refuses is skipped.
+  void SetPeerTimeout(double seconds);
+
   // Waits until the socket is readable (data or EOF). Returns true if readable.
   bool WaitReadable(int timeout_ms);
 

@@ -145,6 +145,7 @@ inline Status MakeMesh(const MeshOptions& o, Mesh* mesh) {
     opt.shm = o.shm;
     opt.shm_ring_bytes = o.shm_ring_bytes;
     opt.host_id = "test-host";
+    opt.hostname = "host" + std::to_string(r);
     opt.cma = o.cma_per_rank.empty() ? o.cma : o.cma_per_rank[r];
     opt.cma_min_bytes = o.cma_min_bytes;
     return Communicator::Create(opt, *store, &mesh->comms[r]);

@@ -2,7 +2,8 @@
 
 When one rank dies, the collectives of the others fail within milliseconds with a core
 error that names it (``rank 1 is gone: its connection closed ...``, ``rank 1 has shut down
-...``, ``rank 1 exited: uncaught ValueError: ...``), and they often exit *before* the dying rank has finished exiting (its interpreter
+...``, ``rank 1 exited: uncaught ValueError: ...``, ``rank 1 (host h) has not answered for
+30.0 s``), and they often exit *before* the dying rank has finished exiting (its interpreter
 teardown takes as long as theirs). Exit order alone would then blame a survivor. ``Blame``
 reads the workers' output for those messages and skips failures that were caused by the
 loss of another failed rank.
@@ -15,7 +16,7 @@ import re
 import threading
 
 # The core's wording (cc/core/runtime_loop.cc); test_launcher.py pins it end to end.
-_LOST_PEER = re.compile(r"\brank (\d+) (?:is gone|has shut down|exited:)")
+_LOST_PEER = re.compile(r"\brank (\d+) (?:\(host [^)]*\) )?(?:is gone|has shut down|exited:|has not answered|was silent)")
 
 
 class Blame:

@@ -77,6 +77,13 @@ def _plan(ns):
     return slots, placement.place(slots, ns, job_settings), job_settings
 
 
+def _peer_timeout_s(job_settings):
+    """The job's TFRING_PEER_TIMEOUT_S (validated by _plan), also the launcher's limit for a
+    stopped worker."""
+    text, _ = job_settings.get("TFRING_PEER_TIMEOUT_S", (settings_lib.table()["TFRING_PEER_TIMEOUT_S"]["default"], None))
+    return float(text)
+
+
 def _stop_store(server):
     """Stops the store without ever blocking the launcher for more than STORE_STOP_S."""
     t = threading.Thread(target=server.stop, daemon=True, name="tfringrun-store-stop")
@@ -107,7 +114,8 @@ def launch(argv=None):
         except errors.TfringError as e:
             return _error(f"cannot serve the job's store on {bind}: {e}")
         store_addr = jobenv.store_address(bind, server.port)
-        job = Job(output, blame, ns.grace_period_s, verbose=ns.verbose)
+        job = Job(output, blame, ns.grace_period_s, verbose=ns.verbose,
+                  stopped_limit_s=_peer_timeout_s(job_settings) if len(slots) > 1 else None)
         try:
             if ns.verbose:
                 output.message(f"store at {store_addr} (the job secret is in TFRING_SECRET, never shown)")

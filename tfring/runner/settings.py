@@ -48,6 +48,7 @@ FLAGS = (
     SettingFlag("--start-timeout", "TFRING_START_TIMEOUT_S", metavar="S"),
     SettingFlag("--stall-warning-s", "TFRING_STALL_WARNING_S", metavar="S"),
     SettingFlag("--stall-shutdown-s", "TFRING_STALL_SHUTDOWN_S", metavar="S"),
+    SettingFlag("--peer-timeout-s", "TFRING_PEER_TIMEOUT_S", metavar="S"),
     SettingFlag("--log-level", "TFRING_LOG_LEVEL", metavar="LEVEL"),
     SettingFlag("--bind-addr", "TFRING_BIND_ADDR", metavar="ADDR",
                 note="tfringrun also serves its store there (default 127.0.0.1)."),

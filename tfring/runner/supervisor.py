@@ -14,6 +14,11 @@ Policy:
   once). Exit code 128+N (130, 143, 129) unless a rank had failed before.
 - Once every worker has exited, what is left of their process groups (grandchildren) gets
   SIGTERM, then SIGKILL after the grace period.
+- A local worker stopped by a signal (SIGSTOP, SIGTSTP, ...: frozen, so its peers lose it)
+  for ``stopped_limit_s`` (the job's TFRING_PEER_TIMEOUT_S) counts as failed, named as
+  stopped; so does one still stopped when a survivor's error names it as lost. Its exit
+  status is 128+N for stop signal N. Signals other than SIGKILL are followed by SIGCONT, so
+  a stopped worker acts on them.
 
 Every wait is bounded: if processes survive even SIGKILL for ``KILL_WAIT_S`` the launcher
 says so and exits anyway. Thread-safety: ``start`` and ``run`` from the main thread; one
@@ -28,8 +33,10 @@ import threading
 import time
 
 from tfring.runner.signals import signal_name
+from tfring.runner.stopped import stop_signal
 
 DRAIN_S = 1.0
+STOPPED_CHECK_S = 0.25
 OUTPUT_SETTLE_S = 0.5
 KILL_WAIT_S = 5.0
 TICK_S = 0.05
@@ -66,11 +73,15 @@ class Worker:
 class Failure:
     rank: int
     pid: int  # None when the worker could not be started
-    returncode: int
+    returncode: int  # for a stopped worker: minus the stop signal
+    stopped_s: float = None  # the worker has not exited: it has been stopped this long
 
     def describe(self):
         if self.pid is None:
             return f"rank {self.rank} could not be started (code {self.returncode})"
+        if self.stopped_s is not None:
+            return (f"rank {self.rank} (pid {self.pid}) was stopped by {signal_name(-self.returncode)} "
+                    f"{self.stopped_s:.1f} s ago (frozen: it cannot answer its peers)")
         return f"rank {self.rank} (pid {self.pid}) {describe_exit(self.returncode)}"
 
 
@@ -131,10 +142,15 @@ class Job:
       blame: the ``Blame`` that watches that output.
       grace_period_s: time between SIGTERM and SIGKILL.
       verbose: report every start, signal and exit.
+      stopped_limit_s: how long a local worker may stay stopped before it counts as failed
+        (None or 0: never).
     """
 
-    def __init__(self, output, blame, grace_period_s, verbose=False):
+    def __init__(self, output, blame, grace_period_s, verbose=False, stopped_limit_s=None):
         self.output = output
+        self.stopped_limit_s = stopped_limit_s
+        self._stopped_since = {}  # rank -> (monotonic time first seen stopped, signal)
+        self._next_stopped_check = 0.0
         self.blame = blame
         self.grace = grace_period_s
         self.verbose = verbose
@@ -185,6 +201,7 @@ class Job:
         if self.first_failure is not None or not self._failures:
             return
         self.output.drain([f.rank for f in self._failures], OUTPUT_SETTLE_S)
+        self._blame_stopped_workers()
         self.first_failure = self.blame.root_cause(self._failures)
         running = len(self._running())
         later = len(self._failures) - 1
@@ -192,6 +209,40 @@ class Job:
         if later:
             tail += f"; {later} other rank(s) failed too"
         self.output.message(f"{self.first_failure.describe()} first{tail}")
+
+    def _stopped_failure(self, worker, now):
+        """A Failure for ``worker`` if it is stopped now, else None."""
+        if hasattr(worker.proc, "signal_group"):
+            return None  # remote: its peers' heartbeats notice it
+        signum = stop_signal(worker.pid)
+        if signum is None:
+            self._stopped_since.pop(worker.rank, None)
+            return None
+        since, _ = self._stopped_since.setdefault(worker.rank, (now, signum))
+        return Failure(worker.rank, worker.pid, -signum, stopped_s=now - since)
+
+    def _watch_stopped(self, now):
+        """Fails a local worker that has been stopped for ``stopped_limit_s``."""
+        if now < self._next_stopped_check or self.first_failure is not None:
+            return
+        self._next_stopped_check = now + STOPPED_CHECK_S
+        failed = {f.rank for f in self._failures}
+        for w in self._running():
+            failure = None if w.rank in failed else self._stopped_failure(w, now)
+            if failure is not None and self.stopped_limit_s and failure.stopped_s >= self.stopped_limit_s:
+                self._add_failure(failure)
+
+    def _blame_stopped_workers(self):
+        """A worker still stopped whose loss a failed rank reported is the root cause: it
+        goes first among the failures."""
+        failed = {f.rank for f in self._failures}
+        reported = set().union(*(self.blame.lost_by(r) for r in failed))
+        now = time.monotonic()
+        for w in self._running():
+            if w.rank in reported and w.rank not in failed:
+                failure = self._stopped_failure(w, now)
+                if failure is not None:
+                    self._failures.insert(0, failure)
 
     def on_signal(self, signum):
         """The launcher received ``signum``: forward it now; a repeat means SIGKILL now."""
@@ -224,6 +275,7 @@ class Job:
             except queue.Empty:
                 pass
             now = time.monotonic()
+            self._watch_stopped(now)
             signum = self._stopper.due(now)
             if signum is not None:
                 self._decide()
@@ -255,7 +307,8 @@ class Job:
             self.output.message(f"sending {signal_name(signum)} to rank(s) "
                                 + ", ".join(str(w.rank) for w in workers))
         for w in workers:
-            _signal_worker(w, signum)
+            if _signal_worker(w, signum) and signum != signal.SIGKILL and not hasattr(w.proc, "signal_group"):
+                _killpg(w.pid, signal.SIGCONT)  # a stopped worker acts on it only when resumed
 
     def _reap_leftovers(self):
         """Stops whatever the workers left running in their process groups (SIGTERM, then
