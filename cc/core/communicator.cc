@@ -259,7 +259,8 @@ int Communicator::cma_peers() const {
 }
 
 void Communicator::Abort() {
-  if (aborted_.exchange(true)) return;
+  if (shut_down_.exchange(true)) return;
+  aborted_.store(true);
   for (auto& l : data_) l.socket.Shutdown();
   for (auto& s : control_) s.Shutdown();
   for (auto& s : heartbeat_) s.Shutdown();

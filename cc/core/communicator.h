@@ -87,6 +87,9 @@ class Communicator {
 
   // Wakes every blocked transfer and makes later ones fail. Any thread; idempotent.
   void Abort();
+  // The same within ~kAbortPollMs, but leaves the connections open so that this rank can
+  // still tell its peers why (Abort() closes them). Any thread; idempotent.
+  void AbortTransfers() { aborted_.store(true); }
   bool aborted() const { return aborted_.load(); }
 
   // Scratch memory for collectives (grown on demand, reused; background thread only).
@@ -103,6 +106,7 @@ class Communicator {
   std::vector<Socket> heartbeat_;
   std::vector<std::string> hostname_;
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> shut_down_{false};  // Abort() closed the connections
   std::vector<char> scratch_;
 };
 

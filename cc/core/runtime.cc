@@ -321,7 +321,9 @@ void Runtime::State::OnPeerLost(const Status& status) {
     if (broken || !peer_lost.ok()) return;
     peer_lost = status;
   }
-  comm->Abort();  // wakes a transfer blocked on the lost rank; Loop() then fails with `status`
+  // Wakes a transfer blocked on the lost rank; Loop() then fails with `status` and tells the
+  // other ranks on the still open control channel.
+  comm->AbortTransfers();
   Wake();
 }
 
