@@ -1,6 +1,9 @@
-# tfring developer entry points. Everything installs into ./.venv (created on demand).
+# tfring developer entry points. Everything installs into ./.venv (created on demand); the
+# few system packages the build and tests need are installed by tools/system_deps.sh (as
+# root or with sudo; otherwise it names them and the command, before compiling anything).
 #   make run     install everything, then run the main job (Keras digits on 2 processes)
-#   make test    install everything, then run every test (C++ plain, ASan+UBSan, TSan; Python)
+#   make test    install everything, then run every test (C++ plain, ASan+UBSan, TSan; Python;
+#                GPU compile check), printing the time of each phase and the slowest tests
 #   make install just the install step (idempotent, incremental C++ build)
 
 PYTHON ?= python3
@@ -8,15 +11,24 @@ VENV   := .venv
 VPY    := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: install run test pytest lint
+.PHONY: install run test pytest lint system-deps system-deps-build fresh-clone-check
+
+system-deps-build:
+	@tools/system_deps.sh build
+
+system-deps:
+	@tools/system_deps.sh test
 
 $(VPY):
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip setuptools wheel
 
-install: $(VPY)
+# INSTALLED=1 skips the install step (set by `make test` for the phases after its own).
+install: system-deps-build $(VPY)
+ifneq ($(INSTALLED),1)
 	$(VPY) -m pip install -q -r requirements.txt
 	$(VPY) -m pip install -q --no-build-isolation -e .
+endif
 
 run: install
 	$(VENV)/bin/tfringrun -np 2 $(VPY) examples/keras_digits.py
@@ -25,9 +37,23 @@ lint: install
 	$(VENV)/bin/ruff check tfring tests examples benchmarks tools
 
 pytest: install
-	$(VPY) -m pytest -q -ra $(PYTEST_ARGS)
+	$(VPY) -m pytest -q -ra --durations=15 $(PYTEST_ARGS)
 
-test: install lint cctest cctest-asan cctest-tsan pytest
+# The README's two commands on a fresh clone of HEAD with a clean environment (slow: a full
+# install and test run). Run before committing a change to the install or the README.
+fresh-clone-check:
+	tools/fresh_clone_check.sh
+
+# Every phase in turn, each timed (tools/phase.sh); stops at the first failing phase and
+# prints the table of times either way.
+TEST_PHASES := system-deps install lint cctest cctest-asan cctest-tsan gpu-compile-check pytest
+test:
+	@tools/phase.sh --reset; status=0; installed=; \
+	for phase in $(TEST_PHASES); do \
+	  tools/phase.sh $$phase $(MAKE) --no-print-directory $$phase $$installed || { status=$$?; break; }; \
+	  [ $$phase = install ] && installed=INSTALLED=1; \
+	done; \
+	tools/phase.sh --report; exit $$status
 
 # ---- C++ unit tests of cc/core (GoogleTest) ------------------------------------------
 #   make cctest        build build/cctest/tfring_tests (-O1 -g) and run it
@@ -69,10 +95,10 @@ $(eval $(call CCTEST_VARIANT,build/cctest-tsan,CCTEST_TSAN))
 .PHONY: cctest cctest-asan cctest-tsan FORCE
 FORCE:
 
-cctest: build/cctest/tfring_tests
+cctest: system-deps build/cctest/tfring_tests
 	build/cctest/tfring_tests $(GTEST_ARGS)
 
-cctest-asan: build/cctest-asan/tfring_tests
+cctest-asan: system-deps build/cctest-asan/tfring_tests
 	$(ASAN_RUN_OPTS) build/cctest-asan/tfring_tests $(GTEST_ARGS)
 
 # TSan maps its shadow memory at fixed addresses; some kernels (high ASLR entropy,
@@ -81,7 +107,7 @@ cctest-asan: build/cctest-asan/tfring_tests
 # turns ASLR off for the child): only when neither way can run TSan does the target say
 # why and succeed; any other failure of the probe, the build or the tests fails it.
 TSAN_PROBE := build/cctest-tsan/probe
-cctest-tsan:
+cctest-tsan: system-deps
 	@mkdir -p build/cctest-tsan
 	@printf '#include <thread>\nint main(){int x=0;std::thread t([&]{x=1;});t.join();return x-1;}\n' \
 	  > $(TSAN_PROBE).cc
@@ -144,6 +170,3 @@ gpu-compile-check: install gpu-headers
 	  TF_CPP_MIN_LOG_LEVEL=3 $(VPY) tools/gpu_headers.py load-check $(GPU_CHECK_DIR)/libtfring_tf_gpu_ops.so || exit 1; \
 	else echo "gpu-compile-check: TensorFlow or its op library missing; cc/tf_gpu not checked"; fi
 	@echo "gpu-compile-check: OK"
-
-# CI (`make test`) runs the GPU compile check too.
-test: gpu-compile-check
