@@ -20,6 +20,7 @@ SUPPORTED = "TensorFlow 2.21 / Keras 3.15"
 
 _DL = "tensorflow.python.distribute.distribute_lib."
 _ODE = "tensorflow.python.distribute.one_device_strategy.OneDeviceExtended."
+_CKPT = "tensorflow.python.checkpoint."
 
 # Each entry: (dotted path, mode, parameters, why tfring needs it). Modes:
 #   "override": RingExtended overrides it and TF calls ours: parameters must match exactly.
@@ -70,7 +71,25 @@ _EXPECTED = [
      "predict() gathers every rank's rows"),
     ("keras.src.trainers.trainer.Trainer.compile", _E, None, "agreed loss scaling and jit_compile off"),
     ("keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.check_finite", _O, ("self", "grads"),
-     "finite check agreed across ranks (tfring.keras.LossScaleOptimizer)"),
+     "finite check agreed across ranks (tfring.keras.LossScaleOptimizer)"),    # checkpoints written once, by rank 0 (save_hooks)
+    (_CKPT + "checkpoint.Checkpoint._write", _O, ("self", "file_prefix", "options"),
+     "every tf.train.Checkpoint save/write and CheckpointManager.save coordinated"),
+    (_CKPT + "checkpoint.TrackableSaver.save", _O, ("self", "file_prefix", "checkpoint_number", "session", "options"),
+     "checkpoint files written atomically by rank 0 only"),
+    (_CKPT + "checkpoint_management.update_checkpoint_state_internal", _C, ("save_dir", "model_checkpoint_path"),
+     "the `checkpoint` state file written by rank 0 only"),
+    (_CKPT + "checkpoint_management._delete_file_if_exists", _O, ("filespec",),
+     "CheckpointManager max_to_keep deletions done by rank 0 only"),
+    ("tensorflow.python.saved_model.save.save", _C, ("obj", "export_dir", "signatures", "options"),
+     "tf.saved_model.save written by rank 0 only"),
+    ("keras.src.saving.saving_api.save_model", _O, ("model", "filepath", "overwrite", "zipped", "kwargs"),
+     "model.save written by rank 0 only"),
+    ("keras.src.saving.saving_api.save_weights", _O, ("model", "filepath", "overwrite", "max_shard_size", "kwargs"),
+     "model.save_weights written by rank 0 only"),
+    ("keras.src.callbacks.backup_and_restore.BackupAndRestore._save_model", _O, ("self",),
+     "Keras BackupAndRestore backups written by rank 0 only"),
+    ("keras.src.callbacks.backup_and_restore.BackupAndRestore.on_train_end", _O, ("self", "logs"),
+     "Keras BackupAndRestore backup removed by rank 0 only"),
 ]
 
 
@@ -140,9 +159,14 @@ def check_private_apis(expected=None):
 # --- the symbols themselves (imported after the table so a failure names the symbol) --------
 try:
     from keras.src.backend.tensorflow import trainer as keras_tf_trainer
+    from keras.src.callbacks import backup_and_restore as keras_backup_and_restore
+    from keras.src.saving import saving_api
     from keras.src.trainers import trainer as keras_trainer
+    from tensorflow.python.checkpoint import checkpoint as tf_checkpoint
+    from tensorflow.python.checkpoint import checkpoint_management as tf_checkpoint_management
     from tensorflow.python.distribute import distribute_lib, input_util, one_device_strategy
     from tensorflow.python.ops import control_flow_util, resource_variable_ops
+    from tensorflow.python.saved_model import save as tf_saved_model_save
 except ImportError as _e:  # pragma: no cover - only on an unsupported TF/Keras
     raise PrivateApiError(
         f"tfring.RingStrategy cannot import a private TensorFlow/Keras module ({_e}); tfring "
@@ -158,6 +182,19 @@ BaseResourceVariable = resource_variable_ops.BaseResourceVariable
 get_distributed_dataset = input_util.get_distributed_dataset
 KerasTrainer = keras_trainer.Trainer
 keras_reduce_per_replica_module = keras_tf_trainer
+# save_hooks patches attributes of these modules / classes (the table above pins them)
+Checkpoint = tf_checkpoint.Checkpoint
+TrackableSaver = tf_checkpoint.TrackableSaver
+checkpoint_management = tf_checkpoint_management
+saved_model_save_module = tf_saved_model_save
+keras_saving_api = saving_api
+
+KerasBackupAndRestore = keras_backup_and_restore.BackupAndRestore
+
+# Attributes of Keras' BackupAndRestore that save_hooks reads (set by its __init__).
+KERAS_BACKUP_ATTRIBUTES = ("backup_dir", "double_checkpoint", "delete_checkpoint", "_weights_path",
+                           "_training_metadata_path", "_prev_weights_path", "_prev_training_metadata_path",
+                           "_current_epoch", "_last_batch_seen")
 
 
 def single_worker_dataset(distributed):

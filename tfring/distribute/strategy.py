@@ -3,7 +3,7 @@
 import tensorflow as tf
 
 import tfring.tensorflow as tft
-from tfring.distribute import _tf_private, keras_integration
+from tfring.distribute import _tf_private, keras_integration, save_hooks
 from tfring.distribute.extended import RingExtended
 
 
@@ -56,6 +56,7 @@ class RingStrategy(_tf_private.Strategy):
         extended = RingExtended(self, device or _default_device(tft.local_rank()), self._rank, self._size)
         super().__init__(extended)
         keras_integration.install()
+        save_hooks.install()
 
     def __repr__(self):
         return f"RingStrategy(rank={self._rank}, size={self._size}, device={self.extended._device!r})"

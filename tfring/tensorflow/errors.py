@@ -38,7 +38,7 @@ TF_ERROR_FOR = {
 
 def to_tf_error(exc):
     """The ``tf.errors`` exception for a ``tfring.errors`` exception."""
-    cls = TF_ERROR_FOR.get(type(exc), tf.errors.InternalError)
+    cls = next((TF_ERROR_FOR[k] for k in type(exc).__mro__ if k in TF_ERROR_FOR), tf.errors.InternalError)
     return cls(None, None, str(exc))
 
 

@@ -1,66 +1,30 @@
-"""Checkpoints written by one rank, atomically.
+"""Checkpoints written by one rank, atomically, while the other ranks wait for them.
 
 Every file is written to a temporary name in the destination's directory and moved into
-place with ``os.replace`` (atomic on POSIX within one file system), so a job killed while
-saving leaves the previous checkpoint intact and never a truncated one under the real name.
+place with ``os.replace`` (``tfring.saving.atomic``), so a job killed while saving leaves
+the previous checkpoint intact and never a truncated one under the real name. When a
+callback is given to every rank, the others wait (at most ``TFRING_TIMEOUT_S``) until the
+root has decided and written, and get its error if the write failed
+(``tfring.saving.coordination``); given to the root only, nobody waits.
 """
 
 import json
 import os
 import shutil
-import tempfile
 
 import keras
 import numpy as np
 
 import tfring
 from tfring.keras import jit, state
-
-_DOUBLE_SUFFIXES = (".weights.h5",)
-
-
-def _suffix(path):
-    base = os.path.basename(path)
-    for s in _DOUBLE_SUFFIXES:
-        if base.endswith(s):
-            return s
-    return os.path.splitext(base)[1]
+from tfring.saving import coordination
+from tfring.saving.atomic import atomic_write
 
 
-def _fsync(path):
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def atomic_write(filepath, write):
-    """Calls ``write(tmp_path)`` for a fresh temporary path next to ``filepath`` (same
-    suffix, which Keras checks), then atomically renames it to ``filepath``. On any error the
-    temporary file is removed and the error re-raised; ``filepath`` is untouched."""
-    filepath = os.fspath(filepath)
-    directory = os.path.dirname(filepath) or "."
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(filepath)}.tmp-", suffix=_suffix(filepath), dir=directory)
-    os.close(fd)
-    os.remove(tmp)  # Keras and h5py want to create the file themselves
-    try:
-        write(tmp)
-        _fsync(tmp)
-        os.replace(tmp, filepath)
-    except BaseException:
-        if os.path.isdir(tmp):
-            shutil.rmtree(tmp, ignore_errors=True)
-        elif os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-    _fsync(directory)
+def _writes_here(role, root_rank):
+    """Whether this rank writes: the writer of a coordinated save, or (one process, or
+    tfring not initialized) the root rank itself."""
+    return role == coordination.WRITER or (role is None and tfring.rank() == root_rank)
 
 
 def save_model_atomically(model, filepath, weights_only=False):
@@ -94,8 +58,14 @@ class ModelCheckpoint(keras.callbacks.ModelCheckpoint):
         jit.prepare_model(model)
 
     def _save_model(self, epoch, batch, logs):
-        if tfring.rank() != self.root_rank:
-            return
+        # One coordinated step per save opportunity: the root decides and writes, the other
+        # ranks holding this callback wait for it (and get its error).
+        with coordination.coordinated_save(
+                self.filepath, "tfring.keras.callbacks.ModelCheckpoint save", writer=self.root_rank) as role:
+            if _writes_here(role, self.root_rank):
+                self._save_on_root(epoch, batch, logs)
+
+    def _save_on_root(self, epoch, batch, logs):
         filepath = self._get_file_path(epoch, batch, logs)
         if os.path.isdir(filepath):
             raise OSError(
@@ -205,8 +175,13 @@ class BackupAndRestore(keras.callbacks.Callback):
             self._save(batch=batch)
 
     def _save(self, batch):
-        if tfring.rank() != self.root_rank:
-            return
+        with coordination.coordinated_save(
+                os.path.join(self.backup_dir, "<BackupAndRestore>"), "tfring.keras.callbacks.BackupAndRestore backup",
+                writer=self.root_rank) as role:
+            if _writes_here(role, self.root_rank):
+                self._write_backup(batch)
+
+    def _write_backup(self, batch):
         self._sequence += 1
         name = f"backup-{self._sequence}.weights.h5"
         save_model_atomically(self.model, os.path.join(self.backup_dir, name), weights_only=True)
@@ -225,5 +200,10 @@ class BackupAndRestore(keras.callbacks.Callback):
                     pass
 
     def on_train_end(self, logs=None):
-        if self.delete_checkpoint and tfring.rank() == self.root_rank and os.path.exists(self.backup_dir):
-            shutil.rmtree(self.backup_dir, ignore_errors=True)
+        if not self.delete_checkpoint:
+            return
+        with coordination.coordinated_save(
+                os.path.join(self.backup_dir, "<BackupAndRestore>"), "tfring.keras.callbacks.BackupAndRestore removal",
+                writer=self.root_rank) as role:
+            if _writes_here(role, self.root_rank) and os.path.exists(self.backup_dir):
+                shutil.rmtree(self.backup_dir, ignore_errors=True)

@@ -1,0 +1,73 @@
+"""Issue 13: a single-process script with only the strategy line changed saves on every
+rank; under RingStrategy rank 0 writes each file once, atomically, and every rank returns
+only once it is complete (tests/workers/checkpoint_script.py; one launch per world size,
+the rounds looped inside it: a TensorFlow process costs ~5 s and ~500 MB)."""
+
+import importlib.util
+import os
+import re
+
+import pytest
+
+from tests.helpers import rank_output, run_job
+
+WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workers", "checkpoint_script.py")
+ROUNDS = 10
+
+pytestmark = [
+    pytest.mark.multiprocess,
+    pytest.mark.skipif(
+        importlib.util.find_spec("tensorflow") is None or importlib.util.find_spec("tfring.tensorflow") is None,
+        reason="needs TensorFlow and the TF op library (tfring.tensorflow)",
+    ),
+]
+
+
+def _script():
+    with open(WORKER) as f:
+        return f.read()
+
+
+@pytest.mark.timeout(200)
+@pytest.mark.parametrize("np_", [2, 3])
+def test_unmodified_script_saves_and_reloads_every_round(np_, tmp_path):
+    result = run_job(np_, _script(), script_args=(str(tmp_path), "repeat", str(ROUNDS)), timeout=180)
+    for r in range(np_):
+        for i in range(ROUNDS):
+            assert f"rank {r}: round {i} OK" in result.stdout
+        for what in ("saved_model", "rank-0-only save", "per-rank paths", "local_save", "gated then shared save"):
+            assert f"rank {r}: {what} OK" in result.stdout, what
+    assert sorted(f for f in os.listdir(tmp_path / "extras") if f.startswith("mine-")) == [
+        f"mine-{r}.keras" for r in range(np_)]
+
+
+@pytest.mark.timeout(200)
+def test_backup_and_restore_survives_sigkill_of_rank_0_mid_save(tmp_path):
+    args = (str(tmp_path), "backup")
+    killed = run_job(2, _script(), script_args=(*args, "3"), timeout=90, check=False)
+    assert killed.returncode != 0
+    assert "rank 0: killing myself before renaming backup 3" in killed.stdout
+    # backups 1 and 2 complete (after epochs 0 and 1); the third never renamed into place
+    with open(tmp_path / "backup" / "training_metadata.json") as f:
+        assert '"epoch": 2' in f.read()
+    resumed = run_job(2, _script(), script_args=(*args, "0"), timeout=90)
+    for r in range(2):
+        out = rank_output(resumed.stdout, r)
+        assert "epochs run [2, 3, 4]" in out, out  # resumed from the last complete backup
+        assert "final iterations 20" in out, out  # 5 epochs x 4 steps: the backup's optimizer state
+        assert f"rank {r}: backup OK" in out
+
+
+@pytest.mark.timeout(120)
+def test_full_disk_on_rank_0_fails_the_save_on_every_rank(tmp_path):
+    result = run_job(2, _script(), script_args=(str(tmp_path), "fail"), timeout=90)
+    full = str(tmp_path / "full")
+    for what, path in [("model.save", os.path.join(full, "big.keras")),
+                       ("CheckpointManager.save", os.path.join(full, "tf", "ckpt-1"))]:
+        line0 = re.search(rf"rank 0: {re.escape(what)} failed: (.*)", result.stdout).group(1)
+        line1 = re.search(rf"rank 1: {re.escape(what)} failed: (.*)", result.stdout).group(1)
+        assert "File too large" in line0 and repr(path) in line0 and "rank 0 was writing" in line0, line0
+        assert line1.startswith("tensorflow.python.framework.errors_impl.AbortedError"), line1
+        assert f"{path!r} failed on rank 0" in line1 and "File too large" in line1, line1
+    for r in range(2):
+        assert f"rank {r}: full disk OK" in result.stdout

@@ -1,0 +1,22 @@
+"""Checkpoints that every rank asks for, written once (by rank 0), atomically.
+
+* ``coordination``: who writes, how the other ranks wait (``local_save()`` opts out).
+* ``atomic``: temporary name, fsync, rename (TF checkpoints: index last).
+* ``job_store``: this process's connection to the job's store.
+
+The hooks that route Keras and TensorFlow saves through here are installed by
+``tfring.RingStrategy`` (``tfring.distribute.save_hooks``); ``tfring.keras.callbacks``
+use this package directly. See docs/strategy.md, "Checkpoints".
+"""
+
+from tfring.saving.atomic import atomic_write, atomic_write_checkpoint, atomic_write_directory
+from tfring.saving.coordination import SaveAbortedError, coordinated_save, local_save
+
+__all__ = [
+    "SaveAbortedError",
+    "atomic_write",
+    "atomic_write_checkpoint",
+    "atomic_write_directory",
+    "coordinated_save",
+    "local_save",
+]

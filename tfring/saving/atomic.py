@@ -1,0 +1,151 @@
+"""Writing files so that a reader never sees a partial one.
+
+Every writer here writes under a temporary name in the destination's directory, flushes it
+to disk (fsync), then renames it into place (``os.replace``, atomic on POSIX within one
+file system). A process killed while saving leaves the previous version intact and a
+``.<name>.tmp-*`` leftover, never a truncated file under the real name.
+
+Remote paths (``scheme://...``) cannot be renamed atomically: they are written in place.
+
+Blocking: plain file I/O on the calling thread. Not thread-safe for one destination.
+"""
+
+import glob
+import os
+import shutil
+import tempfile
+
+_DOUBLE_SUFFIXES = (".weights.h5",)
+
+# Test hook: called with the destination just before the first rename into place (the
+# temporary files are complete). tests/workers/checkpoint_script.py kills the process there.
+before_rename = None
+
+
+def _suffix(path):
+    base = os.path.basename(path)
+    for s in _DOUBLE_SUFFIXES:
+        if base.endswith(s):
+            return s
+    return os.path.splitext(base)[1]
+
+
+def is_remote(path):
+    return "://" in os.fspath(path)
+
+
+def fsync_path(path):
+    """fsync a file or directory; errors (e.g. a file system without fsync) are ignored."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _temp_name(filepath, suffix):
+    directory = os.path.dirname(filepath) or "."
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(filepath)}.tmp-", suffix=suffix, dir=directory)
+    os.close(fd)
+    os.remove(tmp)  # writers (Keras, h5py, TF) want to create it themselves
+    return tmp
+
+
+def _remove(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        os.remove(path)
+
+
+def _announce(filepath):
+    if before_rename is not None:
+        before_rename(filepath)
+
+
+def atomic_write(filepath, write):
+    """Calls ``write(tmp_path)`` for a fresh temporary path next to ``filepath`` (same
+    suffix, which Keras checks), then atomically renames it to ``filepath``. On any error the
+    temporary file is removed and the error re-raised; ``filepath`` is untouched."""
+    filepath = os.fspath(filepath)
+    if is_remote(filepath):
+        write(filepath)
+        return
+    tmp = _temp_name(filepath, _suffix(filepath))
+    try:
+        write(tmp)
+        fsync_path(tmp)
+        _announce(filepath)
+        os.replace(tmp, filepath)
+    except BaseException:
+        _remove(tmp)
+        raise
+    fsync_path(os.path.dirname(filepath) or ".")
+
+
+def atomic_write_checkpoint(prefix, write):
+    """A TF checkpoint (``prefix.index`` + ``prefix.data-*``) written by ``write(tmp_prefix)``
+    under a temporary prefix, then moved into place: data files first, the index LAST (TF
+    finds a checkpoint by its index, so it is never seen half-moved). An older checkpoint
+    under the same prefix loses its index first, so its index never names the new data."""
+    prefix = os.fspath(prefix)
+    if is_remote(prefix):
+        write(prefix)
+        return
+    tmp = _temp_name(prefix, "")
+    try:
+        write(tmp)
+        produced = sorted(glob.glob(glob.escape(tmp) + ".*"))
+        for path in produced:
+            fsync_path(path)
+        _announce(prefix)
+        if os.path.exists(prefix + ".index"):
+            os.remove(prefix + ".index")
+        index = tmp + ".index"
+        for path in produced:
+            if path != index:
+                os.replace(path, prefix + path[len(tmp):])
+        if os.path.exists(index):
+            os.replace(index, prefix + ".index")
+    except BaseException:
+        for path in glob.glob(glob.escape(tmp) + "*"):
+            _remove(path)
+        raise
+    fsync_path(os.path.dirname(prefix) or ".")
+
+
+def atomic_write_directory(path, write):
+    """A directory (a SavedModel) written by ``write(tmp_dir)``, then renamed into place;
+    an existing directory there is first renamed aside and removed after the swap."""
+    path = os.fspath(path).rstrip(os.sep) or os.sep
+    if is_remote(path):
+        write(path)
+        return
+    tmp = _temp_name(path, "")
+    old = None
+    try:
+        write(tmp)
+        for root, _, files in os.walk(tmp):
+            for name in files:
+                fsync_path(os.path.join(root, name))
+        _announce(path)
+        if os.path.lexists(path):
+            old = _temp_name(path, ".old")
+            os.replace(path, old)
+        os.replace(tmp, path)
+    except BaseException:
+        _remove(tmp)
+        if old is not None and not os.path.lexists(path):
+            os.replace(old, path)
+            old = None
+        raise
+    finally:
+        if old is not None:
+            _remove(old)
+    fsync_path(os.path.dirname(path) or ".")
