@@ -56,7 +56,8 @@ def test_collectives_on_one_rank_eager_and_in_a_function():
     x = tf.constant([[1.0, 2.0], [3.0, 4.0]])
 
     def run():
-        out, splits = hvd.alltoall(x)
+        out = hvd.alltoall(x)  # without splits: the tensor alone, as Horovod
+        _, splits = hvd.alltoall(x, splits=[2])
         return [hvd.allreduce(x), hvd.allreduce(x, op=hvd.Max), hvd.allgather(x), hvd.broadcast(x, 0), out,
                 tf.cast(splits, tf.float32), hvd.reducescatter(x, op=hvd.Sum), *hvd.grouped_allreduce([x, 2 * x])]
 
@@ -157,7 +158,7 @@ def test_gradients_on_one_rank():
     x = tf.Variable([1.0, -2.0, 3.0])
     with tf.GradientTape(persistent=True) as tape:
         ys = [hvd.allreduce(x, op=hvd.Sum, prescale_factor=2.0, postscale_factor=3.0), hvd.allgather(x),
-              hvd.broadcast(x, 0), hvd.alltoall(x)[0], hvd.reducescatter(x, op=hvd.Average),
+              hvd.broadcast(x, 0), hvd.alltoall(x), hvd.reducescatter(x, op=hvd.Average),
               hvd.allreduce(x, op=hvd.Max), hvd.allreduce(x, op=hvd.Product)]
         ys = [tf.reduce_sum(y) for y in ys]
     want = [6.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]

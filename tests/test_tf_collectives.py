@@ -14,11 +14,11 @@ pytest.importorskip("tensorflow")
 WORKERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workers")
 
 
-def run_worker(name, np_, *done_lines, timeout=120):
-    """Runs tests/workers/<name> on np_ ranks; every rank must print every done line
-    (``{r}`` stands for its rank)."""
+def run_worker(name, np_, *done_lines, timeout=120, env=None):
+    """Runs tests/workers/<name> on np_ ranks (``env``: extra environment); every rank must
+    print every done line (``{r}`` stands for its rank)."""
     with open(os.path.join(WORKERS, name)) as f:
-        result = run_job(np_, f.read(), timeout=timeout)
+        result = run_job(np_, f.read(), timeout=timeout, env=env)
     for r in range(np_):
         for line in done_lines:
             assert line.format(r=r) in result.stdout, result.stdout

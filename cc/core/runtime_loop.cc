@@ -353,8 +353,10 @@ void Runtime::State::Fail(const Status& failure) {
       if (pending.size() > 200) { pending += ", ..."; break; }
       pending += (pending.empty() ? "" : ", ") + kv.first;
     }
-    TFRING_LOG(LogLevel::kError, "runtime", cause.message() << " [" << entries.size()
-                                                            << " pending on this rank: " << pending << "]");
+    TFRING_LOG(LogLevel::kError, "runtime",
+               cause.message() << (entries.empty() ? std::string(" [nothing pending on this rank]")
+                                                   : " [" + std::to_string(entries.size()) +
+                                                         " pending on this rank: " + pending + "]"));
   }
   if (size > 1) {
     ControlMessage abort;

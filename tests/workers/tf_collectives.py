@@ -116,7 +116,7 @@ def cases():
     # even alltoall without splits, scaled allreduce, grouped allreduce with mixed dtypes
     x = data(tf.float32, (2 * n, 2), r)
     want = np.concatenate([data(tf.float32, (2 * n, 2), j)[2 * r : 2 * r + 2] for j in range(n)])
-    out.append(("alltoall even", lambda x=x: hvd.alltoall(tf.constant(x))[0], want, tf.float32))
+    out.append(("alltoall even", lambda x=x: hvd.alltoall(tf.constant(x)), want, tf.float32))  # no splits: a tensor
     for dtype in (tf.float32, tf.float64, tf.int32):
         x = data(dtype, (5,), r)
         want = ref_reduce(dtype, (5,), hvd.Sum) * 3.0 if dtype.is_floating else np.trunc(
@@ -215,23 +215,23 @@ def check_gradients(in_function):
         # grouped: each member like a single allreduce
         g = grad_of(lambda x: tf.add_n(hvd.grouped_allreduce([x, 2.0 * x], op=hvd.Sum)), x0, in_function)
         close(f"{mode} grad grouped", g, np.full(3, 3.0 * W.sum()), dtype)
-        # allgather: every rank's weights over this rank's rows
+        # allgather (Horovod's rule): the average of every rank's weights over this rank's rows
         g = grad_of(lambda x: hvd.allgather(x), data(dtype, (rows_of(r), 2), r), in_function)
-        close(f"{mode} grad allgather", g, np.full((rows_of(r), 2), W.sum()), dtype)
-        # broadcast: root collects everything, others zero
+        close(f"{mode} grad allgather", g, np.full((rows_of(r), 2), W.mean()), dtype)
+        # broadcast (Horovod's rule): the root gets the average, the others zero
         root = n - 1
         g = grad_of(lambda x, root=root: hvd.broadcast(x, root), x0, in_function)
-        close(f"{mode} grad broadcast", g, np.full(3, W.sum() if r == root else 0.0), dtype)
+        close(f"{mode} grad broadcast", g, np.full(3, W.mean() if r == root else 0.0), dtype)
         # alltoall: rows sent to rank j get W[j]
         sends = a2a_splits(r)
         g = grad_of(lambda x, sends=sends: hvd.alltoall(x, splits=sends)[0], data(dtype, (sum(sends), 2), r),
                     in_function)
         want = np.concatenate([np.full((s, 2), W[j]) for j, s in enumerate(sends)])
         close(f"{mode} grad alltoall", g, want, dtype)
-        # reducescatter: row owned by rank j gets W[j] (/ n for Average)
+        # reducescatter (Horovod's rule): row owned by rank j gets W[j], times n for Sum
         dim0 = 2 * n + 1
         owner = list(itertools.chain.from_iterable([j] * (dim0 // n + (j < dim0 % n)) for j in range(n)))
-        for op, scale in ((hvd.Sum, 1.0), (hvd.Average, 1.0 / n)):
+        for op, scale in ((hvd.Sum, float(n)), (hvd.Average, 1.0)):
             g = grad_of(lambda x, op=op: hvd.reducescatter(x, op=op), data(dtype, (dim0, 2), r), in_function)
             close(f"{mode} grad reducescatter {OPS[op]}", g, np.repeat(W[owner][:, None] * scale, 2, 1), dtype)
 

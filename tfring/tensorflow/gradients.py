@@ -1,17 +1,28 @@
 """Gradients of every tfring op (registered with TensorFlow on import).
 
-Notation: rank i holds x_i, upstream gradient g_i; S(.) is a Sum allreduce.
+Notation: rank i holds x_i, upstream gradient g_i; S(.) is a Sum allreduce, A(.) an
+Average allreduce, n the world size.
+
+Reductions (the mathematical gradient, the same as Horovod for Sum/Average):
 
 - Allreduce Sum/Average, y = post * reduce_j(pre * x_j): dL/dx_i = sum_j g_j * pre * post
-  (/ size for Average) = the same allreduce of g with the same op and scales.
+  (/ n for Average) = the same allreduce of g with the same op and scales.
 - Allreduce Min/Max: the gradient goes to the rank(s) holding the extremum, shared equally
   among ties (like tf.reduce_max): S(g) * pre * post * [x_i is extreme] / (#ties). The
-  inputs are allgathered so every rank sees the same comparison.
+  inputs are allgathered so every rank sees the same comparison. (Horovod returns the
+  Min/Max allreduce of g here, which is not a gradient; docs/tensorflow.md lists this.)
 - Allreduce Product: S(g) * pre * post * prod_{j != i}(pre * x_j) (exact with zeros).
-- Allgather: S(g), then this rank's rows (every rank's first dimension is allgathered).
-- Broadcast: S(g) on the root, zeros elsewhere.
 - Alltoall: alltoall of g with the received splits (rows go back where they came from).
-- Reducescatter Sum/Average: allgather of g, times pre * post (/ size for Average).
+
+Data movement, Horovod's convention (its PR #2687; docs/tensorflow.md derives it):
+
+- Allgather: A(g), then this rank's rows. With every rank's loss L_j, this is the gradient
+  of the loss averaged over ranks, (1/n) sum_j L_j, with respect to x_i.
+- Broadcast: A(g) on the root, A(g) * 0 elsewhere. The product keeps the allreduce in the
+  graph of every rank: a non-root rank that returned zeros_like would never run it, and
+  in graph mode the root would wait for it forever.
+- Reducescatter: allgather of g, times n for Sum (Average: g as is). Like Horovod's, the
+  pre/post scale factors are not applied to the gradient.
 
 Gradient ops are unnamed: they take graph names (``.../TfringAllreduce_grad/...``) or eager
 counters, like any other op (see ``naming``).
@@ -28,13 +39,6 @@ def _dense(grad, like):
     if grad is None:
         return tf.zeros_like(like)
     return tf.convert_to_tensor(grad)
-
-
-def _factor(op, reduce_op):
-    factor = float(op.get_attr("prescale_factor")) * float(op.get_attr("postscale_factor"))
-    if reduce_op == mpi_ops.Average:
-        factor /= basics.size()
-    return factor
 
 
 def _extremum_or_product_grad(x, grad, reduce_op, pre, post):
@@ -82,18 +86,18 @@ def _grouped_allreduce_grad(op, *grads):
 @ops.RegisterGradient("TfringAllgather")
 def _allgather_grad(op, grad):
     x = op.inputs[0]
-    summed = mpi_ops._allreduce(_dense(grad, op.outputs[0]), mpi_ops.Sum)
+    averaged = mpi_ops._allreduce(_dense(grad, op.outputs[0]), mpi_ops.Average)
     rows = mpi_ops.allgather(tf.reshape(tf.shape(x, out_type=tf.int64)[0], [1]))
     start = tf.reduce_sum(rows[: basics.rank()])
-    return summed[start : start + rows[basics.rank()]]
+    return averaged[start : start + rows[basics.rank()]]
 
 
 @ops.RegisterGradient("TfringBroadcast")
 def _broadcast_grad(op, grad):
-    summed = mpi_ops._allreduce(_dense(grad, op.outputs[0]), mpi_ops.Sum)
+    averaged = mpi_ops._allreduce(_dense(grad, op.outputs[0]), mpi_ops.Average)
     if basics.rank() == op.get_attr("root_rank"):
-        return summed
-    return tf.zeros_like(summed)
+        return averaged
+    return averaged * tf.zeros([], averaged.dtype)  # depends on the allreduce: it runs here too
 
 
 @ops.RegisterGradient("TfringAlltoall")
@@ -108,11 +112,10 @@ def _reducescatter_grad(op, grad):
     if reduce_op not in (mpi_ops.Sum, mpi_ops.Average):
         raise NotImplementedError("tfring has no gradient for reducescatter with Min/Max/Product; "
                                   "use Sum or Average")
-    gathered = mpi_ops.allgather(_dense(grad, op.outputs[0]))
-    factor = _factor(op, reduce_op)
-    if factor != 1.0:
-        gathered = gathered * tf.cast(factor, gathered.dtype)
-    return gathered
+    grad = _dense(grad, op.outputs[0])
+    if reduce_op == mpi_ops.Sum:
+        grad = grad * tf.cast(basics.size(), grad.dtype)
+    return mpi_ops.allgather(grad)
 
 
 ops.NotDifferentiable("TfringBarrier")

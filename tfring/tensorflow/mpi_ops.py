@@ -8,6 +8,7 @@ Errors raise ``tf.errors`` classes (``errors``). Gradients are registered (``gra
 
 import warnings
 
+import numpy as np
 import tensorflow as tf
 
 from tfring import basics
@@ -40,6 +41,11 @@ def handle_average_backwards_compatibility(op, average):
         raise ValueError("The op parameter supersedes average; pass only one of them. "
                          f"Received: op={op!r}, average={average!r}")
     if average is not None:
+        if not isinstance(average, (bool, np.bool_)):
+            raise TypeError(
+                f"average must be a bool (the deprecated alias of op: True means Average, False Sum). "
+                f"Received: average={average!r}. A reduce op given as the second positional argument "
+                f"lands here: pass it by keyword, e.g. hvd.allreduce(x, op=hvd.Max)")
         warnings.warn("Parameter `average` has been replaced with `op` and will be removed; "
                       "use op=hvd.Average or op=hvd.Sum", DeprecationWarning, stacklevel=3)
         return Average if average else Sum
@@ -88,13 +94,15 @@ def _allreduce_indexed_slices(slices, op, prescale_factor, postscale_factor, nam
         values = allgather(slices.values, name=None if name is None else f"{name}.values")
         indices = allgather(slices.indices, name=None if name is None else f"{name}.indices")
         scale = float(prescale_factor) * float(postscale_factor)
-        if op == Average:
-            scale /= basics.size()
         if scale != 1.0:
             if values.dtype.is_floating or values.dtype.is_complex:
                 values = values * tf.cast(scale, values.dtype)
             else:
                 values = tf.cast(tf.cast(values, tf.float64) * scale, values.dtype)
+        if op == Average:
+            # Horovod's numbers: a true division, so integer values become floats (int8/16 and
+            # uint8/16 -> float32, int32/64 -> float64, as tf.math.truediv), never truncated.
+            values = tf.math.truediv(values, tf.cast(basics.size(), values.dtype))
     return tf.IndexedSlices(values, indices, dense_shape=slices.dense_shape)
 
 
@@ -104,8 +112,10 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="", compressi
 
     Args:
       tensor: a tensor (same shape and dtype on every rank) or a ``tf.IndexedSlices``
-        (values and indices are allgathered; only Sum and Average).
-      average: deprecated alias of ``op`` (True: Average, False: Sum).
+        (values and indices are allgathered; only Sum and Average; Average divides the
+        values, so integer values come back as floats, as in Horovod).
+      average: deprecated alias of ``op`` (True: Average, False: Sum); anything but a bool
+        is refused (``hvd.allreduce(x, hvd.Max)`` would otherwise average).
       device_dense, device_sparse: devices to place the dense / sparse reduction on.
       compression: ``Compression.none`` or ``Compression.fp16`` (what travels).
       op: ``Average`` (default), ``Sum``, ``Min``, ``Max`` or ``Product``. Integer averages
@@ -238,10 +248,12 @@ def alltoall(tensor, splits=None, name=None):
       name: negotiation name.
 
     Returns:
-      ``(received, received_splits)``: the rows from every rank concatenated in rank order,
-      and how many came from each (int32), like Horovod >= 0.24.
+      The rows from every rank concatenated in rank order; when ``splits`` was given, the
+      pair ``(received, received_splits)`` with how many rows came from each rank (int32).
+      As Horovod >= 0.24.
     """
-    return tuple(_alltoall(tensor, splits, name))
+    received, received_splits = _alltoall(tensor, splits, name)
+    return (received, received_splits) if splits is not None else received
 
 
 def reducescatter(tensor, device_dense="", compression=Compression.none, op=Average, name=None,
