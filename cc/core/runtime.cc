@@ -245,6 +245,19 @@ RuntimeStats Runtime::stats() const {
   return st->stats;
 }
 
+Status Runtime::Health() const {
+  std::shared_ptr<State> st;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    st = state_;
+  }
+  if (!st) return Status::Precondition("tfring is not initialized (or was shut down)");
+  std::lock_guard<std::mutex> lock(st->mu);
+  if (st->broken) return st->fatal;
+  if (!st->peer_lost.ok()) return st->peer_lost;  // the background thread is about to fail with it
+  return Status::OK();
+}
+
 Status Runtime::StartTimeline(const std::string& path) {
   std::shared_ptr<State> st;
   {

@@ -91,6 +91,11 @@ class Runtime {
   // The effective configuration (empty before Init).
   std::map<std::string, ParamValue> config_values() const;
   RuntimeStats stats() const;
+  // OK while collectives can still succeed; once the job is broken (a peer lost or frozen,
+  // an abort, a shutdown) the error every later collective fails with. kPrecondition before
+  // Init. Never blocks; any thread. For waits outside the core (e.g. a rank waiting in the
+  // store for rank 0's checkpoint) that must end when the job does.
+  Status Health() const;
 
   // Rank 0 writes a Chrome-trace JSON of every collective to `path` until StopTimeline();
   // other ranks accept the call and do nothing (rank 0 alone sees every rank's readiness).

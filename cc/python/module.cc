@@ -323,6 +323,9 @@ PYBIND11_MODULE(_core, m) {
   }, py::arg("reason") = "",
      "Stops the runtime; pending collectives fail. Idempotent. A reason tells the other ranks why.");
   m.def("is_initialized", [] { return Runtime::Global().initialized(); });
+  m.def("check_health", [] { Check(Runtime::Global().Health()); },
+        "Raises the job's fatal error (PeerLostError, ...) once collectives can no longer succeed; "
+        "returns None while they can. Never blocks.");
   auto require = [](int v) {
     if (v < 0) Raise(Status::Precondition("tfring is not initialized: call tfring.init() (hvd.init()) first"));
     return v;

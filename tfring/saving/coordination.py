@@ -27,7 +27,7 @@ import os
 import threading
 import time
 
-from tfring import errors
+from tfring import _core, errors
 
 WRITER = "writer"  # writes the user's path, publishes start/done
 WAITER = "waiter"  # writes nothing, waits for the writer's done record
@@ -165,6 +165,7 @@ def _decide(store, writer, rank, key, n, k, what):
     deadline = time.monotonic() + _timeout()
     theirs = None
     while True:
+        _raise_if_job_broken()
         if store.try_get(f"start/{writer}/{key}/{n}", _POLL_S) is not None:
             return WAITER
         if theirs is None:
@@ -181,9 +182,22 @@ def _decide(store, writer, rank, key, n, k, what):
                 "rank saves inside `with tfring.saving.local_save():`.")
 
 
+def _raise_if_job_broken():
+    """A waiting rank gives up at once when the job is broken (the writer died, froze or
+    failed: the runtime's heartbeats and connections tell), with the runtime's error as the
+    matching tf.errors class (a lost writer: UnavailableError naming it)."""
+    try:
+        _core.check_health()
+    except errors.TfringError as e:
+        from tfring.tensorflow.errors import to_tf_error
+
+        raise to_tf_error(e) from e
+
+
 def _wait_done(store, writer, rank, key, n, what):
     deadline = time.monotonic() + _timeout()
     while True:
+        _raise_if_job_broken()
         raw = store.try_get(f"done/{writer}/{key}/{n}", 0.2)
         if raw is not None:
             outcome = json.loads(raw)
