@@ -20,6 +20,10 @@ PUBLIC_API = [
     "broadcast_object", "broadcast_variables", "bucketed_allreduce", "cross_rank", "cross_size", "grouped_allreduce", "init",
     "is_initialized", "local_rank", "local_size", "rank", "reducescatter", "shutdown", "size",
     "start_timeline", "stop_timeline", "summary",
+    # Horovod API (issue 14)
+    "broadcast_", "broadcast_object_fn", "grouped_allgather", "grouped_reducescatter", "rank_op", "local_rank_op",
+    "size_op", "local_size_op", "cross_rank_op", "cross_size_op", "ccl_built", "cuda_built", "ddl_built", "gloo_built",
+    "gloo_enabled", "mpi_built", "mpi_enabled", "mpi_threads_supported", "nccl_built", "rocm_built",
 ]
 
 

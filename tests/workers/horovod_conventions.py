@@ -103,7 +103,56 @@ def argument_rules():
         close("average=np.bool_", hvd.allreduce(x, np.bool_(True)), [np.mean(W), 2.0])
 
 
+def more_horovod_api():
+    """The rest of Horovod's API that tfring provides (docs/tensorflow.md)."""
+    import os
+    # tfringrun exports horovodrun's identity variables too
+    for key in ("RANK", "SIZE", "LOCAL_RANK", "LOCAL_SIZE", "CROSS_RANK", "CROSS_SIZE"):
+        assert os.environ["HOROVOD_" + key] == os.environ["TFRING_" + key], key
+    # truthful capability answers: nothing of MPI/Gloo/oneCCL/ROCm; no GPU here
+    assert (hvd.mpi_built(), hvd.gloo_built(), hvd.ccl_built(), hvd.rocm_built(), hvd.nccl_built(),
+            hvd.cuda_built()) == (False,) * 6
+    try:
+        hvd.mpi_threads_supported()
+    except ValueError as e:
+        assert "never use MPI" in str(e)
+    else:
+        raise AssertionError("mpi_threads_supported() must raise")
+    # identity ops read at run time: eager, tf.function, TF1 session
+    ops = lambda: [hvd.rank_op(), hvd.size_op(), hvd.local_rank_op(), hvd.local_size_op(),
+                   hvd.cross_rank_op(), hvd.cross_size_op()]
+    want = [r, n, hvd.local_rank(), hvd.local_size(), hvd.cross_rank(), hvd.cross_size()]
+    assert [int(t) for t in ops()] == want
+    assert [int(t) for t in tf.function(ops)()] == want
+    with tf.Graph().as_default(), tf.compat.v1.Session() as sess:
+        assert [int(v) for v in sess.run(ops())] == want
+    # grouped allgather / reducescatter: each member as its single op, mixed dtypes
+    for in_function in (False, True):
+        def grouped():
+            gathered = hvd.grouped_allgather([tf.fill([r + 1, 2], float(r)), tf.constant([r], tf.int64)])
+            scattered = hvd.grouped_reducescatter([tf.ones([n, 2]) * (r + 1), tf.ones([2 * n]) * (r + 1)],
+                                                  op=hvd.Sum)
+            return gathered + scattered
+        g0, g1, s0, s1 = tf.function(grouped)() if in_function else grouped()
+        close("grouped_allgather float", g0, np.concatenate([np.full((j + 1, 2), float(j)) for j in range(n)]))
+        close("grouped_allgather int64", g1, np.arange(n))
+        close("grouped_reducescatter 0", s0, np.full((1, 2), W.sum()))
+        close("grouped_reducescatter 1", s1, np.full(2, W.sum()))
+    # broadcast_: in place, returns the new values (eager and tf.function)
+    v = tf.Variable([float(r), 1.0])
+    close("broadcast_ eager", hvd.broadcast_([v], root_rank=1)[0], [1.0, 1.0])
+    close("broadcast_ variable", v, [1.0, 1.0])
+    v.assign([float(r), 2.0])
+    close("broadcast_ tf.function", tf.function(lambda: hvd.broadcast_([v], 0))()[0], [0.0, 2.0])
+    close("broadcast_ tf.function variable", v, [0.0, 2.0])
+    # broadcast_object_fn
+    bcast = hvd.broadcast_object_fn(root_rank=0)
+    assert bcast({"from": r}) == {"from": 0}
+    assert bcast([r] * 3) == [0, 0, 0]
+
+
 eager_and_function()
 graph_mode()
 argument_rules()
+more_horovod_api()
 print(f"rank {r}: horovod conventions OK", flush=True)

@@ -4,6 +4,18 @@ Process basics and constants come from ``tfring.tensorflow``; ``allreduce``, ``a
 and ``broadcast`` take and return values (NumPy when eager), as in ``horovod.keras``.
 """
 
+from tfring.capabilities import (
+    ccl_built,
+    cuda_built,
+    ddl_built,
+    gloo_built,
+    gloo_enabled,
+    mpi_built,
+    mpi_enabled,
+    mpi_threads_supported,
+    nccl_built,
+    rocm_built,
+)
 from tfring.keras import callbacks
 from tfring.keras.collectives import allgather, allreduce, broadcast
 from tfring.keras.distributed_optimizer import DistributedOptimizer, is_distributed
@@ -49,15 +61,25 @@ __all__ = [
     "broadcast_object",
     "broadcast_variables",
     "callbacks",
+    "ccl_built",
     "cross_rank",
     "cross_size",
+    "cuda_built",
+    "ddl_built",
+    "gloo_built",
+    "gloo_enabled",
     "init",
     "is_distributed",
     "is_initialized",
     "load_model",
     "local_rank",
     "local_size",
+    "mpi_built",
+    "mpi_enabled",
+    "mpi_threads_supported",
+    "nccl_built",
     "rank",
+    "rocm_built",
     "shutdown",
     "size",
     "verbose",

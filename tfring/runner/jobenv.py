@@ -40,10 +40,17 @@ def worker_env(base, slot, settings, store_addr, secret):
     env = dict(base)
     env.update({name: value for name, (value, _) in settings.items()})
     env.update(slot.env())
+    env.update(horovod_identity(slot.env()))
     env["TFRING_STORE_ADDR"] = store_addr
     env[SECRET] = secret
     env.setdefault("PYTHONUNBUFFERED", "1")  # lines reach the launcher as they are printed
     return env
+
+
+def horovod_identity(tfring_identity):
+    """The HOROVOD_RANK ... HOROVOD_CROSS_SIZE variables horovodrun sets, for the scripts
+    that read them (``int(os.environ["HOROVOD_RANK"])``), from the TFRING_* identity."""
+    return {"HOROVOD_" + name[len("TFRING_"):]: value for name, value in tfring_identity.items()}
 
 
 def describe(settings):

@@ -17,11 +17,38 @@ from tfring.basics import (
     start_timeline,
     stop_timeline,
 )
+from tfring.capabilities import (
+    ccl_built,
+    cuda_built,
+    ddl_built,
+    gloo_built,
+    gloo_enabled,
+    mpi_built,
+    mpi_enabled,
+    mpi_threads_supported,
+    nccl_built,
+    rocm_built,
+)
 from tfring.tensorflow import gradients as _gradients  # noqa: F401 - registers the gradients
 from tfring.tensorflow import summary  # tfring's metrics as tf.summary scalars
 from tfring.tensorflow.compression import Compression, Compressor, FP16Compressor, NoneCompressor
-from tfring.tensorflow.functions import allgather_object, broadcast_object, broadcast_variables
+from tfring.tensorflow.functions import (
+    allgather_object,
+    broadcast_,
+    broadcast_object,
+    broadcast_object_fn,
+    broadcast_variables,
+)
 from tfring.tensorflow.gradient_tape import DistributedGradientTape
+from tfring.tensorflow.grouped import grouped_allgather, grouped_reducescatter
+from tfring.tensorflow.identity_ops import (
+    cross_rank_op,
+    cross_size_op,
+    local_rank_op,
+    local_size_op,
+    rank_op,
+    size_op,
+)
 from tfring.tensorflow.mpi_ops import (
     DEFAULT_BUCKET_BYTES,
     Average,
@@ -64,21 +91,41 @@ __all__ = [
     "alltoall",
     "barrier",
     "broadcast",
+    "broadcast_",
     "broadcast_global_variables",
     "broadcast_object",
+    "broadcast_object_fn",
     "broadcast_variables",
     "bucketed_allreduce",
+    "ccl_built",
     "cross_rank",
+    "cross_rank_op",
     "cross_size",
+    "cross_size_op",
+    "cuda_built",
+    "ddl_built",
+    "gloo_built",
+    "gloo_enabled",
+    "grouped_allgather",
     "grouped_allreduce",
+    "grouped_reducescatter",
     "init",
     "is_initialized",
     "local_rank",
+    "local_rank_op",
     "local_size",
+    "local_size_op",
+    "mpi_built",
+    "mpi_enabled",
+    "mpi_threads_supported",
+    "nccl_built",
     "rank",
+    "rank_op",
     "reducescatter",
+    "rocm_built",
     "shutdown",
     "size",
+    "size_op",
     "start_timeline",
     "stop_timeline",
     "summary",

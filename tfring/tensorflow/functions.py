@@ -115,3 +115,35 @@ def allgather_object(obj, name=None):
         out.append(pickle.loads(gathered[offset : offset + n].tobytes()))
         offset += n
     return out
+
+
+def broadcast_(variables, root_rank, name=None):
+    """Horovod's in-place broadcast: assigns ``root_rank``'s values to ``variables`` (as
+    ``broadcast_variables``) and returns their new values, in order. Eagerly the values are
+    tensors read after the assignment; in a graph or ``tf.function`` the returned reads
+    depend on it.
+
+    Args:
+      variables: ``tf.Variable``s (or Keras 3 variables), in the same order on every rank.
+      root_rank: the rank whose values win.
+      name: accepted for Horovod compatibility; the broadcasts are named per dtype group.
+    """
+    naming.check_name(name)
+    variables = [_as_tf_variable(v) for v in variables]
+    assign = broadcast_variables(variables, root_rank)
+    if assign is None:
+        return [v.read_value() for v in variables]
+    with tf.control_dependencies([assign]):
+        return [v.read_value() for v in variables]
+
+
+def broadcast_object_fn(root_rank=0, session=None, name=None):
+    """Horovod's factory for repeated object broadcasts: returns ``fn(obj)`` that is
+    ``broadcast_object(obj, root_rank, name)``. tfring's object broadcast runs in Python in
+    any mode, so ``session`` (TF1) is accepted and not needed."""
+    del session  # not needed: the broadcast does not run in a graph
+
+    def fn(obj):
+        return broadcast_object(obj, root_rank, name=name)
+
+    return fn
