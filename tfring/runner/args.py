@@ -8,7 +8,7 @@ launcher prints it and exits with code 2 before starting anything.
 import argparse
 import math
 
-from tfring.runner import settings
+from tfring.runner import binding, settings
 
 EPILOG = """\
 examples:
@@ -55,6 +55,10 @@ def build_parser():
     multi.add_argument("--network-interface", metavar="IFACE",
                        help="the store and every worker listen on this interface's address on their "
                             "host (e.g. eth0; same name on every host)")
+    p.add_argument("--bind-to", choices=binding.MODES, default="core",
+                   help="CPUs of each local rank: core (default: an equal share of whole cores of the "
+                        "launcher's affinity mask; no binding when there are fewer cores than local ranks), "
+                        "socket, numa (one socket / NUMA node each), none")
     p.add_argument("--grace-period-s", type=float, default=5.0, metavar="S",
                    help="after SIGTERM, how long workers get to exit before SIGKILL (default 5)")
     p.add_argument("--output-filename", metavar="DIR",

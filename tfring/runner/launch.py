@@ -17,8 +17,8 @@ import threading
 
 from tfring import _core, errors
 from tfring.runner import args as args_lib
+from tfring.runner import binding, jobenv, placement
 from tfring.runner import hosts as hosts_lib
-from tfring.runner import jobenv, placement
 from tfring.runner import settings as settings_lib
 from tfring.runner.blame import Blame
 from tfring.runner.output import Output
@@ -130,6 +130,10 @@ def launch(argv=None):
                 if job.stopping or relay.received:
                     break
                 env = place.worker_env(os.environ, slot, job_settings, store_addr, secret)
+                env[binding.ENV] = ns.bind_to
+                if ns.verbose and not place.is_remote(slot):
+                    output.message(f"rank {slot.rank} bound to CPUs "
+                                   f"{binding.describe(binding.cpus_from_env(env))} (--bind-to {ns.bind_to})")
                 job.start(slot, place.spawners[slot.host], ns.command, env)
             code = job.run(relay)
         finally:

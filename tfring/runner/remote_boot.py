@@ -146,12 +146,12 @@ def run(fd=0):
     if cwd and not os.path.isdir(cwd):
         _say(f"directory {cwd} does not exist here; the worker starts in {os.getcwd()}")
         cwd = None
-    from tfring.runner.spawn import die_with_launcher_hook
+    from tfring.runner.spawn import worker_preexec
 
     try:
         proc = subprocess.Popen(command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, close_fds=True,
                                 start_new_session=True,
-                                preexec_fn=die_with_launcher_hook())  # noqa: PLW1509 - no locks taken
+                                preexec_fn=worker_preexec(env))  # noqa: PLW1509 - no locks taken
     except OSError as e:
         _say(f"rank {payload.get('rank')} cannot start {command[0]!r}: {e.strerror or e}")
         return 127 if isinstance(e, FileNotFoundError) else 126
