@@ -98,10 +98,30 @@ def _shutdown_at_exit():
         _core.shutdown()
 
 
-def shutdown():
+def shutdown(reason=None):
     """Stops the background thread; pending collectives fail with PreconditionError.
-    Idempotent; ``init()`` may be called again afterwards."""
-    _core.shutdown()
+    Idempotent; ``init()`` may be called again afterwards.
+
+    Args:
+      reason: why this rank leaves, when it is because of an error (e.g.
+        ``f"{type(e).__name__}: {e}"``). The other ranks' pending and later collectives
+        then fail with ``AbortedError: rank N exited: <reason>`` instead of learning only
+        that this rank has shut down. An uncaught exception does this by itself (through
+        ``sys.excepthook``); code that catches it, or runs in a thread (Ray's training
+        function), calls ``shutdown(reason)``.
+
+    Example:
+      ```python
+      try:
+          train()
+      except Exception as e:
+          tfring.shutdown(reason=f"{type(e).__name__}: {e}")
+          raise
+      ```
+    """
+    if reason is not None and not isinstance(reason, str):
+        raise TypeError(f"reason must be a string or None. Received: {reason!r}")
+    _core.shutdown((reason or "")[:2000])
 
 
 def is_initialized():

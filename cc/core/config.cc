@@ -19,6 +19,12 @@ const std::vector<ParamSpec>& ParamTable() {
       {"TFRING_CROSS_SIZE", ParamType::kInt, "1", 1, 1 << 24, "Number of hosts in the job."},
       {"TFRING_STORE_ADDR", ParamType::kString, "", 0, 0,
        "host:port of the job's rendezvous store (served by tfringrun). Required when TFRING_SIZE > 1."},
+      {"TFRING_STORE_SERVE", ParamType::kBool, "0", 0, 0,
+       "Rank 0 serves the job's store itself, on the port of TFRING_STORE_ADDR (every interface, "
+       "or TFRING_BIND_ADDR): N processes started without a launcher (Kubernetes Indexed Jobs, "
+       "Spark barrier tasks, srun) form a job from TFRING_STORE_ADDR=<rank 0's host>:<port>, "
+       "TFRING_SECRET, TFRING_RANK and TFRING_SIZE alone. The others wait for it up to "
+       "TFRING_START_TIMEOUT_S (a name that does not resolve yet is retried)."},
       {"TFRING_SECRET", ParamType::kString, "", 0, 0,
        "Per-job secret that authenticates every connection (hex; set by tfringrun, never logged)."},
       {"TFRING_JOB_ID", ParamType::kString, "default", 0, 0,

@@ -125,6 +125,17 @@ Status Runtime::Init(const std::map<std::string, std::string>& overrides, bool r
     int port = 0;
     TFRING_RETURN_IF_ERROR(
         ParseHostPort(c.String("TFRING_STORE_ADDR"), "TFRING_STORE_ADDR", &host, &port));
+    if (st->rank == 0 && c.Bool("TFRING_STORE_SERVE")) {
+      // No launcher: rank 0 serves the store the others were told about. IPv4 wildcard
+      // unless the address is an IPv6 literal (dual stack then takes IPv4 too).
+      const std::string bind = c.IsSet("TFRING_BIND_ADDR") ? c.String("TFRING_BIND_ADDR")
+                               : host.find(':') != std::string::npos ? "::" : "0.0.0.0";
+      st->store_server = std::make_unique<TcpStoreServer>();
+      TFRING_RETURN_IF_ERROR(st->store_server->Start(bind, port, opt.secret)
+                                 .WithContext("rank 0 serving the job's store on " + bind + ":" +
+                                              std::to_string(port) + " (TFRING_STORE_SERVE=1)"));
+      TFRING_LOG(LogLevel::kInfo, "store", "rank 0 serves the job's store on " << bind << ":" << port);
+    }
     TFRING_RETURN_IF_ERROR(TcpStoreClient::Connect(host, port, opt.secret, opt.start_timeout_s,
                                                    st->timeout_s, &st->store));
     // The data listener binds TFRING_BIND_ADDR when set. Other ranks are told that address,

@@ -38,6 +38,7 @@ struct Runtime::State {
   int64_t fusion_threshold = 0;
   size_t chunk_bytes = 1 << 18;
   int spin_us = 0;
+  std::unique_ptr<TcpStoreServer> store_server;  // rank 0 with TFRING_STORE_SERVE=1
   std::unique_ptr<TcpStoreClient> store;
   std::unique_ptr<Communicator> comm;
   std::unique_ptr<PeerLiveness> liveness;  // started by Init, stopped by Fail/Stop

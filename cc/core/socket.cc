@@ -125,55 +125,67 @@ Status Socket::Lost(const char* what, int err) const {
                           "): the peer process died, was killed, or aborted after its own error");
 }
 
-Status Socket::Connect(const std::string& host, int port, Deadline deadline, Socket* out,
-                       const std::atomic<bool>* abort) {
+// One attempt on every address of host:port; the connected fd, or -1 with `error` set.
+static int ConnectOnce(const std::string& host, const std::string& port_str, Deadline deadline,
+                std::string* error) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
-  std::string port_str = std::to_string(port);
   int gai = getaddrinfo(host.c_str(), port_str.c_str(), &hints, &res);
   if (gai != 0) {
-    return Status::InvalidArgument("cannot resolve host '" + host + "': " + gai_strerror(gai));
+    *error = std::string("cannot resolve the name: ") + gai_strerror(gai);
+    return -1;
   }
+  int connected = -1;
+  for (addrinfo* ai = res; ai != nullptr && connected < 0; ai = ai->ai_next) {
+    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) continue;
+    SetNonBlocking(fd);
+    int rc = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
+    if (rc < 0 && errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int prc = poll(&p, 1, std::max(1, deadline.MillisLeft(1000)));
+      if (prc > 0) {
+        int err = 0;
+        socklen_t len = sizeof(err);
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        rc = err == 0 ? 0 : -1;
+        errno = err;
+      } else {
+        rc = -1;
+        errno = ETIMEDOUT;
+      }
+    }
+    if (rc == 0) {
+      connected = fd;
+    } else {
+      *error = std::strerror(errno);
+      ::close(fd);
+    }
+  }
+  freeaddrinfo(res);
+  return connected;
+}
+
+Status Socket::Connect(const std::string& host, int port, Deadline deadline, Socket* out,
+                       const std::atomic<bool>* abort) {
+  // Both a name that does not resolve yet (a Kubernetes Service or pod DNS record created
+  // after this process started) and a refused connection (the server not listening yet)
+  // are retried until the deadline; the name is resolved again on every attempt.
+  const std::string port_str = std::to_string(port);
   std::string last_error = "no address";
   int backoff_ms = 10;
   for (;;) {
-    for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
-      int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-      if (fd < 0) continue;
-      SetNonBlocking(fd);
-      int rc = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
-      if (rc < 0 && errno == EINPROGRESS) {
-        pollfd p{fd, POLLOUT, 0};
-        int prc = poll(&p, 1, std::max(1, deadline.MillisLeft(1000)));
-        if (prc > 0) {
-          int err = 0;
-          socklen_t len = sizeof(err);
-          getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-          rc = err == 0 ? 0 : -1;
-          errno = err;
-        } else {
-          rc = -1;
-          errno = ETIMEDOUT;
-        }
-      }
-      if (rc == 0) {
-        freeaddrinfo(res);
-        *out = Socket(fd, host + ":" + port_str);
-        return Status::OK();
-      }
-      last_error = std::strerror(errno);
-      ::close(fd);
+    int fd = ConnectOnce(host, port_str, deadline, &last_error);
+    if (fd >= 0) {
+      *out = Socket(fd, host + ":" + port_str);
+      return Status::OK();
     }
-    if (abort && abort->load()) {
-      freeaddrinfo(res);
-      return Status::Aborted("connect to " + host + ":" + port_str + " aborted");
-    }
+    if (abort && abort->load()) return Status::Aborted("connect to " + host + ":" + port_str + " aborted");
     if (deadline.expired()) {
-      freeaddrinfo(res);
-      return Status::Timeout("could not connect to " + host + ":" + port_str + " (" +
-                             last_error + ") before the deadline");
+      return Status::Timeout("could not connect to " + host + ":" + port_str + " (" + last_error +
+                             ") before the deadline");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min(backoff_ms, deadline.MillisLeft(1000))));
     backoff_ms = std::min(backoff_ms * 2, 200);

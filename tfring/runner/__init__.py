@@ -15,4 +15,11 @@ Modules, one concept each:
   blame       which failed rank caused the others to fail
   supervisor  running the workers to the end: failure policy and exit code
   launch      main(): wires the above together
+  rendezvous  the public API for other launchers: Store, rank_identities
+  binding     which CPUs each local rank runs on (--bind-to)
+  stopped     is a worker stopped (frozen) by a signal
 """
+
+from tfring.runner.rendezvous import Store, rank_identities
+
+__all__ = ["Store", "rank_identities"]

@@ -13,6 +13,8 @@ import dataclasses
 import re
 import socket
 
+from tfring.runner.rendezvous import rank_identities
+
 _HOST_RE = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+$")
 
 
@@ -147,12 +149,11 @@ def plan(hosts, num_proc=None):
         if n:
             counts.append((h.name, n))
         left -= n
-    slots = []
-    for cross_rank, (name, n) in enumerate(counts):
-        for local_rank in range(n):
-            slots.append(Slot(host=name, rank=len(slots), size=num_proc, local_rank=local_rank,
-                              local_size=n, cross_rank=cross_rank, cross_size=len(counts)))
-    return slots
+    host_of_rank = [name for name, n in counts for _ in range(n)]
+    return [Slot(host=host, rank=int(ids["TFRING_RANK"]), size=int(ids["TFRING_SIZE"]),
+                 local_rank=int(ids["TFRING_LOCAL_RANK"]), local_size=int(ids["TFRING_LOCAL_SIZE"]),
+                 cross_rank=int(ids["TFRING_CROSS_RANK"]), cross_size=int(ids["TFRING_CROSS_SIZE"]))
+            for host, ids in zip(host_of_rank, rank_identities(host_of_rank))]
 
 
 def is_local(host):

@@ -13,7 +13,6 @@ user's view.
 
 import os
 import sys
-import threading
 
 from tfring import _core, errors
 from tfring.runner import args as args_lib
@@ -22,6 +21,7 @@ from tfring.runner import hosts as hosts_lib
 from tfring.runner import settings as settings_lib
 from tfring.runner.blame import Blame
 from tfring.runner.output import Output
+from tfring.runner.rendezvous import Store
 from tfring.runner.signals import SignalRelay
 from tfring.runner.supervisor import Job
 
@@ -84,13 +84,6 @@ def _peer_timeout_s(job_settings):
     return float(text)
 
 
-def _stop_store(server):
-    """Stops the store without ever blocking the launcher for more than STORE_STOP_S."""
-    t = threading.Thread(target=server.stop, daemon=True, name="tfringrun-store-stop")
-    t.start()
-    t.join(STORE_STOP_S)
-
-
 def launch(argv=None):
     """Runs tfringrun with ``argv`` (default: sys.argv[1:]). Returns the exit code."""
     try:
@@ -108,12 +101,11 @@ def launch(argv=None):
 
     bind = place.store_bind
     with SignalRelay() as relay:
-        secret = jobenv.new_secret()
         try:
-            server = _core.StoreServer(bind, 0, secret)
+            store = Store(bind, 0)
         except errors.TfringError as e:
             return _error(f"cannot serve the job's store on {bind}: {e}")
-        store_addr = jobenv.store_address(bind, server.port)
+        store_addr, secret = store.address, store.secret
         job = Job(output, blame, ns.grace_period_s, verbose=ns.verbose,
                   stopped_limit_s=_peer_timeout_s(job_settings) if len(slots) > 1 else None)
         try:
@@ -137,7 +129,7 @@ def launch(argv=None):
                 job.start(slot, place.spawners[slot.host], ns.command, env)
             code = job.run(relay)
         finally:
-            _stop_store(server)
+            store.stop(STORE_STOP_S)
             left = output.close(timeout=DRAIN_OUTPUT_S)
             if left and ns.verbose:
                 print(f"tfringrun: {left} output stream(s) still open (kept by a process the "
