@@ -241,3 +241,20 @@ def test_wildcard_bind_address_advertises_a_reachable_one():
     assert "rank 1: 20 collectives OK" in result.stdout
     advertised = re.findall(r"data listener on 0\.0\.0\.0:\d+, advertised as (\S+):\d+", result.stderr)
     assert advertised == ["127.0.0.1", "127.0.0.1"], result.stderr[-3000:]
+
+
+GPU_LIBRARY_FROM_INIT = """
+import tfring, tfring.gpu
+tfring.init(nccl_library="/nonexistent/from-init/libnccl.so.2")
+print("DETAIL", tfring.gpu.gpu_info()["detail"])
+"""
+
+
+def test_init_nccl_library_reaches_the_gpu_library_loader():
+    """init(nccl_library=...) wins over the environment in the GPU library lookup (it used to
+    read the environment only)."""
+    env = dict(os.environ, TFRING_NCCL_LIBRARY="/nonexistent/from-env/libnccl.so.2")
+    out = subprocess.run([sys.executable, "-c", GPU_LIBRARY_FROM_INIT], env=env, capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    assert "TFRING_NCCL_LIBRARY=/nonexistent/from-init/libnccl.so.2" in out, out
+    assert "from-env" not in out, out

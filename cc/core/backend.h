@@ -79,4 +79,12 @@ Status CheckGpuRequest(const Request& request);
 void AddGpuLibrarySearchRoot(const std::string& dir);
 std::vector<std::string> GpuLibrarySearchRoots();
 
+// The GPU library paths of the runtime's configuration (TFRING_NCCL_LIBRARY and
+// TFRING_CUDA_RUNTIME_LIBRARY, from init(...) arguments or the environment), set by
+// Runtime::Init; the loader (nccl/gpu_libraries.cc) prefers them to the environment, so
+// init(nccl_library=...) is honoured. A library already loaded stays loaded. Thread-safe.
+void SetGpuLibraryPath(const std::string& setting, const std::string& path);
+// False when Runtime::Init has not configured `setting` (then the loader reads the env).
+bool ConfiguredGpuLibraryPath(const std::string& setting, std::string* path);
+
 }  // namespace tfring

@@ -1,5 +1,6 @@
 // The GPU backend's registration point (see backend.h). Always compiled; empty unless the
 // NCCL backend (cc/core/nccl/) was linked into libtfring_core.so.
+#include <map>
 #include <mutex>
 
 #include "backend.h"
@@ -20,6 +21,11 @@ std::mutex& RootsMutex() {
 std::vector<std::string>& Roots() {
   static std::vector<std::string> roots;
   return roots;
+}
+
+std::map<std::string, std::string>& LibraryPaths() {  // guarded by RootsMutex()
+  static std::map<std::string, std::string> paths;
+  return paths;
 }
 
 }  // namespace
@@ -57,6 +63,19 @@ void AddGpuLibrarySearchRoot(const std::string& dir) {
 std::vector<std::string> GpuLibrarySearchRoots() {
   std::lock_guard<std::mutex> lock(RootsMutex());
   return Roots();
+}
+
+void SetGpuLibraryPath(const std::string& setting, const std::string& path) {
+  std::lock_guard<std::mutex> lock(RootsMutex());
+  LibraryPaths()[setting] = path;
+}
+
+bool ConfiguredGpuLibraryPath(const std::string& setting, std::string* path) {
+  std::lock_guard<std::mutex> lock(RootsMutex());
+  auto it = LibraryPaths().find(setting);
+  if (it == LibraryPaths().end()) return false;
+  *path = it->second;
+  return true;
 }
 
 }  // namespace tfring

@@ -105,6 +105,9 @@ Status Runtime::Init(const std::map<std::string, std::string>& overrides, bool r
     st->spin_us = 0;
   }
   SetSocketSpinMicros(st->spin_us);
+  for (const char* library : {"TFRING_NCCL_LIBRARY", "TFRING_CUDA_RUNTIME_LIBRARY"}) {
+    SetGpuLibraryPath(library, c.String(library));  // init(nccl_library=...) reaches the loader
+  }
 
   CommunicatorOptions opt;
   opt.rank = st->rank;

@@ -57,7 +57,11 @@ std::string OwnSitePackages() {
   return Parent(Parent(info.dli_fname));
 }
 
-std::string SettingFromEnvironment(const char* name) {
+// The runtime's configured value (init(...) arguments win over the environment), else the
+// environment's (GPU queries made before init()).
+std::string ConfiguredSetting(const char* name) {
+  std::string path;
+  if (ConfiguredGpuLibraryPath(name, &path)) return path;
   Config config;  // the one place the core reads the environment
   if (!Config::Load({}, /*read_env=*/true, &config).ok()) return "";
   return config.String(name);
@@ -85,7 +89,7 @@ Status OpenLibrary(const LibrarySpec& spec, Resolve resolve, std::string* path) 
     *path = name;
     return true;
   };
-  const std::string explicit_path = SettingFromEnvironment(spec.setting);
+  const std::string explicit_path = ConfiguredSetting(spec.setting);
   if (!explicit_path.empty()) {
     if (attempt(explicit_path, RTLD_NOW | RTLD_LOCAL)) return Status::OK();
     return Status::Unimplemented(std::string(spec.what) + " could not be loaded from " + spec.setting + "=" +
