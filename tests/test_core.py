@@ -258,3 +258,20 @@ def test_init_nccl_library_reaches_the_gpu_library_loader():
                          text=True, timeout=60, check=True).stdout
     assert "TFRING_NCCL_LIBRARY=/nonexistent/from-init/libnccl.so.2" in out, out
     assert "from-env" not in out, out
+
+
+def test_python_tables_come_from_the_core():
+    """Error codes, reduce ops and element types are defined once, in the core, and read by
+    name everywhere else (issue 16): every core error code has its own Python class whose
+    tf.errors class is not the catch-all, and the reduce op constants are the core's."""
+    from tfring import _core
+
+    codes = _core.error_codes()
+    assert set(codes) == {cls.code for cls in errors._BY_CODE.values()}, "a core error code has no class"
+    for name, value in codes.items():
+        assert errors.from_code(value, "m").code == name
+    ops = _core.reduce_ops()
+    assert (tfring.Sum, tfring.Average, tfring.Min, tfring.Max, tfring.Product) == tuple(
+        ops[n] for n in ("Sum", "Average", "Min", "Max", "Product"))
+    assert set(_core.data_types()) == {"uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32",
+                                       "float64", "bool"}

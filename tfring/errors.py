@@ -62,17 +62,17 @@ class AbortedError(TfringError):
     code = "ABORTED"
 
 
-# Index = the core's ErrorCode value (cc/core/status.h).
-_BY_CODE = {
-    1: InvalidArgumentError,
-    2: MismatchError,
-    3: PreconditionError,
-    4: PeerLostError,
-    5: TimeoutError,
-    6: UnimplementedError,
-    7: InternalError,
-    8: AbortedError,
-}
+def _by_code():
+    """{core ErrorCode value: exception class}, matched by the ``code`` names the core exports
+    (``_core.error_codes()``), so no value is retyped here."""
+    from tfring import _core
+
+    classes = {cls.code: cls for cls in (InvalidArgumentError, MismatchError, PreconditionError, PeerLostError,
+                                         TimeoutError, UnimplementedError, InternalError, AbortedError)}
+    return {value: classes.get(name, InternalError) for name, value in _core.error_codes().items()}
+
+
+_BY_CODE = _by_code()
 
 
 def from_code(code, message):

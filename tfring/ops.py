@@ -13,12 +13,13 @@ import threading
 
 from tfring import _core
 
-# Reduce ops (values are the core's ReduceOp; shared with tfring.tensorflow).
-Sum = 0
-Average = 1
-Min = 2
-Max = 3
-Product = 4
+# Reduce ops: the core's ReduceOp values, by name (shared with tfring.tensorflow).
+_REDUCE_OPS = _core.reduce_ops()
+Sum = _REDUCE_OPS["Sum"]
+Average = _REDUCE_OPS["Average"]
+Min = _REDUCE_OPS["Min"]
+Max = _REDUCE_OPS["Max"]
+Product = _REDUCE_OPS["Product"]
 
 _counters = {}
 _counters_lock = threading.Lock()

@@ -323,6 +323,24 @@ PYBIND11_MODULE(_core, m) {
   }, py::arg("reason") = "",
      "Stops the runtime; pending collectives fail. Idempotent. A reason tells the other ranks why.");
   m.def("is_initialized", [] { return Runtime::Global().initialized(); });
+  // The core's enumerations by name, so Python never retypes their values.
+  m.def("error_codes", [] {
+    std::map<std::string, int> out;
+    for (int c = 1; std::string(ErrorCodeName(static_cast<ErrorCode>(c))) != "UNKNOWN"; ++c) {
+      out[ErrorCodeName(static_cast<ErrorCode>(c))] = c;
+    }
+    return out;
+  }, "{name: value} of the core's error codes (cc/core/status.h), OK excluded.");
+  m.def("reduce_ops", [] {
+    std::map<std::string, int> out;
+    for (int op = 0; op < kNumReduceOps; ++op) out[ReduceOpName(static_cast<ReduceOp>(op))] = op;
+    return out;
+  }, "{name: value} of the core's reduce ops (cc/core/data_type.h).");
+  m.def("data_types", [] {
+    std::map<std::string, int> out;
+    for (int t = 0; t < kNumDataTypes; ++t) out[DataTypeName(static_cast<DataType>(t))] = t;
+    return out;
+  }, "{name: value} of the core's element types (cc/core/data_type.h).");
   m.def("check_health", [] { Check(Runtime::Global().Health()); },
         "Raises the job's fatal error (PeerLostError, ...) once collectives can no longer succeed; "
         "returns None while they can. Never blocks.");

@@ -23,6 +23,7 @@ import threading
 import tensorflow as tf
 
 import tfring.tensorflow as tft
+from tfring import _core
 
 SUM = tf.distribute.ReduceOp.SUM
 MEAN = tf.distribute.ReduceOp.MEAN
@@ -93,7 +94,7 @@ def all_gather(value, axis):
 
 
 # dtypes the core moves as they are; other numeric ones travel as their bytes.
-_NATIVE = frozenset([tf.uint8, tf.int8, tf.int32, tf.int64, tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.bool])
+_NATIVE = frozenset(tf.as_dtype(name) for name in _core.data_types())
 
 
 def can_broadcast(dtype):
