@@ -128,7 +128,7 @@ for epoch in range(3):
 # The last warmup value (epoch 1, batch 3) is lr itself.
 assert np.isclose(expected[7], lr)
 assert np.allclose(lr_rec.batch_lr, expected, rtol=1e-6), (lr_rec.batch_lr, expected)
-assert np.allclose([logs["lr"] for logs in lr_rec.epoch_logs], [expected[3], expected[7], expected[11]], rtol=1e-6)
+assert np.allclose([logs["learning_rate"] for logs in lr_rec.epoch_logs], [expected[3], expected[7], expected[11]], rtol=1e-6)
 
 # Checkpoints and TensorBoard events on rank 0 only; no temporary files left behind.
 tfring.barrier()
@@ -155,7 +155,7 @@ model.fit(
 )
 per_epoch = [sched_rec.batch_lr[i * steps : (i + 1) * steps] for i in range(4)]
 assert np.allclose(per_epoch, [[lr] * 4, [lr / 2] * 4, [lr / 4] * 4, [lr / 4] * 4], rtol=1e-6), per_epoch
-assert np.allclose([logs["lr"] for logs in sched_rec.epoch_logs], [lr, lr / 2, lr / 4, lr / 4], rtol=1e-6)
+assert np.allclose([logs["learning_rate"] for logs in sched_rec.epoch_logs], [lr, lr / 2, lr / 4, lr / 4], rtol=1e-6)
 assert_same_on_all_ranks(weights(model), "weights after the schedule fit")
 
 # 3. save -> load_model -> continue training -----------------------------------------------

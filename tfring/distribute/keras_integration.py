@@ -41,6 +41,9 @@ def install():
             return
         _install_predict_gather()
         _install_compile_hook()
+        from tfring.keras import progress
+
+        progress.install()  # one progress bar per job
         _installed = True
 
 

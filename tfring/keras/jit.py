@@ -116,6 +116,9 @@ def install_compile_hook():
         compile.__wrapped__ = original
         trainer_module.Trainer.compile = compile
         _compile_hook_installed = True
+    from tfring.keras import progress
+
+    progress.install()  # one progress bar per job
 
 
 def in_xla_context():

@@ -1,11 +1,18 @@
 """Worker output: every line a worker writes is copied to the launcher's stdout or stderr
 with its rank in front (``[1]<stdout>: text``), and optionally to ``DIR/rank.N.log``.
 
-One daemon thread per worker stream reads its pipe line by line (long lines in pieces of
-64 KiB), so a silent or chatty rank never blocks the others or the launcher. ``close()``
+One daemon thread per worker stream reads its pipe as data arrives (up to 64 KiB at a
+time), so a silent or chatty rank never blocks the others or the launcher. ``close()``
 waits a bounded time for the pipes to drain: a grandchild that inherited a pipe and
-keeps it open cannot hold the launcher up. Lines are written whole under one lock, so
-lines from different ranks never interleave mid-line.
+keeps it open cannot hold the launcher up.
+
+Pieces are forwarded as they end, at a newline or at a carriage return: a progress bar
+that redraws itself with ``\r`` (Keras' ``fit``) updates live on the launcher's console,
+each redraw with its rank prefix in front (``\r`` returns to the line's start, so the
+prefix is redrawn too). A piece with neither waits for its end (at most 64 KiB). Pieces
+are written whole under one lock; when another rank or stream writes while a redrawn line
+is open, that line is ended first, so output never interleaves mid-line. Log files get the
+worker's bytes as they were (unprefixed); the observer sees complete lines only.
 """
 
 import os
@@ -14,6 +21,26 @@ import threading
 import time
 
 MAX_LINE = 64 * 1024
+
+
+def _split_pieces(text):
+    """Splits ``text`` after every \n and \r (a \r\n pair stays one end): returns the
+    finished pieces and the unfinished rest. A rest of MAX_LINE characters or more is a
+    piece of its own (a very long line goes out in parts)."""
+    pieces, start, i = [], 0, 0
+    while i < len(text):
+        c = text[i]
+        if c == "\n" or (c == "\r" and i + 1 < len(text) and text[i + 1] != "\n"):
+            pieces.append(text[start:i + 1])
+            start = i + 1
+        elif c == "\r" and i + 1 == len(text):
+            break  # a \r at the very end may be the start of \r\n: wait for the next byte
+        i += 1
+    rest = text[start:]
+    if len(rest) >= MAX_LINE:
+        pieces.append(rest)
+        rest = ""
+    return pieces, rest
 
 
 class Output:
@@ -35,6 +62,7 @@ class Output:
         self._console = {"stdout": stdout or sys.stdout, "stderr": stderr or sys.stderr}
         self._lock = threading.Lock()
         self._threads = {}  # rank -> reader threads
+        self._open_line = None  # (rank, stream) whose last piece ended in \r, under the lock
         self._logs = {}
         self._closed = False
         self._log_dir = log_dir
@@ -87,12 +115,20 @@ class Output:
         return left
 
     def _pump(self, rank, stream, pipe):
+        pending = ""  # text after the last \n or \r, waiting for its end
+        line = ""  # the current line's text so far (for the observer)
         try:
+            fd = pipe.fileno()
             while True:
-                chunk = pipe.readline(MAX_LINE)
+                chunk = os.read(fd, MAX_LINE)
                 if not chunk:
                     break
-                self._line(rank, stream, chunk.decode("utf-8", errors="replace"))
+                pending += chunk.decode("utf-8", errors="replace")
+                pieces, pending = _split_pieces(pending)
+                for piece in pieces:
+                    line = self._piece(rank, stream, piece, line)
+            if pending:
+                self._piece(rank, stream, pending + "\n", line)
         except (OSError, ValueError):
             pass
         finally:
@@ -101,18 +137,26 @@ class Output:
             except OSError:
                 pass
 
-    def _line(self, rank, stream, text):
-        if not text.endswith("\n"):
-            text += "\n"
-        if self._observer is not None:
-            self._observer(rank, text)
+    def _piece(self, rank, stream, piece, line):
+        """Forwards one piece ending in \n or \r; returns the observer's line so far."""
+        ends_line = piece.endswith("\n")
+        if ends_line:
+            line = ""
+            if self._observer is not None:
+                self._observer(rank, piece)
         with self._lock:
             if self._closed:
-                return
+                return line
             log = self._logs.get(rank)
             if log is not None:
-                log.write(text)
-            self._write_console(stream, f"[{rank}]<{stream}>: {text}")
+                log.write(piece)
+            key = (rank, stream)
+            if self._open_line is not None and self._open_line != key:
+                self._write_console(self._open_line[1], "\n")  # end the other redrawn line
+                self._open_line = None
+            self._write_console(stream, f"[{rank}]<{stream}>: {piece}")
+            self._open_line = None if ends_line else key
+        return line
 
     def _write_console(self, stream, text):
         console = self._console[stream]

@@ -145,7 +145,7 @@ class LearningRateScheduleCallback(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         if logs is not None:
-            logs["lr"] = _get_lr(self.model.optimizer)
+            logs["learning_rate"] = _get_lr(self.model.optimizer)
 
 
 class LearningRateWarmupCallback(LearningRateScheduleCallback):

@@ -1,0 +1,59 @@
+"""One progress bar per job: inside ``fit`` under tfring, only rank 0 draws Keras' bar.
+
+Every rank of a job runs the same ``model.fit(..., verbose="auto")``; N bars redrawing
+themselves through one launcher console are unreadable. Once tfring's Keras integration is
+in use (``DistributedOptimizer`` or ``RingStrategy``) and the job has more than one rank,
+``fit``'s progress-bar verbosity (``"auto"`` or 1) becomes 0 on every rank but 0. Other
+verbosity levels (2: one line per epoch) and ``evaluate``/``predict`` are untouched, and
+callbacks still run on every rank.
+
+Opt out: ``TFRING_PROGRESS_ALL_RANKS=1`` in the environment (every rank draws its bar).
+Thread-safety: ``install`` is idempotent under a lock.
+"""
+
+import os
+import threading
+
+_lock = threading.Lock()
+_installed = False
+_VERBOSE_POSITION = 4  # Trainer.fit(self, x, y, batch_size, epochs, verbose, ...)
+OPT_OUT = "TFRING_PROGRESS_ALL_RANKS"
+
+
+def silenced_here():
+    """True when this rank's ``fit`` progress bar is silenced (see the module doc)."""
+    from tfring import basics
+
+    if os.environ.get(OPT_OUT, "0") not in ("", "0") or not basics.is_initialized():
+        return False
+    return basics.size() > 1 and basics.rank() != 0
+
+
+def _quiet(verbose):
+    return 0 if verbose in ("auto", 1, True) else verbose
+
+
+def install():
+    """Wraps ``keras.Model.fit`` once (idempotent). The backend's trainer class
+    (``TensorFlowTrainer``) overrides ``Trainer.fit``, so the wrapper goes on ``Model``,
+    above it in every model's class order."""
+    global _installed
+    with _lock:
+        if _installed:
+            return
+        import keras
+
+        original = keras.Model.fit
+
+        def fit(self, *args, **kwargs):
+            if silenced_here():
+                if len(args) > _VERBOSE_POSITION:
+                    args = (*args[:_VERBOSE_POSITION], _quiet(args[_VERBOSE_POSITION]), *args[_VERBOSE_POSITION + 1:])
+                else:
+                    kwargs["verbose"] = _quiet(kwargs.get("verbose", "auto"))
+            return original(self, *args, **kwargs)
+
+        fit.__doc__ = original.__doc__
+        fit.__wrapped__ = original
+        keras.Model.fit = fit
+        _installed = True
