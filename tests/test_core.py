@@ -273,5 +273,5 @@ def test_python_tables_come_from_the_core():
     ops = _core.reduce_ops()
     assert (tfring.Sum, tfring.Average, tfring.Min, tfring.Max, tfring.Product) == tuple(
         ops[n] for n in ("Sum", "Average", "Min", "Max", "Product"))
-    assert set(_core.data_types()) == {"uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32",
-                                       "float64", "bool"}
+    assert set(_core.data_types()) == {"uint8", "int8", "int16", "uint16", "int32", "int64", "float16", "bfloat16",
+                                       "float32", "float64", "bool"}

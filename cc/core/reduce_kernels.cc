@@ -199,6 +199,8 @@ void ReduceTo(void* dst, const void* a, const void* b, size_t count, DataType dt
   switch (dtype) {
     case DataType::kUInt8: TFRING_REDUCE(uint8_t); return;
     case DataType::kInt8: TFRING_REDUCE(int8_t); return;
+    case DataType::kInt16: TFRING_REDUCE(int16_t); return;
+    case DataType::kUInt16: TFRING_REDUCE(uint16_t); return;
     case DataType::kInt32: TFRING_REDUCE(int32_t); return;
     case DataType::kInt64: TFRING_REDUCE(int64_t); return;
     case DataType::kFloat32: TFRING_REDUCE(float); return;
@@ -223,6 +225,8 @@ void ScaleInPlace(void* buf, size_t count, DataType dtype, double factor) {
   switch (dtype) {
     case DataType::kUInt8: ScaleTyped(static_cast<uint8_t*>(buf), count, factor); return;
     case DataType::kInt8: ScaleTyped(static_cast<int8_t*>(buf), count, factor); return;
+    case DataType::kInt16: ScaleTyped(static_cast<int16_t*>(buf), count, factor); return;
+    case DataType::kUInt16: ScaleTyped(static_cast<uint16_t*>(buf), count, factor); return;
     case DataType::kInt32: ScaleTyped(static_cast<int32_t*>(buf), count, factor); return;
     case DataType::kInt64: ScaleTyped(static_cast<int64_t*>(buf), count, factor); return;
     case DataType::kFloat32: ScaleTyped(static_cast<float*>(buf), count, factor); return;

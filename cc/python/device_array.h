@@ -38,13 +38,16 @@ inline const char* TypeStr(DataType t) {
     case DataType::kFloat64: return "<f8";
     case DataType::kBool: return "|b1";
     case DataType::kBFloat16: return "";
+    case DataType::kInt16: return "<i2";
+    case DataType::kUInt16: return "<u2";
   }
   return "";
 }
 
 inline bool FromTypeStr(const std::string& s, DataType* out) {
-  static const DataType kAll[] = {DataType::kUInt8, DataType::kInt8, DataType::kInt32, DataType::kInt64,
-                                  DataType::kFloat16, DataType::kFloat32, DataType::kFloat64, DataType::kBool};
+  static const DataType kAll[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kInt16,   DataType::kUInt16,
+                                  DataType::kInt32,   DataType::kInt64,   DataType::kFloat16, DataType::kFloat32,
+                                  DataType::kFloat64, DataType::kBool};
   std::string norm = s;
   if (norm.size() == 3 && norm[0] == '=') norm[0] = '<';  // native order on little-endian hosts
   for (DataType t : kAll) {

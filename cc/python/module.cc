@@ -48,13 +48,14 @@ DataType ToDataType(const py::array& a, const std::string& name) {
       {"int32", DataType::kInt32},     {"int64", DataType::kInt64},
       {"float16", DataType::kFloat16}, {"bfloat16", DataType::kBFloat16},
       {"float32", DataType::kFloat32}, {"float64", DataType::kFloat64},
-      {"bool", DataType::kBool}};
+      {"bool", DataType::kBool},       {"int16", DataType::kInt16},
+      {"uint16", DataType::kUInt16}};
   for (const auto& t : kTypes) {
     if (n == t.first) return t.second;
   }
   Raise(Status::Unimplemented("tensor '" + name + "' has dtype " + n +
-                              ", which tfring does not support; use one of uint8, int8, int32, "
-                              "int64, float16, bfloat16, float32, float64, bool"));
+                              ", which tfring does not support; use one of uint8, int8, int16, "
+                              "uint16, int32, int64, float16, bfloat16, float32, float64, bool"));
 }
 
 py::dtype ToNumpyDtype(DataType t) {

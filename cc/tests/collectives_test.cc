@@ -25,9 +25,11 @@ using testing_util::MeshOptions;
 using testing_util::RunRanks;
 using testing_util::SecondsSince;
 
-const DataType kAllDataTypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kInt32,
-                                  DataType::kInt64,   DataType::kFloat16, DataType::kBFloat16,
-                                  DataType::kFloat32, DataType::kFloat64, DataType::kBool};
+const DataType kAllDataTypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kInt16,
+                                  DataType::kUInt16,  DataType::kInt32,   DataType::kInt64,
+                                  DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                                  DataType::kFloat64, DataType::kBool};
+static_assert(sizeof(kAllDataTypes) / sizeof(kAllDataTypes[0]) == kNumDataTypes, "a dtype is missing here");
 const ReduceOp kAllReduceOps[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin,
                                   ReduceOp::kMax, ReduceOp::kProduct};
 
@@ -39,7 +41,9 @@ uint32_t Mix(uint32_t a, uint32_t b, uint32_t c) {
   return h;
 }
 
-bool IsUnsigned(DataType dt) { return dt == DataType::kUInt8 || dt == DataType::kBool; }
+bool IsUnsigned(DataType dt) {
+  return dt == DataType::kUInt8 || dt == DataType::kUInt16 || dt == DataType::kBool;
+}
 
 // Element i of rank `rank`'s input for case `seed`.
 int64_t InputValue(uint32_t seed, int rank, size_t i, DataType dt, ReduceOp op) {
@@ -56,6 +60,8 @@ void SetValue(void* buf, DataType dt, size_t i, int64_t v) {
   switch (dt) {
     case DataType::kUInt8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v); return;
     case DataType::kInt8: static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v); return;
+    case DataType::kInt16: static_cast<int16_t*>(buf)[i] = static_cast<int16_t>(v); return;
+    case DataType::kUInt16: static_cast<uint16_t*>(buf)[i] = static_cast<uint16_t>(v); return;
     case DataType::kInt32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v); return;
     case DataType::kInt64: static_cast<int64_t*>(buf)[i] = v; return;
     case DataType::kFloat16: static_cast<uint16_t*>(buf)[i] = FloatToHalf(static_cast<float>(v)); return;
@@ -70,6 +76,8 @@ double GetValue(const void* buf, DataType dt, size_t i) {
   switch (dt) {
     case DataType::kUInt8: return static_cast<const uint8_t*>(buf)[i];
     case DataType::kInt8: return static_cast<const int8_t*>(buf)[i];
+    case DataType::kInt16: return static_cast<const int16_t*>(buf)[i];
+    case DataType::kUInt16: return static_cast<const uint16_t*>(buf)[i];
     case DataType::kInt32: return static_cast<const int32_t*>(buf)[i];
     case DataType::kInt64: return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
     case DataType::kFloat16: return HalfToFloat(static_cast<const uint16_t*>(buf)[i]);

@@ -16,9 +16,11 @@ namespace {
 
 using testing_util::HasError;
 
-const DataType kAllDataTypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kInt32,
-                                  DataType::kInt64,   DataType::kFloat16, DataType::kBFloat16,
-                                  DataType::kFloat32, DataType::kFloat64, DataType::kBool};
+const DataType kAllDataTypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kInt16,
+                                  DataType::kUInt16,  DataType::kInt32,   DataType::kInt64,
+                                  DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                                  DataType::kFloat64, DataType::kBool};
+static_assert(sizeof(kAllDataTypes) / sizeof(kAllDataTypes[0]) == kNumDataTypes, "a dtype is missing here");
 const ReduceOp kAllReduceOps[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin,
                                   ReduceOp::kMax, ReduceOp::kProduct};
 
@@ -171,6 +173,8 @@ TEST(ReduceIntoTest, EveryDtypeAndOpMatchesReference) {
     for (int rep = 0; rep < 5; ++rep) {
       CheckTyped<uint8_t>(DataType::kUInt8, op, rng, 0, 255);
       CheckTyped<int8_t>(DataType::kInt8, op, rng, -128, 127);
+      CheckTyped<int16_t>(DataType::kInt16, op, rng, -32768, 32767);
+      CheckTyped<uint16_t>(DataType::kUInt16, op, rng, 0, 65535);
       CheckTyped<int32_t>(DataType::kInt32, op, rng, -30000, 30000);
       CheckTyped<int64_t>(DataType::kInt64, op, rng, -2000000000, 2000000000);
       CheckTyped<float>(DataType::kFloat32, op, rng, -1000, 1000);

@@ -17,6 +17,8 @@ bool ToCoreDataType(tensorflow::DataType tf_dtype, DataType* out) {
     case tensorflow::DT_FLOAT: *out = DataType::kFloat32; return true;
     case tensorflow::DT_DOUBLE: *out = DataType::kFloat64; return true;
     case tensorflow::DT_BOOL: *out = DataType::kBool; return true;
+    case tensorflow::DT_INT16: *out = DataType::kInt16; return true;
+    case tensorflow::DT_UINT16: *out = DataType::kUInt16; return true;
     default: return false;
   }
 }

@@ -16,7 +16,7 @@ using tensorflow::shape_inference::InferenceContext;
 using tensorflow::shape_inference::ShapeHandle;
 
 // The element types the core can move (cc/core/data_type.h).
-#define TFRING_TYPES "{uint8, int8, int32, int64, half, bfloat16, float, double, bool}"
+#define TFRING_TYPES "{uint8, int8, int16, uint16, int32, int64, half, bfloat16, float, double, bool}"
 
 // [?, d1, d2, ...]: first dimension decided at run time, the others kept.
 absl::Status UnknownFirstDim(InferenceContext* c) {

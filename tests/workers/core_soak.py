@@ -14,7 +14,8 @@ import numpy as np
 
 import tfring
 
-DTYPES = [np.uint8, np.int8, np.int32, np.int64, np.float16, ml_dtypes.bfloat16, np.float32, np.float64, np.bool_]
+DTYPES = [np.uint8, np.int8, np.int16, np.uint16, np.int32, np.int64, np.float16, ml_dtypes.bfloat16, np.float32,
+          np.float64, np.bool_]
 OPS = {"sum": tfring.Sum, "average": tfring.Average, "min": tfring.Min, "max": tfring.Max, "product": tfring.Product}
 
 

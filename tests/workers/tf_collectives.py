@@ -22,7 +22,8 @@ hvd.init()
 r, n = hvd.rank(), hvd.size()
 assert (r, n) == (tfring.rank(), tfring.size())  # one runtime for the kernels and the module
 
-DTYPES = [tf.uint8, tf.int8, tf.int32, tf.int64, tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.bool]
+DTYPES = [tf.uint8, tf.int8, tf.int16, tf.uint16, tf.int32, tf.int64, tf.float16, tf.bfloat16, tf.float32, tf.float64,
+          tf.bool]
 OPS = {hvd.Sum: "Sum", hvd.Average: "Average", hvd.Min: "Min", hvd.Max: "Max", hvd.Product: "Product"}
 
 
@@ -33,7 +34,7 @@ def data(dtype, shape, rank, kind="sum"):
         return (base + rank) % 2 == 0
     if kind == "prod":
         v = (base + rank) % 2 + 1
-    elif dtype in (tf.int8, tf.int32, tf.int64, tf.float16, tf.bfloat16, tf.float32, tf.float64):
+    elif dtype in (tf.int8, tf.int16, tf.int32, tf.int64, tf.float16, tf.bfloat16, tf.float32, tf.float64):
         v = base % 5 - 2 + rank
     else:
         v = base % 5 + rank

@@ -1,7 +1,7 @@
 """The collectives of ``tfring.tensorflow`` (Horovod's ``horovod.tensorflow.mpi_ops``).
 
 Every function works eagerly and inside ``tf.function`` / ``tf.compat.v1`` graphs, on CPU
-tensors of dtype uint8, int8, int32, int64, float16, bfloat16, float32, float64 or bool.
+tensors of dtype uint8, int8, int16, uint16, int32, int64, float16, bfloat16, float32, float64 or bool.
 The kernels are asynchronous: they never block a TF thread. Names: see ``naming``.
 Errors raise ``tf.errors`` classes (``errors``). Gradients are registered (``gradients``).
 """

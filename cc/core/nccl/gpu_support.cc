@@ -62,6 +62,11 @@ class NcclGpuSupport : public GpuSupport {
   }
 
   Status CheckRequest(const Request& r) const override {
+    if (r.dtype == DataType::kInt16 || r.dtype == DataType::kUInt16) {
+      return Status::Unimplemented(std::string("NCCL has no 16-bit integer type, so ") + DataTypeName(r.dtype) +
+                                   " tensors are collected on the CPU only; keep the tensor on the CPU or "
+                                   "cast it to int32");
+    }
     if (r.op != OpType::kAllreduce && r.op != OpType::kReducescatter) return Status::OK();
     NcclReduction red;
     return MapReduction(r.dtype, r.reduce_op, r.prescale, r.postscale, 1, &red);

@@ -50,6 +50,8 @@ ncclDataType_t NcclType(DataType dtype) {
     case DataType::kFloat32: return ncclFloat32;
     case DataType::kFloat64: return ncclFloat64;
     case DataType::kBool: return ncclUint8;
+    case DataType::kInt16:
+    case DataType::kUInt16: return ncclUint8;  // never used: CheckRequest refuses them (NCCL has no 16-bit ints)
   }
   return ncclUint8;
 }
