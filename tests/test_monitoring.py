@@ -15,7 +15,8 @@ WORKERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workers")
 
 STATS_KEYS = {
     "collectives", "tensors", "fused_tensors", "fusion_ratio", "bytes_reduced", "bytes_sent",
-    "bytes_received", "stall_warnings", "cached_tensors", "control_bytes_sent", "negotiation_seconds", "wait_for_slowest_seconds",
+    "bytes_received", "stall_warnings", "cached_tensors", "control_bytes_sent", "control_messages_sent",
+    "negotiation_seconds", "wait_for_slowest_seconds",
     "queue_seconds", "transfer_seconds", "allreduce_transfer_seconds", "execute_seconds", "size",
 }
 

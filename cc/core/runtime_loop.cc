@@ -85,7 +85,7 @@ void Runtime::State::DrainQueue() {
   }
   if (rank == 0) return;
   std::string bytes = EncodeControl(msg);
-  CountControlBytes(bytes.size());
+  CountControlBytes(bytes.size(), 1);
   Status st = comm->control_to_root().SendMessage(bytes, Deadline::After(timeout_s), comm->abort_flag());
   if (!st.ok()) Fail(RefineCause(st));
 }
@@ -178,7 +178,7 @@ void Runtime::State::MaybeRespond() {
   const auto scheduled = Clock::now();
   if (size > 1) {
     std::string bytes = EncodeControl(msg);
-    CountControlBytes(bytes.size() * static_cast<size_t>(size - 1));
+    CountControlBytes(bytes.size() * static_cast<size_t>(size - 1), static_cast<size_t>(size - 1));
     for (int p = 1; p < size; ++p) {
       Status st = comm->control_from(p).SendMessage(bytes, Deadline::After(timeout_s),
                                                     comm->abort_flag());
@@ -210,9 +210,10 @@ Status Runtime::State::ResolveCachedNames(Response* r) const {
   return Status::OK();
 }
 
-void Runtime::State::CountControlBytes(size_t bytes) {
+void Runtime::State::CountControlBytes(size_t bytes, size_t messages) {
   std::lock_guard<std::mutex> lock(stats_mu);
   stats.control_bytes_sent += static_cast<int64_t>(bytes);
+  stats.control_messages_sent += static_cast<int64_t>(messages);
 }
 
 void Runtime::State::InspectStalls() {

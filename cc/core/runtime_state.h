@@ -94,7 +94,7 @@ struct Runtime::State {
   Status ReadControl(int wait_ms_hint);
   Status HandleControl(int from_rank, const std::string& bytes);
   Status ResolveCachedNames(Response* response) const;  // fills names sent as cache ids
-  void CountControlBytes(size_t bytes);
+  void CountControlBytes(size_t bytes, size_t messages);
   void MaybeRespond();
   void InspectStalls();
   void WaitForWork();

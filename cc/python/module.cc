@@ -398,6 +398,7 @@ PYBIND11_MODULE(_core, m) {
     d["stall_warnings"] = s.stall_warnings;
     d["cached_tensors"] = s.cached_tensors;
     d["control_bytes_sent"] = s.control_bytes_sent;
+    d["control_messages_sent"] = s.control_messages_sent;
     d["negotiation_seconds"] = s.negotiation_seconds;
     d["wait_for_slowest_seconds"] = s.wait_for_slowest_seconds;
     d["queue_seconds"] = s.queue_seconds;
