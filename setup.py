@@ -195,8 +195,9 @@ setup(
     ext_modules=[Extension("tfring._core", sources=[])],
     cmdclass={"build_ext": BuildTfring},
     python_requires=">=3.9",
-    install_requires=["numpy", "ml_dtypes"],
+    install_requires=["numpy", "ml_dtypes", "libcst"],
     extras_require={"tf": ["tensorflow-cpu==2.21.0", "tensorboard"]},
-    entry_points={"console_scripts": ["tfringrun = tfring.runner.launch:main"]},
+    entry_points={"console_scripts": ["tfringrun = tfring.runner.launch:main",
+                                    "tfring-migrate = tfring.migrate.cli:main"]},
     zip_safe=False,
 )

@@ -37,8 +37,9 @@ def fresh_jit_warning():
 
 def small_model(optimizer=None, **compile_kwargs):
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="relu"), keras.layers.Dense(1)])
-    model.compile(optimizer=optimizer or hvd.DistributedOptimizer(keras.optimizers.Adam(0.01)), loss="mse",
-                  **compile_kwargs)
+    # Created before `model.compile` is looked up: the first DistributedOptimizer installs the hook.
+    optimizer = optimizer or hvd.DistributedOptimizer(keras.optimizers.Adam(0.01))
+    model.compile(optimizer=optimizer, loss="mse", **compile_kwargs)
     return model
 
 
@@ -295,3 +296,38 @@ def test_metric_average_is_identity_on_one_rank():
     logs = {"loss": 1.5, "val_accuracy": np.float32(0.25), "note": "text"}
     hvd.callbacks.MetricAverageCallback().on_epoch_end(0, logs)
     assert logs == {"loss": 1.5, "val_accuracy": np.float32(0.25), "note": "text"}
+
+
+# ---- Keras 2 arguments that reach tfring's hooks (docs/migrating.md) ---------------------
+
+def test_keras2_tuning_arguments_are_dropped_with_a_warning_at_the_users_line():
+    x, y = data()
+    with pytest.warns(UserWarning, match=r"compile\(experimental_run_tf_function=\.\.\.\).*Keras 3 removed") as caught:
+        model = small_model(experimental_run_tf_function=False)
+    # small_model's compile line, not a tfring frame, is where the warning points.
+    assert [os.path.basename(w.filename) for w in caught if "experimental_run" in str(w.message)] == [
+        "test_keras_single.py"]
+    with pytest.warns(UserWarning, match=r"fit\(workers=\.\.\.\).*keras\.utils\.PyDataset") as caught:
+        history = model.fit(x, y, epochs=2, verbose=0, workers=4, use_multiprocessing=False)
+    assert {os.path.basename(w.filename) for w in caught if "PyDataset" in str(w.message)} == {"test_keras_single.py"}
+    assert len(history.history["loss"]) == 2
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"distribute": object()}, r"compile\(distribute=\.\.\.\) is a Keras 2 argument.*RingStrategy"),
+    ({"sample_weight_mode": "temporal"}, r"sample_weight_mode.*fit\(\)"),
+    ({"optimiser": "adam"}, r"keras Model\.compile\(\) got an unexpected keyword argument 'optimiser' \(it takes optimizer,"),
+])
+def test_keras2_arguments_with_a_meaning_fail_naming_the_replacement(kwargs, match):
+    with pytest.raises(TypeError, match=match):
+        small_model(**kwargs)
+
+
+def test_errors_raised_inside_keras_keep_keras_frames_last():
+    import traceback
+
+    model = small_model()
+    with pytest.raises(ValueError) as info:
+        model.fit(np.zeros((4, 5), "float32"), np.zeros((4, 1), "float32"), verbose=0)  # wrong input width
+    last = traceback.extract_tb(info.value.__traceback__)[-1]
+    assert "/tfring/" not in last.filename, f"the traceback ends in tfring: {last.filename}:{last.lineno}"

@@ -80,7 +80,7 @@ const std::vector<ParamSpec>& ParamTable() {
       {"TFRING_TIMELINE", ParamType::kString, "", 0, 0,
        "Rank 0 writes a Chrome-trace/Perfetto JSON timeline of every collective to this path."},
       {"TFRING_LOG_LEVEL", ParamType::kString, "warning", 0, 0,
-       "Log level: trace, debug, info, warning, error; per subsystem as LEVEL,SUBSYSTEM=LEVEL,... "
+       "Log level: trace, debug, info, warning, error (any case; fatal reads as error); per subsystem as LEVEL,SUBSYSTEM=LEVEL,... "
        "(subsystems: runtime, transport, store, stall, gpu, nccl), e.g. warning,transport=debug."},
       // GPU (NCCL backend; read from the environment when the libraries are first loaded).
       {"TFRING_NCCL_LIBRARY", ParamType::kString, "", 0, 0,

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cstring>
 
 namespace tfring {
@@ -104,12 +105,15 @@ bool ParseLogSpec(const std::string& text, LogSpec* spec, std::string* error) {
 LogLevel GetLogLevel() { return static_cast<LogLevel>(g_level.load()); }
 void SetLogRank(int rank) { g_rank.store(rank); }
 
+// Case-insensitive; "fatal" (Horovod's highest level) reads as error, the highest here.
 bool ParseLogLevel(const std::string& text, LogLevel* level) {
   static const struct { const char* name; LogLevel level; } kLevels[] = {
       {"trace", LogLevel::kTrace}, {"debug", LogLevel::kDebug}, {"info", LogLevel::kInfo},
-      {"warning", LogLevel::kWarning}, {"error", LogLevel::kError}};
+      {"warning", LogLevel::kWarning}, {"error", LogLevel::kError}, {"fatal", LogLevel::kError}};
+  std::string lower = text;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (const auto& l : kLevels) {
-    if (text == l.name) {
+    if (lower == l.name) {
       *level = l.level;
       return true;
     }

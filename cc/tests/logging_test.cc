@@ -30,6 +30,18 @@ TEST_F(LoggingTest, ParsesLevelAndSubsystemOverrides) {
   EXPECT_FALSE(ParseLogSpec("warning,nccl", &spec, &error));
 }
 
+TEST_F(LoggingTest, LevelsReadWithoutCaseAndFatalIsError) {
+  // Horovod scripts and launch lines say HOROVOD_LOG_LEVEL=WARNING / FATAL.
+  LogSpec spec;
+  std::string error;
+  ASSERT_TRUE(ParseLogSpec("WARNING,transport=Debug", &spec, &error)) << error;
+  EXPECT_EQ(spec.level, LogLevel::kWarning);
+  EXPECT_EQ(spec.subsystems[0].second, LogLevel::kDebug);
+  ASSERT_TRUE(ParseLogSpec("FATAL", &spec, &error)) << error;
+  EXPECT_EQ(spec.level, LogLevel::kError);
+  EXPECT_FALSE(ParseLogSpec("loud", &spec, &error));
+}
+
 TEST_F(LoggingTest, OverridesApplyToTheirSubsystemOnly) {
   LogSpec spec;
   std::string error;

@@ -105,9 +105,12 @@ def install_compile_hook():
             return
         from keras.src.trainers import trainer as trainer_module
 
+        from tfring.keras import keras2_arguments
+
         original = trainer_module.Trainer.compile
 
         def compile(self, *args, **kwargs):
+            kwargs = keras2_arguments.clean("compile", original, kwargs, stacklevel=2)
             result = original(self, *args, **kwargs)
             prepare_model(self)
             return result

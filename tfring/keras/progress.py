@@ -43,9 +43,12 @@ def install():
             return
         import keras
 
+        from tfring.keras import keras2_arguments
+
         original = keras.Model.fit
 
         def fit(self, *args, **kwargs):
+            kwargs = keras2_arguments.clean("fit", original, kwargs, stacklevel=2)
             if silenced_here():
                 if len(args) > _VERBOSE_POSITION:
                     args = (*args[:_VERBOSE_POSITION], _quiet(args[_VERBOSE_POSITION]), *args[_VERBOSE_POSITION + 1:])

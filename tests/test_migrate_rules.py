@@ -1,0 +1,251 @@
+"""tfring-migrate, rule by rule, on small scripts (no TensorFlow import: fast)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.helpers import REPO_ROOT, job_env
+from tfring.migrate import cli, python_source, rules, text_rules
+
+
+def migrate(source):
+    new, notes = python_source.rewrite(textwrap.dedent(source))
+    return new, notes
+
+
+def manual(notes):
+    return [n for n in notes if not n.rewritten]
+
+
+def test_horovod_imports_and_dotted_uses_become_tfring():
+    new, notes = migrate("""\
+        import horovod.tensorflow.keras as hvd
+        import horovod.tensorflow
+        from horovod.tensorflow.keras import callbacks
+        from horovod.tensorflow import keras as khvd
+        from horovod import tensorflow
+        from horovod.tensorflow.compression import Compression
+        horovod.tensorflow.allreduce(x)
+        horovod.tensorflow.keras.callbacks.MetricAverageCallback()
+        """)
+    assert new == textwrap.dedent("""\
+        import tfring.keras as hvd
+        import tfring.tensorflow
+        from tfring.keras import callbacks
+        from tfring import keras as khvd
+        from tfring import tensorflow
+        from tfring.tensorflow.compression import Compression
+        tfring.tensorflow.allreduce(x)
+        tfring.keras.callbacks.MetricAverageCallback()
+        """)
+    assert not manual(notes)
+    assert [n.line for n in notes] == [1, 2, 3, 4, 5, 6, 7, 8]
+
+
+def test_from_import_of_a_module_keeps_the_name_the_script_uses():
+    new, _ = migrate("from horovod.tensorflow import keras\nkeras.init()\n")
+    assert new == "from tfring import keras\nkeras.init()\n"
+
+
+def test_unsupported_horovod_modules_are_left_with_the_reason():
+    source = "import horovod.torch as hvd\nfrom horovod.tensorflow.elastic import run\n"
+    new, notes = migrate(source)
+    assert new == source
+    assert [(n.line, n.rewritten) for n in notes] == [(1, False), (2, False)]
+    assert "torch.distributed" in notes[0].message and "elastic" in notes[1].message
+
+
+def test_keras2_optimizer_lr_is_renamed_and_decay_is_explained():
+    new, notes = migrate("""\
+        import tensorflow as tf
+        from tensorflow import keras
+        a = keras.optimizers.Adadelta(lr=1.0, rho=0.9)
+        b = tf.optimizers.Adam(lr=0.1, decay=1e-4)
+        c = SGD(0.1, lr=2)
+        d = something_else(lr=3)
+        """)
+    assert "Adadelta(learning_rate=1.0, rho=0.9)" in new
+    assert "tf.optimizers.Adam(learning_rate=0.1, decay=1e-4)" in new  # decay left: no same-name fix
+    assert "SGD(0.1, learning_rate=2)" in new and "something_else(lr=3)" in new
+    (decay,) = manual(notes)
+    assert decay.line == 4 and "InverseTimeDecay" in decay.message
+
+
+def test_keras2_model_methods_and_arguments():
+    new, notes = migrate("""\
+        model.compile(loss="mse", optimizer=opt,
+                      experimental_run_tf_function=False)
+        model.compile(experimental_run_tf_function=False, loss="mse")
+        model.fit_generator(gen, steps_per_epoch=4, workers=4, use_multiprocessing=True, max_queue_size=8)
+        model.evaluate_generator(gen, steps=2)
+        metric.reset_states()
+        rnn.reset_states(states)
+        hvd.broadcast_variables(opt.variables(), root_rank=0)
+        print(model.optimizer.lr)
+        """)
+    assert new == textwrap.dedent("""\
+        model.compile(loss="mse", optimizer=opt)
+        model.compile(loss="mse")
+        model.fit(gen, steps_per_epoch=4)
+        model.evaluate(gen, steps=2)
+        metric.reset_state()
+        rnn.reset_states(states)
+        hvd.broadcast_variables(opt.variables, root_rank=0)
+        print(model.optimizer.learning_rate)
+        """)
+    assert not manual(notes)
+    assert {n.line for n in notes} == {1, 3, 4, 5, 6, 8, 9}
+
+
+def test_multi_worker_strategy_becomes_ring_strategy_with_its_import():
+    new, notes = migrate("""\
+        '''Doc.'''
+        import os
+        import tensorflow as tf
+
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=opts)
+        """)
+    assert new == textwrap.dedent("""\
+        '''Doc.'''
+        import os
+        import tensorflow as tf
+        import tfring
+
+        strategy = tfring.RingStrategy()
+        """)
+    assert "arguments dropped" in notes[0].message and notes[0].rewritten
+    new, _ = migrate("import tfring.keras\nimport tensorflow as tf\ns = tf.distribute.MirroredStrategy()\n")
+    assert new.count("import tfring") == 1, "import tfring.keras already binds tfring"
+
+
+def test_removed_tf1_and_keras2_api_gets_the_manual_fix_through_the_scripts_aliases():
+    source = textwrap.dedent("""\
+        import tensorflow as tf
+        from tensorflow.keras import backend as K
+        from tensorflow.keras.preprocessing.image import ImageDataGenerator
+        import horovod.tensorflow as hvd
+        config = tf.ConfigProto()
+        K.set_session(tf.Session(config=config))
+        est = tf.estimator.Estimator(model_fn)
+        gen = ImageDataGenerator(rotation_range=8)
+        hooks = [hvd.BroadcastGlobalVariablesHook(0)]  # tfring has it (TF1 graph mode)
+        opt = hvd.DistributedOptimizer(opt, num_groups=2)
+        """)
+    new, notes = python_source.rewrite(source)
+    left = {(n.line, n.message.split(":")[0]) for n in manual(notes)}
+    assert left == {  # named as the script spells them
+        (5, "tf.ConfigProto"), (6, "tf.Session"), (6, "K.set_session"), (7, "tf.estimator"),
+        (8, "ImageDataGenerator"), (10, "DistributedOptimizer(num_groups=...)"),
+    }
+    assert new.replace("import tfring.tensorflow as hvd", "import horovod.tensorflow as hvd") == source
+
+
+def test_comments_and_strings_get_launcher_and_variable_rewrites():
+    new, notes = migrate('''\
+        """Run: horovodrun -np 4 -H a:2,b:2 python train.py"""
+        import os
+        os.environ["HOROVOD_FUSION_THRESHOLD"] = "1"  # or horovodrun --fusion-threshold-mb 1
+        os.environ["HOROVOD_AUTOTUNE"] = "1"
+        print(f"HOROVOD_CYCLE_TIME={x}")
+        ''')
+    assert new == textwrap.dedent('''\
+        """Run: tfringrun -np 4 -H a:2,b:2 python train.py"""
+        import os
+        os.environ["TFRING_FUSION_THRESHOLD"] = "1"  # or tfringrun --fusion-threshold-mb 1
+        os.environ["HOROVOD_AUTOTUNE"] = "1"
+        print(f"TFRING_CYCLE_TIME_MS={x}")
+        ''')
+    (autotune,) = manual(notes)
+    assert autotune.line == 4 and "autotuner" in autotune.message
+
+
+@pytest.mark.parametrize("line, expected, left", [
+    ("horovodrun -np 4 python train.py --lr 0.1\n", "tfringrun -np 4 python train.py --lr 0.1\n", 0),
+    ("  horovodrun --num-proc=2 --gloo -p 2222 -i key --verbose python x.py",
+     "  tfringrun -np 2 --ssh-port 2222 --ssh-identity-file key --verbose python x.py", 0),
+    ("horovodrun -np 2 --log-level FATAL --stall-check-warning-time-seconds 5 python x.py",
+     "tfringrun -np 2 --log-level fatal --stall-warning-s 5 python x.py", 0),
+    ("horovodrun -np 2 -x PATH python x.py", "horovodrun -np 2 -x PATH python x.py", 1),
+    ("horovodrun -np 2 --made-up python x.py", "horovodrun -np 2 --made-up python x.py", 1),
+    ("horovodrun -np", "horovodrun -np", 1),
+])
+def test_launcher_lines(line, expected, left):
+    new, notes = text_rules.rewrite_launcher_line(line)
+    assert new == expected
+    assert len(manual(notes)) == left
+
+
+def test_every_rewritten_launcher_option_exists_in_tfringrun():
+    from tfring.runner import args as launcher_args
+
+    known = set()
+    for action in launcher_args.build_parser()._actions:
+        known.update(action.option_strings)
+    targets = {new for _, new in rules.LAUNCHER_OPTIONS.values() if new is not None}
+    assert targets <= known, targets - known
+
+
+def test_every_tfring_variable_named_exists_in_the_core():
+    import tfring
+
+    names = {row["name"] for row in tfring.config_table()}
+    targets = {v for v in rules.ENVIRONMENT.values() if v is not None}
+    assert targets <= names, targets - names
+    assert set(rules.ENVIRONMENT_REASONS) == {k for k, v in rules.ENVIRONMENT.items() if v is None}
+
+
+def test_the_migration_guide_lists_every_variable_and_option():
+    with open(os.path.join(REPO_ROOT, "docs", "migrating.md")) as f:
+        guide = f.read()
+    missing = [name for name in [*rules.ENVIRONMENT, *rules.LAUNCHER_OPTIONS, *rules.LAUNCHER_UNSUPPORTED_OPTIONS]
+               if f"`{name}`" not in guide]
+    assert not missing, f"docs/migrating.md does not mention {missing}"
+
+
+# ---- the command ------------------------------------------------------------------------
+
+def run_cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "tfring.migrate.cli", *args], cwd=cwd, env=job_env(),
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_cli_prints_a_diff_and_writes_nothing_without_write(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("import horovod.keras as hvd\nopt = Adam(lr=1)\n")
+    result = run_cli("train.py", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "-import horovod.keras as hvd\n-opt = Adam(lr=1)\n+import tfring.keras as hvd\n" in result.stdout
+    assert "train.py:2: rewritten: Adam(lr=) -> Adam(learning_rate=)" in result.stderr
+    assert "would change 1 of 1 file(s); 0 manual edit(s) left" in result.stderr
+    assert script.read_text() == "import horovod.keras as hvd\nopt = Adam(lr=1)\n"
+
+
+def test_cli_write_changes_files_and_exits_1_while_manual_edits_remain(tmp_path):
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "train.py").write_text("import tensorflow as tf\nimport horovod.tensorflow as hvd\ns = tf.Session()\n")
+    (tmp_path / "jobs" / "run.sh").write_text("export HOROVOD_CYCLE_TIME=2\nhorovodrun -np 2 python train.py\n")
+    result = run_cli("--write", "--quiet", ".", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert (tmp_path / "train.py").read_text() == "import tensorflow as tf\nimport tfring.tensorflow as hvd\ns = tf.Session()\n"
+    assert (tmp_path / "jobs" / "run.sh").read_text() == "export TFRING_CYCLE_TIME_MS=2\ntfringrun -np 2 python train.py\n"
+    assert "./train.py:3: manual: tf.Session" in result.stderr
+    assert "rewritten" not in result.stderr, "--quiet lists only the manual edits"
+    assert "changed 2 of 2 file(s); 1 manual edit(s) left" in result.stderr
+
+
+def test_cli_refuses_a_file_that_is_not_python_and_writes_nothing(tmp_path):
+    (tmp_path / "a.py").write_text("import horovod.keras as hvd\n")
+    (tmp_path / "b.py").write_text("def broken(:\n")
+    result = run_cli("--write", "a.py", "b.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "b.py is not valid Python" in result.stderr and "nothing was changed" in result.stderr
+    assert (tmp_path / "a.py").read_text() == "import horovod.keras as hvd\n"
+
+
+def test_cli_is_installed_as_a_command():
+    assert cli.build_parser().prog == "tfring-migrate"
+    with open(os.path.join(REPO_ROOT, "setup.py")) as f:
+        assert "tfring-migrate = tfring.migrate.cli:main" in f.read()

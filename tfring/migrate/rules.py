@@ -1,0 +1,196 @@
+"""What ``tfring-migrate`` knows: the tables behind every rewrite and every manual note.
+
+Each table maps a name in a Horovod, Keras 2 or TF 1 script to its tfring / Keras 3
+replacement. A value of ``None`` in a rename table means "no equivalent": the tool leaves
+the text alone and prints the reason next to the line. docs/migrating.md shows the same
+tables to readers; tests/test_migrate_rules.py keeps the two in step.
+"""
+
+# Horovod modules -> tfring modules (longest prefix wins). Imports and dotted uses
+# (``horovod.tensorflow.allreduce``) are both rewritten.
+MODULES = {
+    "horovod.tensorflow.keras.callbacks": "tfring.keras.callbacks",
+    "horovod.tensorflow.keras": "tfring.keras",
+    "horovod.keras.callbacks": "tfring.keras.callbacks",
+    "horovod.keras": "tfring.keras",
+    "horovod.tensorflow.compression": "tfring.tensorflow.compression",
+    "horovod.tensorflow": "tfring.tensorflow",
+}
+
+# Horovod modules with no tfring counterpart, and what to do instead.
+UNSUPPORTED_MODULES = {
+    "horovod.tensorflow.elastic": "tfring has no elastic API yet: drop hvd.elastic.run and the State object "
+                                  "and train with the plain loop (a lost rank fails the job, naming it)",
+    "horovod.tensorflow.keras.elastic": "tfring has no elastic API yet: drop the elastic callbacks and "
+                                        "hvd.elastic.run",
+    "horovod.keras.elastic": "tfring has no elastic API yet: drop the elastic callbacks and hvd.elastic.run",
+    "horovod.torch": "tfring is for TensorFlow and Keras; PyTorch scripts keep torch.distributed",
+    "horovod.mxnet": "tfring is for TensorFlow and Keras",
+    "horovod.spark": "tfring has no Spark runner: launch with tfringrun, mpirun or Slurm (docs/launcher.md)",
+    "horovod.ray": "tfring has no Ray runner yet: launch with tfringrun (docs/launcher.md)",
+}
+
+# Keras 2 optimizer keyword arguments that Keras 3 renamed.
+OPTIMIZER_CLASSES = frozenset({
+    "SGD", "Adam", "AdamW", "Adadelta", "Adagrad", "Adamax", "Nadam", "RMSprop", "Ftrl", "Lion", "Adafactor",
+    "LossScaleOptimizer",
+})
+OPTIMIZER_KEYWORDS = {"lr": "learning_rate"}
+OPTIMIZER_REMOVED_KEYWORDS = {
+    "decay": "Keras 3 optimizers have no `decay`; the same schedule is learning_rate="
+             "keras.optimizers.schedules.InverseTimeDecay(<lr>, decay_steps=1, decay_rate=<decay>)",
+}
+
+# Method calls renamed in Keras 3 (their arguments stay as they are).
+METHODS = {
+    "fit_generator": "fit",
+    "evaluate_generator": "evaluate",
+    "predict_generator": "predict",
+    "reset_states": "reset_state",
+}
+
+# `x.variables()` (Keras 2 optimizer method) is the property `x.variables` in Keras 3.
+CALL_TO_PROPERTY = {"variables"}
+
+# Keyword arguments Keras 3 removed from Model methods. They only tuned how Keras 2 ran
+# (tf.function placement, data-loading threads), so dropping them keeps the model the same.
+MODEL_METHOD_REMOVED_KEYWORDS = {
+    "compile": {
+        "experimental_run_tf_function": "Keras 3 always traces train_step with tf.function (run_eagerly=True "
+                                        "turns it off)",
+    },
+    **{method: {
+        "workers": "moved to keras.utils.PyDataset(workers=...)",
+        "use_multiprocessing": "moved to keras.utils.PyDataset(use_multiprocessing=...)",
+        "max_queue_size": "moved to keras.utils.PyDataset(max_queue_size=...)",
+    } for method in ("fit", "evaluate", "predict", "fit_generator", "evaluate_generator", "predict_generator")},
+}
+
+# `tf.distribute` strategies a RingStrategy replaces (one process per GPU or CPU slot).
+STRATEGIES = frozenset({
+    "tensorflow.distribute.MultiWorkerMirroredStrategy",
+    "tensorflow.distribute.experimental.MultiWorkerMirroredStrategy",
+    "tensorflow.distribute.MirroredStrategy",
+})
+
+# Horovod DistributedOptimizer keywords tfring does not take.
+DISTRIBUTED_OPTIMIZER_UNSUPPORTED_KEYWORDS = {
+    "num_groups": "tfring fuses by size (TFRING_FUSION_THRESHOLD), not by groups: drop it",
+    "groups": "tfring fuses by size (TFRING_FUSION_THRESHOLD), not by groups: drop it",
+    "process_set": "tfring has no process sets: every collective spans the whole job",
+    "scale_local_gradients": "tfring has no local (non-reduced) gradients to scale: drop it",
+}
+
+# Fully qualified names that no longer exist in TF 2.21 / Keras 3, and the manual fix.
+_TF1 = ("TF1 API: run tf_upgrade_v2 (installed with TensorFlow) to move it to tf.compat.v1; tfring.tensorflow "
+        "runs TF1 graph code (examples/tf1_monitored_session.py), or port it to TF2")
+REMOVED_API = {
+    "tensorflow.ConfigProto": _TF1 + "; for GPU pinning alone, delete the ConfigProto/Session lines and call "
+                              "hvd.pin_gpu()",
+    "tensorflow.Session": _TF1,
+    "tensorflow.placeholder": _TF1,
+    "tensorflow.layers": _TF1 + " (keras.layers)",
+    "tensorflow.train.MonitoredTrainingSession": _TF1,
+    "tensorflow.contrib": "tf.contrib is gone since TF 2.0",
+    "tensorflow.estimator": "tf.estimator is gone (TF 2.16): port to keras.Model.fit or a custom loop "
+                            "under tfring.RingStrategy",
+    "keras.backend.set_session": "Keras 3 has no sessions: delete the line (pin GPUs with hvd.pin_gpu())",
+    "keras.backend.get_session": "Keras 3 has no sessions: delete the line",
+    "keras.backend.get_value": "Keras 3: read a variable with float(v) or v.numpy(), "
+                               "e.g. float(model.optimizer.learning_rate)",
+    "keras.backend.set_value": "Keras 3: assign a variable with v.assign(value), "
+                               "e.g. model.optimizer.learning_rate.assign(value)",
+    "keras.preprocessing.image.ImageDataGenerator": "ImageDataGenerator is gone in Keras 3: load with "
+                                                    "keras.utils.image_dataset_from_directory and augment "
+                                                    "with keras.layers.RandomFlip/RandomRotation/...",
+    "tensorflow.distribute.cluster_resolver.TFConfigClusterResolver": "tfringrun gives each worker its "
+                                                                      "rank: delete the TF_CONFIG resolver",
+}
+# tf.keras.X is keras.X in TF 2.21: every keras.* entry also matches tensorflow.keras.*.
+REMOVED_API.update({"tensorflow." + k: v for k, v in list(REMOVED_API.items()) if k.startswith("keras.")})
+
+# Environment variables: Horovod name -> tfring name, or None with the reason.
+ENVIRONMENT = {
+    "HOROVOD_RANK": "TFRING_RANK",
+    "HOROVOD_SIZE": "TFRING_SIZE",
+    "HOROVOD_LOCAL_RANK": "TFRING_LOCAL_RANK",
+    "HOROVOD_LOCAL_SIZE": "TFRING_LOCAL_SIZE",
+    "HOROVOD_CROSS_RANK": "TFRING_CROSS_RANK",
+    "HOROVOD_CROSS_SIZE": "TFRING_CROSS_SIZE",
+    "HOROVOD_FUSION_THRESHOLD": "TFRING_FUSION_THRESHOLD",
+    "HOROVOD_CYCLE_TIME": "TFRING_CYCLE_TIME_MS",
+    "HOROVOD_CACHE_CAPACITY": "TFRING_CACHE_CAPACITY",
+    "HOROVOD_TIMELINE": "TFRING_TIMELINE",
+    "HOROVOD_LOG_LEVEL": "TFRING_LOG_LEVEL",
+    "HOROVOD_STALL_CHECK_TIME_SECONDS": "TFRING_STALL_WARNING_S",
+    "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS": "TFRING_STALL_SHUTDOWN_S",
+    "HOROVOD_GLOO_TIMEOUT_SECONDS": "TFRING_TIMEOUT_S",
+    "HOROVOD_START_TIMEOUT": "TFRING_START_TIMEOUT_S",
+    "HOROVOD_STALL_CHECK_DISABLE": None,
+    "HOROVOD_HIERARCHICAL_ALLREDUCE": None,
+    "HOROVOD_HIERARCHICAL_ALLGATHER": None,
+    "HOROVOD_AUTOTUNE": None,
+    "HOROVOD_AUTOTUNE_LOG": None,
+    "HOROVOD_GPU_OPERATIONS": None,
+    "HOROVOD_CPU_OPERATIONS": None,
+    "HOROVOD_CONTROLLER": None,
+    "HOROVOD_MPI_THREADS_DISABLE": None,
+    "HOROVOD_TIMELINE_MARK_CYCLES": None,
+    "HOROVOD_NUM_NCCL_STREAMS": None,
+    "HOROVOD_ENABLE_XLA_OPS": None,
+    "HOROVOD_DISABLE_GROUP_FUSION": None,
+}
+ENVIRONMENT_REASONS = {
+    "HOROVOD_STALL_CHECK_DISABLE": "set TFRING_STALL_WARNING_S=0 instead",
+    "HOROVOD_HIERARCHICAL_ALLREDUCE": "tfring picks shared memory within a host and TCP across hosts by itself",
+    "HOROVOD_HIERARCHICAL_ALLGATHER": "tfring picks shared memory within a host and TCP across hosts by itself",
+    "HOROVOD_AUTOTUNE": "tfring has no autotuner: set TFRING_FUSION_THRESHOLD / TFRING_CYCLE_TIME_MS",
+    "HOROVOD_AUTOTUNE_LOG": "tfring has no autotuner",
+    "HOROVOD_GPU_OPERATIONS": "tfring uses NCCL on GPUs and its own ring on CPUs",
+    "HOROVOD_CPU_OPERATIONS": "tfring uses its own TCP / shared-memory ring on CPUs",
+    "HOROVOD_CONTROLLER": "tfring negotiates over its own control channel",
+    "HOROVOD_MPI_THREADS_DISABLE": "tfring does not use MPI for collectives",
+    "HOROVOD_TIMELINE_MARK_CYCLES": "tfring's timeline has no cycle markers",
+    "HOROVOD_NUM_NCCL_STREAMS": "tfring uses one NCCL stream per rank",
+    "HOROVOD_ENABLE_XLA_OPS": "tfring's collectives have no XLA kernels: compile without jit_compile",
+    "HOROVOD_DISABLE_GROUP_FUSION": "tfring fuses by size, not by groups",
+}
+
+# horovodrun options: name -> (takes a value, tfringrun option or None). None means the
+# option is dropped: it only chose among Horovod's own machinery, which tfring replaces.
+LAUNCHER_OPTIONS = {
+    "-np": (True, "-np"), "--num-proc": (True, "-np"),
+    "-H": (True, "-H"), "--hosts": (True, "-H"),
+    "-hostfile": (True, "--hostfile"), "--hostfile": (True, "--hostfile"),
+    "-p": (True, "--ssh-port"), "--ssh-port": (True, "--ssh-port"),
+    "-i": (True, "--ssh-identity-file"), "--ssh-identity-file": (True, "--ssh-identity-file"),
+    "--network-interface": (True, "--network-interface"),
+    "--output-filename": (True, "--output-filename"),
+    "--verbose": (False, "--verbose"),
+    "--check-build": (False, "--check-build"),
+    "--fusion-threshold-mb": (True, "--fusion-threshold-mb"),
+    "--cycle-time-ms": (True, "--cycle-time-ms"),
+    "--timeline-filename": (True, "--timeline-filename"),
+    "--start-timeout": (True, "--start-timeout"),
+    "--log-level": (True, "--log-level"),
+    "--stall-check-warning-time-seconds": (True, "--stall-warning-s"),
+    "--stall-check-shutdown-time-seconds": (True, "--stall-shutdown-s"),
+    "--gloo": (False, None), "--mpi": (False, None), "--tcp": (False, None),
+    "--autotune": (False, None),
+    "--hierarchical-allreduce": (False, None), "--no-hierarchical-allreduce": (False, None),
+    "--hierarchical-allgather": (False, None), "--no-hierarchical-allgather": (False, None),
+    "--mpi-threads-disable": (False, None),
+}
+# Options with no tfringrun counterpart that matter: the line is left unchanged.
+LAUNCHER_UNSUPPORTED_OPTIONS = {
+    "--no-stall-check": "use --stall-warning-s 0",
+    "--disable-cache": "set TFRING_CACHE_CAPACITY=0 in the environment",
+    "--cache-capacity": "set TFRING_CACHE_CAPACITY in the environment",
+    "--mpi-args": "tfringrun does not start MPI; launch with mpirun directly if you need its options",
+    "-x": "tfringrun passes the launcher's whole environment to local workers; export the variable",
+    "--binding-args": "use tfringrun --bind-to core|socket|numa|none",
+    "--elastic-timeout": "tfring has no elastic mode yet",
+    "--min-np": "tfring has no elastic mode yet",
+    "--max-np": "tfring has no elastic mode yet",
+    "--host-discovery-script": "tfring has no elastic mode yet",
+}

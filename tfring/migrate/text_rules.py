@@ -1,0 +1,109 @@
+"""Rewrites inside plain text: ``horovodrun`` command lines and ``HOROVOD_*`` variable names.
+
+These appear in shell scripts, Slurm batch files, READMEs, and in the comments and string
+literals of Python scripts. A command line is split into words on whitespace (quoting inside
+horovodrun's own options is not needed by any option it has); everything from the first word
+that is not an option is the worker command and is kept byte for byte.
+
+Pure functions, no I/O.
+"""
+
+import re
+from dataclasses import dataclass
+
+from tfring.migrate import rules
+
+_VARIABLE = re.compile(r"\bHOROVOD_[A-Z0-9_]+\b")
+_LAUNCHER = re.compile(r"\bhorovodrun\b")
+_WORD = re.compile(r"\S+")
+
+
+@dataclass(frozen=True)
+class Note:
+    """One thing the tool did or could not do, on a 1-based line of the input."""
+    line: int
+    message: str
+    rewritten: bool  # False: the user must make this edit by hand
+
+
+def rewrite_variables(text, line=1):
+    """``HOROVOD_X`` -> ``TFRING_Y`` for every name in ``rules.ENVIRONMENT`` that has an
+    equivalent; notes for the others. Returns (text, notes); ``line`` numbers the notes of
+    single-line text, multi-line text counts from it."""
+    notes = []
+
+    def replace(match):
+        name = match.group(0)
+        at = line + text.count("\n", 0, match.start())
+        if name not in rules.ENVIRONMENT:
+            return name  # not a Horovod setting the tool knows: left alone
+        new = rules.ENVIRONMENT[name]
+        if new is None:
+            notes.append(Note(at, f"{name} has no tfring equivalent ({rules.ENVIRONMENT_REASONS[name]})", False))
+            return name
+        notes.append(Note(at, f"{name} -> {new}", True))
+        return new
+
+    return _VARIABLE.sub(replace, text), notes
+
+
+def rewrite_launcher_line(text, line=1):
+    """Rewrites the ``horovodrun`` command in one line of text into ``tfringrun``. Options
+    with a counterpart are renamed, options that only chose Horovod's machinery are dropped;
+    an option that matters and has no counterpart leaves the line unchanged, with a note.
+    Returns (text, notes)."""
+    found = _LAUNCHER.search(text)
+    if found is None:
+        return text, []
+    words = [(m.start(), m.group(0)) for m in _WORD.finditer(text, found.end())]
+    out, notes, i = [], [], 0
+    while i < len(words):
+        word = words[i][1]
+        name, has_inline_value, inline_value = word.partition("=") if word.startswith("--") else (word, "", "")
+        if not name.startswith("-"):
+            break  # the worker command starts here
+        if name in rules.LAUNCHER_UNSUPPORTED_OPTIONS:
+            notes.append(Note(line, f"horovodrun {name} has no tfringrun counterpart: "
+                                    f"{rules.LAUNCHER_UNSUPPORTED_OPTIONS[name]}; line left unchanged", False))
+            return text, notes
+        if name not in rules.LAUNCHER_OPTIONS:
+            notes.append(Note(line, f"unknown horovodrun option {name}: line left unchanged; "
+                                    "see tfringrun --help", False))
+            return text, notes
+        takes_value, new = rules.LAUNCHER_OPTIONS[name]
+        value = None
+        if takes_value:
+            if has_inline_value:
+                value = inline_value
+            elif i + 1 < len(words):
+                i += 1
+                value = words[i][1]
+            else:
+                notes.append(Note(line, f"horovodrun {name} needs a value: line left unchanged", False))
+                return text, notes
+        if new is None:
+            notes.append(Note(line, f"dropped horovodrun {name} (tfring chooses its own transport)", True))
+        else:
+            if name == "--log-level" and value is not None:
+                value = value.lower()
+            out.append(new if value is None else f"{new} {value}")
+        i += 1
+    # The worker command, kept byte for byte (with the line's end when there is none).
+    tail = text[words[i][0]:] if i < len(words) else ("\n" if text.endswith("\n") else "")
+    new_text = text[:found.start()] + " ".join(["tfringrun", *out]) + (" " + tail if tail.strip() else tail)
+    notes.insert(0, Note(line, "horovodrun -> tfringrun", True))
+    return new_text, notes
+
+
+def rewrite_text(text, first_line=1):
+    """Both rewrites over every line of ``text`` (a shell script, a comment, a string).
+    Returns (text, notes)."""
+    lines = text.splitlines(keepends=True)
+    out, notes = [], []
+    for k, piece in enumerate(lines):
+        number = first_line + k
+        piece, launcher_notes = rewrite_launcher_line(piece, number)
+        piece, variable_notes = rewrite_variables(piece, number)
+        out.append(piece)
+        notes += launcher_notes + variable_notes
+    return "".join(out), notes
