@@ -196,7 +196,7 @@ setup(
     cmdclass={"build_ext": BuildTfring},
     python_requires=">=3.9",
     install_requires=["numpy", "ml_dtypes", "libcst"],
-    extras_require={"tf": ["tensorflow-cpu==2.21.0", "tensorboard"]},
+    extras_require={"tf": ["tensorflow-cpu==2.21.0", "tensorboard"], "ray": ["ray[train]>=2.60,<2.61"]},
     entry_points={"console_scripts": ["tfringrun = tfring.runner.launch:main",
                                     "tfring-migrate = tfring.migrate.cli:main"]},
     zip_safe=False,

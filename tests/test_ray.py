@@ -1,0 +1,144 @@
+"""tfring on a local Ray (tfring.ray): TfringTrainer (Ray Train V2) and RayExecutor.
+
+One Ray instance (2 CPUs) serves the single-node tests; the last test starts a two-node Ray
+cluster on this machine. The worker functions are in tests/workers/ray_fns.py.
+"""
+
+import glob
+import json
+import os
+import time
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install tfring[ray])")
+pytest.importorskip("tfring.tensorflow", reason="the TF op library (tfring.tensorflow) is not built")
+
+from ray.train import FailureConfig, RunConfig, ScalingConfig
+
+from tests.helpers import REPO_ROOT, job_env
+from tests.workers import ray_fns
+from tfring.ray import RayExecutor, TfringConfig, TfringTrainer
+
+pytestmark = [pytest.mark.multiprocess, pytest.mark.timeout(240)]
+WORKERS = os.path.join(REPO_ROOT, "tests", "workers")
+
+
+def _runtime_env():
+    env = job_env()
+    keep = ("PYTHONPATH", "TF_CPP_MIN_LOG_LEVEL", "OMP_NUM_THREADS")
+    return {"env_vars": {k: env[k] for k in keep}}
+
+
+def _ray_init(**kwargs):
+    ray.init(include_dashboard=False, runtime_env=_runtime_env(), log_to_driver=False,
+             configure_logging=False, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    _ray_init(num_cpus=2)
+    yield
+    ray.shutdown()
+
+
+def _fit(fn, tmp_path, config, workers=2, max_failures=0, settings=None):
+    trainer = TfringTrainer(
+        fn, train_loop_config=config, tfring_config=TfringConfig(settings=settings or {}),
+        scaling_config=ScalingConfig(num_workers=workers),
+        run_config=RunConfig(storage_path=str(tmp_path / "ray_results"), name="job",
+                             failure_config=FailureConfig(max_failures=max_failures)))
+    return trainer.fit()
+
+
+def _results(folder):
+    out = {}
+    for path in glob.glob(os.path.join(folder, "rank.*.json")):
+        with open(path) as f:
+            r = json.load(f)
+        out[r["rank"]] = r
+    return out
+
+
+def test_trainer_fit_equals_tfringrun_and_ranks_are_rays(local_ray, tmp_path):
+    on_ray, on_tfringrun = tmp_path / "ray", tmp_path / "tfringrun"
+    on_ray.mkdir()
+    on_tfringrun.mkdir()
+    _fit(ray_fns.keras_digits, tmp_path, {"out_dir": str(on_ray)}, settings={"timeout_s": 60})
+    ray_results = _results(on_ray)
+    assert sorted(ray_results) == [0, 1]
+    for rank, r in ray_results.items():
+        assert (r["size"], r["ray_world_rank"], r["ray_world_size"]) == (2, rank, 2)
+        assert (r["local_rank"], r["local_size"]) == (r["ray_local_rank"], 2), "one node: local ranks as Ray's"
+    assert ray_results[0]["weights"] == ray_results[1]["weights"], "one model on every worker"
+    assert ray_results[0]["loss"][-1] < ray_results[0]["loss"][0]
+
+    import subprocess
+    import sys
+
+    launched = subprocess.run(
+        [sys.executable, "-m", "tfring.runner.launch", "-np", "2", sys.executable,
+         os.path.join(WORKERS, "ray_fns.py"), str(on_tfringrun)],
+        env=job_env(), cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert launched.returncode == 0, launched.stdout + launched.stderr
+    reference = _results(on_tfringrun)
+    assert reference[0]["weights"] == ray_results[0]["weights"], "TfringTrainer trains what tfringrun trains"
+    assert reference[0]["loss"] == ray_results[0]["loss"]
+
+
+def test_a_raising_worker_fails_fit_within_5_s_naming_the_rank(local_ray, tmp_path):
+    raised_at = tmp_path / "raised_at"
+    with pytest.raises(Exception) as info:
+        _fit(ray_fns.raise_on_rank_1, tmp_path, {"raised_at": str(raised_at)})
+    failed_after = time.time() - float(raised_at.read_text())
+    text = str(info.value)
+    assert "boom on purpose" in text, text
+    assert failed_after < 5.0, f"fit() raised {failed_after:.1f} s after the worker did"
+    # Rank 0's own error names the peer that left and why (tfring.shutdown(reason)).
+    assert "rank 1 exited: ValueError: boom on purpose" in text, text
+
+
+def test_max_failures_restarts_on_a_fresh_store(local_ray, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    _fit(ray_fns.fail_first_attempt, tmp_path, {"marker": str(tmp_path / "failed_once"), "out_dir": str(out)},
+         max_failures=1)
+    assert (tmp_path / "failed_once").exists(), "the first attempt failed"
+    assert sorted(os.listdir(out)) == ["ok.0", "ok.1"]
+    assert (out / "ok.0").read_text() == "[2.0, 2.0]"
+
+
+def test_ray_executor_runs_a_function_on_every_rank(local_ray):
+    executor = RayExecutor(num_workers=2, settings={"timeout_s": 60})
+    executor.start()
+    try:
+        results = executor.run(ray_fns.executor_allreduce, args=[10.0])
+        assert results == [{"rank": 0, "size": 2, "sum": 30.0}, {"rank": 1, "size": 2, "sum": 30.0}]
+        assert executor.execute(lambda executable: executable) == [None, None]
+        with pytest.raises(ray.exceptions.RayTaskError, match="no such shard"):
+            executor.run(ray_fns.executor_raise, args=[None])
+    finally:
+        executor.shutdown()
+    with pytest.raises(RuntimeError, match="start"):
+        executor.run(ray_fns.executor_allreduce, args=[1.0])
+
+
+def test_trainer_on_two_ray_nodes(tmp_path):
+    """Two Ray nodes on this machine (ray.cluster_utils.Cluster), one worker each."""
+    from ray.cluster_utils import Cluster
+
+    if ray.is_initialized():
+        ray.shutdown()
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    try:
+        cluster.add_node(num_cpus=1)
+        _ray_init(address=cluster.address)
+        out = tmp_path / "out"
+        out.mkdir()
+        _fit(ray_fns.keras_digits, tmp_path, {"out_dir": str(out)})
+        results = _results(out)
+        assert results[0]["node_id"] != results[1]["node_id"], "one worker per Ray node"
+        assert results[0]["weights"] == results[1]["weights"]
+    finally:
+        ray.shutdown()
+        cluster.shutdown()

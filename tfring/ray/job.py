@@ -1,0 +1,70 @@
+"""What the Ray trainer and executor share: a store served by the process that owns the
+job (Ray Train's controller, or the executor's driver) and the environment of each worker.
+
+Ranks follow the order Ray gives the workers (Ray Train's world ranks); local ranks group
+the workers by node IP in rank order, as Ray does for its own local ranks.
+"""
+
+import contextlib
+import os
+import warnings
+
+from tfring.runner import rendezvous
+
+
+def check_ray_version():
+    """Warns once per process when Ray is not a tested release series."""
+    import ray
+
+    from tfring.ray import SUPPORTED_RAY
+
+    if not any(ray.__version__ == s or ray.__version__.startswith(s + ".") for s in SUPPORTED_RAY):
+        warnings.warn(f"tfring.ray is tested with Ray {', '.join(SUPPORTED_RAY)}.x; this is Ray {ray.__version__}. "
+                      "It builds on Ray Train's DeveloperAPI backend hooks, which may change between releases.",
+                      RuntimeWarning, stacklevel=3)
+
+
+def node_ip():
+    """This process's node IP as Ray sees it (runs on a worker)."""
+    import ray
+
+    return ray.util.get_node_ip_address()
+
+
+def start_store():
+    """A store on every interface of this process's node, advertised at its Ray node IP.
+    The caller stops it."""
+    return rendezvous.Store(host="0.0.0.0", advertise=node_ip())
+
+
+def worker_envs(node_ips, store, settings=None):
+    """The environment of each worker, by rank: identity, store, and ``settings``
+    (``{"fusion_threshold": ...}`` or ``{"TFRING_FUSION_THRESHOLD": ...}``)."""
+    extra = {}
+    for key, value in (settings or {}).items():
+        name = key.upper() if key.upper().startswith("TFRING_") else "TFRING_" + key.upper()
+        extra[name] = str(int(value) if isinstance(value, bool) else value)
+    return [{**identity, **store.env(), **extra} for identity in rendezvous.rank_identities(node_ips)]
+
+
+def set_env(env):
+    """Runs on a worker: its tfring environment, replacing an earlier job's."""
+    for name in [n for n in os.environ if n.startswith("TFRING_")]:
+        del os.environ[name]
+    os.environ.update(env)
+
+
+def call_as_rank(fn, *args, **kwargs):
+    """Runs ``fn`` on a worker whose environment is set. When ``fn`` raises, the other
+    ranks learn why (``tfring.shutdown(reason)``): their collectives fail naming this rank
+    instead of waiting for a timeout. Ray runs training functions in a thread, where
+    tfring's excepthook never fires."""
+    import tfring
+
+    try:
+        return fn(*args, **kwargs)
+    except BaseException as e:
+        if tfring.is_initialized():
+            with contextlib.suppress(Exception):  # already failing: report the user's error
+                tfring.shutdown(reason=f"{type(e).__name__}: {e}"[:2000])
+        raise
