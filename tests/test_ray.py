@@ -142,3 +142,21 @@ def test_trainer_on_two_ray_nodes(tmp_path):
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+def test_ray_keras_example_runs_by_one_command(tmp_path):
+    """examples/ray_keras.py starts its own local Ray (run last: no other Ray is up)."""
+    import re
+    import subprocess
+    import sys
+
+    if ray.is_initialized():
+        ray.shutdown()
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO_ROOT, "examples", "ray_keras.py"), "--num-workers", "2",
+         "--base-epochs", "4", "--storage-path", str(tmp_path / "runs")],
+        cwd=tmp_path, env=job_env(), capture_output=True, text=True, timeout=180, check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    accuracy = float(re.search(r"Ranks: 2, epochs: 2, test loss: \S+, test accuracy: (\S+)", result.stdout).group(1))
+    assert accuracy > 0.7, result.stdout  # 2 epochs: 0.89-0.91 measured; chance is 0.1
+    assert re.search(r"Model: .*model\.keras", result.stdout)
