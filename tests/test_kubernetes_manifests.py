@@ -22,7 +22,7 @@ yaml = pytest.importorskip("yaml")
 jsonschema = pytest.importorskip("jsonschema")
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
 
-from tests.helpers import REPO_ROOT, job_env  # noqa: E402
+from tests.helpers import REPO_ROOT, job_env
 
 EXAMPLES = os.path.join(REPO_ROOT, "examples", "kubernetes")
 MPIJOB_CRD = os.path.join(REPO_ROOT, "tests", "data", "mpijob-v2beta1-crd.yaml.gz")
