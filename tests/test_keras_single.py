@@ -331,3 +331,22 @@ def test_errors_raised_inside_keras_keep_keras_frames_last():
         model.fit(np.zeros((4, 5), "float32"), np.zeros((4, 1), "float32"), verbose=0)  # wrong input width
     last = traceback.extract_tb(info.value.__traceback__)[-1]
     assert "/tfring/" not in last.filename, f"the traceback ends in tfring: {last.filename}:{last.lineno}"
+
+
+def test_one_rank_reduces_nothing_and_trains_like_plain_keras():
+    """np=1: DistributedOptimizer returns the gradients as they are (Horovod's rule): no
+    collective runs, and the model equals plain Keras' bit for bit."""
+    x, y = data()
+
+    def trained(optimizer):
+        keras.utils.set_random_seed(3)
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="relu"), keras.layers.Dense(1)])
+        model.compile(optimizer=optimizer, loss="mse")
+        model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+        return [w.tolist() for w in model.get_weights()]
+
+    plain = trained(keras.optimizers.Adam(0.01))
+    before = tfring.stats()["collectives"]
+    distributed = trained(hvd.DistributedOptimizer(keras.optimizers.Adam(0.01)))
+    assert tfring.stats()["collectives"] == before, "a collective ran with one rank"
+    assert distributed == plain

@@ -62,6 +62,8 @@ def all_reduce(values, reduce_op, kind="all_reduce", bucket_bytes=0):
     values = [_as_tensor(v) for v in values]
     if not values:
         return []
+    if tft.is_initialized() and tft.size() == 1:
+        return values  # one rank: its values are the sum and the mean, at no cost
     name, scope = _named(kind)
     with scope:
         op = tft.Average if reduce_op == MEAN else tft.Sum

@@ -78,7 +78,10 @@ class _DistributedOptimizerMixin:
         """Reduces every non-None gradient across ranks: dense ones in grouped allreduces of
         about ``bucket_bytes`` each, last layers first (each bucket one negotiation, fused;
         overlapping the backward pass inside ``fit``), ``tf.IndexedSlices`` one by one (as
-        gathered slices) unless ``sparse_as_dense``."""
+        gathered slices) unless ``sparse_as_dense``. With one rank there is nothing to reduce
+        (Horovod's rule too): the gradients are returned as they are, at no cost."""
+        if hvd_tf.is_initialized() and hvd_tf.size() == 1:
+            return list(grads)
         out = list(grads)
         dense_at, dense = [], []
         common = {

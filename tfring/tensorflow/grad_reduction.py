@@ -2,11 +2,13 @@
 DistributedOptimizer: dense gradients in grouped allreduces of about ``bucket_bytes`` each,
 last layers first (``mpi_ops.bucketed_allreduce``: one negotiation per bucket, fused in the
 core, overlapping the backward pass inside a function), ``tf.IndexedSlices`` gathered (or
-densified with ``sparse_as_dense``), None left as None.
+densified with ``sparse_as_dense``), None left as None. With one rank the gradients are
+returned as they are.
 """
 
 import tensorflow as tf
 
+from tfring import basics
 from tfring.tensorflow import mpi_ops
 from tfring.tensorflow.compression import Compression
 
@@ -28,6 +30,8 @@ def make_allreduce_grads_fn(scope_name, device_dense="", device_sparse="", compr
 
     def allreduce_grads(grads):
         grads = list(grads)
+        if basics.is_initialized() and basics.size() == 1:
+            return grads  # one rank: nothing to reduce, no cost (Horovod's rule too)
         with tf.name_scope(scope_name + "_Allreduce"):
             if sparse_as_dense:
                 grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
