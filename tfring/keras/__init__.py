@@ -22,6 +22,7 @@ from tfring.keras.distributed_optimizer import DistributedOptimizer, is_distribu
 from tfring.keras.loss_scale_optimizer import LossScaleOptimizer
 from tfring.keras.saving import load_model
 from tfring.keras.state import broadcast_model_state
+from tfring.keras.sync_batch_normalization import SyncBatchNormalization
 from tfring.keras.verbosity import verbose
 from tfring.tensorflow import (
     Average,
@@ -53,6 +54,7 @@ __all__ = [
     "Min",
     "Product",
     "Sum",
+    "SyncBatchNormalization",
     "allgather",
     "allgather_object",
     "allreduce",

@@ -128,6 +128,17 @@ __all__ = [
     "size_op",
     "start_timeline",
     "stop_timeline",
+    "SyncBatchNormalization",
     "summary",
 ]
 from tfring.gpu import pin_gpu  # noqa: F401 - GPU pinning (tfring/gpu.py)
+
+
+def __getattr__(name):
+    # Horovod has hvd.SyncBatchNormalization in horovod.tensorflow too; importing Keras only
+    # when it is used keeps `import tfring.tensorflow` free of Keras.
+    if name == "SyncBatchNormalization":
+        from tfring.keras.sync_batch_normalization import SyncBatchNormalization
+
+        return SyncBatchNormalization
+    raise AttributeError(f"module 'tfring.tensorflow' has no attribute '{name}'")
