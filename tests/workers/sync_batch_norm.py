@@ -12,10 +12,10 @@ import tensorflow as tf
 tf.config.threading.set_intra_op_parallelism_threads(1)
 tf.config.threading.set_inter_op_parallelism_threads(1)
 
-import keras  # noqa: E402
+import keras
 
-import tfring.keras as hvd  # noqa: E402
-import tfring.tensorflow as hvd_tf  # noqa: E402
+import tfring.keras as hvd
+import tfring.tensorflow as hvd_tf
 
 hvd.init()
 rank, size = hvd.rank(), hvd.size()

@@ -85,6 +85,7 @@ __all__ = [
     "NoneCompressor",
     "Product",
     "Sum",
+    "SyncBatchNormalization",
     "allgather",
     "allgather_object",
     "allreduce",
@@ -128,7 +129,6 @@ __all__ = [
     "size_op",
     "start_timeline",
     "stop_timeline",
-    "SyncBatchNormalization",
     "summary",
 ]
 from tfring.gpu import pin_gpu  # noqa: F401 - GPU pinning (tfring/gpu.py)
