@@ -14,7 +14,6 @@ from sklearn.datasets import load_digits
 
 import tfring.keras as hvd
 
-
 # Horovod: initialize Horovod.
 hvd.init()
 
@@ -93,4 +92,4 @@ mnist_model.fit(dataset, steps_per_epoch=200 // hvd.size(), callbacks=callbacks,
 
 loss, accuracy = mnist_model.evaluate(images[split:].astype('float32'), labels[split:], verbose=0)
 if hvd.rank() == 0:
-    print('Test accuracy: %.4f' % accuracy)
+    print(f'Test accuracy: {accuracy:.4f}')
