@@ -18,7 +18,11 @@ from tfring.capabilities import (
 )
 from tfring.keras import callbacks
 from tfring.keras.collectives import allgather, allreduce, broadcast
-from tfring.keras.distributed_optimizer import DistributedOptimizer, is_distributed
+from tfring.keras.distributed_optimizer import (
+    DistributedOptimizer,
+    PartialDistributedOptimizer,
+    is_distributed,
+)
 from tfring.keras.loss_scale_optimizer import LossScaleOptimizer
 from tfring.keras.saving import load_model
 from tfring.keras.state import broadcast_model_state
@@ -52,6 +56,7 @@ __all__ = [
     "LossScaleOptimizer",
     "Max",
     "Min",
+    "PartialDistributedOptimizer",
     "Product",
     "Sum",
     "SyncBatchNormalization",

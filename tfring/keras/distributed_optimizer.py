@@ -19,6 +19,7 @@ import tfring.tensorflow as hvd_tf
 from tfring.keras import jit
 from tfring.keras.gradient_accumulation import LocalGradientAccumulator
 from tfring.keras.saving import register_serialization_alias
+from tfring.tensorflow.local_sources import LocalSources, layer_variables
 
 _class_cache = {}
 
@@ -38,6 +39,13 @@ class _DistributedOptimizerMixin:
         self._tfring_prescale = float(prescale)
         self._tfring_postscale = float(postscale)
         self._tfring_accumulator = LocalGradientAccumulator(passes, average) if passes > 1 else None
+        self._tfring_local_vars = LocalSources()
+        self._tfring_scale_local_gradients = True
+
+    def register_local_var(self, var):
+        """Registers ``var`` as local to this rank: its gradient is not reduced (and is
+        divided by the size with ``scale_local_gradients``), Horovod's local variables."""
+        self._tfring_local_vars.add(var)
 
     @property
     def backward_passes_per_step(self):
@@ -59,9 +67,10 @@ class _DistributedOptimizerMixin:
                 with keras.name_scope(self.name, caller=self):
                     self.build(trainable_variables)
                 self.built = True
+        variables = list(self._trainable_variables) if trainable_variables is None else trainable_variables
         accumulator = self._tfring_accumulator
         if accumulator is None:
-            return super().apply(self._tfring_reduce(grads), trainable_variables)
+            return super().apply(self._tfring_reduce(grads, variables), trainable_variables)
         if not accumulator.built:  # built before this wrapper was configured
             accumulator.build(self._trainable_variables)
         if trainable_variables is None:
@@ -70,11 +79,16 @@ class _DistributedOptimizerMixin:
             indices = [self._get_variable_index(v) for v in trainable_variables]
 
         def apply_reduced(summed):
-            super(_DistributedOptimizerMixin, self).apply(self._tfring_reduce(summed), trainable_variables)
+            super(_DistributedOptimizerMixin, self).apply(self._tfring_reduce(summed, variables), trainable_variables)
 
         accumulator.apply(grads, indices, apply_reduced, lambda: self._iterations.assign_add(1))
 
-    def _tfring_reduce(self, grads):
+    def _tfring_reduce(self, grads, variables):
+        """``_tfring_reduce_shared`` on every gradient but those of local variables."""
+        return self._tfring_local_vars.reduce(grads, variables, self._tfring_reduce_shared,
+                                              self._tfring_scale_local_gradients)
+
+    def _tfring_reduce_shared(self, grads):
         """Reduces every non-None gradient across ranks: dense ones in grouped allreduces of
         about ``bucket_bytes`` each, last layers first (each bucket one negotiation, fused;
         overlapping the backward pass inside ``fit``), ``tf.IndexedSlices`` one by one (as
@@ -163,6 +177,7 @@ def DistributedOptimizer(
     backward_passes_per_step=1,
     average_aggregated_gradients=False,
     bucket_bytes=hvd_tf.DEFAULT_BUCKET_BYTES,
+    scale_local_gradients=True,
 ):
     """Returns a copy of ``optimizer`` that reduces gradients across ranks before applying
     them. Must be used on every rank, and every rank must run the same number of steps.
@@ -195,6 +210,9 @@ def DistributedOptimizer(
         layers first, so communication overlaps the rest of the backward pass (default
         4 MiB; 0: all gradients in one group, reduced only once every one exists). Not in
         Horovod.
+      scale_local_gradients: divide the gradients of variables registered with
+        ``register_local_var`` (kept on their rank, not reduced) by the size (Horovod's
+        default).
 
     Returns:
       The distributed optimizer (a new object; ``optimizer`` is left unchanged).
@@ -239,6 +257,7 @@ def DistributedOptimizer(
         "backward_passes_per_step": backward_passes_per_step,
         "average_aggregated_gradients": average_aggregated_gradients,
         "bucket_bytes": bucket_bytes,
+        "scale_local_gradients": scale_local_gradients,
     }
     jit.install_compile_hook()
 
@@ -269,7 +288,30 @@ def DistributedOptimizer(
         average_aggregated_gradients,
         int(bucket_bytes),
     )
+    result._tfring_scale_local_gradients = bool(scale_local_gradients)
     copy_optimizer_state(optimizer, result)
     if keras.mixed_precision.global_policy().name == "mixed_float16":
         return LossScaleOptimizer(result, name="loss_scale_optimizer")
+    return result
+
+
+def PartialDistributedOptimizer(optimizer, name=None, device_dense="", device_sparse="",
+                                compression=hvd_tf.Compression.none, sparse_as_dense=False,
+                                gradient_predivide_factor=1.0, op=hvd_tf.Average, backward_passes_per_step=1,
+                                average_aggregated_gradients=False, local_layers=None, scale_local_gradients=True,
+                                bucket_bytes=hvd_tf.DEFAULT_BUCKET_BYTES):
+    """``DistributedOptimizer`` whose ``local_layers`` (a Keras layer or a list) keep their
+    own rank's gradients: their trainable variables are registered with
+    ``register_local_var``. Horovod's ``PartialDistributedOptimizer``; see
+    ``DistributedOptimizer`` for the other arguments. Raises ``ValueError`` when
+    ``local_layers`` holds something that is not a layer."""
+    local = layer_variables(local_layers)
+    result = DistributedOptimizer(optimizer, name=name, device_dense=device_dense, device_sparse=device_sparse,
+                                  compression=compression, sparse_as_dense=sparse_as_dense,
+                                  gradient_predivide_factor=gradient_predivide_factor, op=op,
+                                  backward_passes_per_step=backward_passes_per_step,
+                                  average_aggregated_gradients=average_aggregated_gradients,
+                                  bucket_bytes=bucket_bytes, scale_local_gradients=scale_local_gradients)
+    for variable in local:
+        result.register_local_var(variable)
     return result

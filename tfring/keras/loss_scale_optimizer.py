@@ -33,5 +33,9 @@ class LossScaleOptimizer(keras.optimizers.LossScaleOptimizer):
         )
         return verdict > 0.5
 
+    def register_local_var(self, var):
+        """Registers ``var`` as local on the inner (distributed) optimizer."""
+        self.inner_optimizer.register_local_var(var)
+
 
 register_serialization_alias(LossScaleOptimizer, keras.optimizers.LossScaleOptimizer)

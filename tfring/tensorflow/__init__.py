@@ -39,7 +39,7 @@ from tfring.tensorflow.functions import (
     broadcast_object_fn,
     broadcast_variables,
 )
-from tfring.tensorflow.gradient_tape import DistributedGradientTape
+from tfring.tensorflow.gradient_tape import DistributedGradientTape, PartialDistributedGradientTape
 from tfring.tensorflow.grouped import grouped_allgather, grouped_reducescatter
 from tfring.tensorflow.identity_ops import (
     cross_rank_op,
@@ -83,6 +83,7 @@ __all__ = [
     "Max",
     "Min",
     "NoneCompressor",
+    "PartialDistributedGradientTape",
     "Product",
     "Sum",
     "SyncBatchNormalization",

@@ -13,20 +13,27 @@ import tensorflow as tf
 from tfring.tensorflow import mpi_ops
 from tfring.tensorflow.compression import Compression
 from tfring.tensorflow.grad_reduction import make_allreduce_grads_fn
+from tfring.tensorflow.local_sources import LocalSources, layer_variables
 
 
 class _DistributedGradientTapeMixin:
+    def register_local_source(self, source):
+        """Registers ``source`` (a variable) as local to this rank: ``gradient()`` returns
+        its own gradient, unreduced (divided by the size with ``scale_local_gradients``)."""
+        self._tfring_local_sources.add(source)
+
     def gradient(self, target, sources, output_gradients=None, unconnected_gradients=None):
         kwargs = {} if unconnected_gradients is None else {"unconnected_gradients": unconnected_gradients}
         grads = super().gradient(target, sources, output_gradients, **kwargs)
         flat = tf.nest.flatten(grads)
-        reduced = self._tfring_allreduce_grads(flat)
+        reduced = self._tfring_local_sources.reduce(flat, tf.nest.flatten(sources), self._tfring_allreduce_grads,
+                                                    self._tfring_scale_local_gradients)
         return tf.nest.pack_sequence_as(grads, reduced)
 
 
 def DistributedGradientTape(tape, device_dense="", device_sparse="", compression=Compression.none,
                             sparse_as_dense=False, op=mpi_ops.Average, gradient_predivide_factor=1.0,
-                            bucket_bytes=mpi_ops.DEFAULT_BUCKET_BYTES):
+                            bucket_bytes=mpi_ops.DEFAULT_BUCKET_BYTES, scale_local_gradients=True):
     """Wraps ``tape`` (before or after its ``with`` block) so that ``gradient()`` returns
     gradients reduced over every rank.
 
@@ -44,6 +51,8 @@ def DistributedGradientTape(tape, device_dense="", device_sparse="", compression
       gradient_predivide_factor: with Average, divide by this before the sum and by
         ``size / factor`` after it.
       bucket_bytes: bucket size (default 4 MiB; 0: one group for all gradients).
+      scale_local_gradients: divide the gradients of sources registered with
+        ``register_local_source`` by the size (Horovod's default).
 
     Returns:
       A tape of a subclass of ``type(tape)`` sharing its recorded state.
@@ -56,4 +65,20 @@ def DistributedGradientTape(tape, device_dense="", device_sparse="", compression
     wrapped._tfring_allreduce_grads = make_allreduce_grads_fn(
         "DistributedGradientTape", device_dense, device_sparse, compression, sparse_as_dense, op,
         gradient_predivide_factor, bucket_bytes)
+    wrapped._tfring_local_sources = LocalSources()
+    wrapped._tfring_scale_local_gradients = bool(scale_local_gradients)
+    return wrapped
+
+
+def PartialDistributedGradientTape(tape, device_dense="", device_sparse="", compression=Compression.none,
+                                   sparse_as_dense=False, op=mpi_ops.Average, gradient_predivide_factor=1.0,
+                                   local_layers=None, scale_local_gradients=True,
+                                   bucket_bytes=mpi_ops.DEFAULT_BUCKET_BYTES):
+    """``DistributedGradientTape`` whose ``local_layers`` (a Keras layer or a list) keep
+    their own rank's gradients: their trainable variables are registered as local sources.
+    Raises ``ValueError`` when ``local_layers`` holds something that is not a layer."""
+    wrapped = DistributedGradientTape(tape, device_dense, device_sparse, compression, sparse_as_dense, op,
+                                      gradient_predivide_factor, bucket_bytes, scale_local_gradients)
+    for variable in layer_variables(local_layers):
+        wrapped.register_local_source(variable)
     return wrapped

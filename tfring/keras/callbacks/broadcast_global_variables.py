@@ -3,6 +3,7 @@
 import keras
 
 from tfring.keras import jit, state
+from tfring.tensorflow.local_sources import LocalSources
 
 
 class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
@@ -17,15 +18,21 @@ class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
     Args:
       root_rank: the rank whose state wins.
       device: accepted for Horovod compatibility; ignored.
+      local_variables: model variables each rank keeps as they are (Horovod's local
+        variables, e.g. a ``PartialDistributedOptimizer``'s local layers' weights). Their
+        optimizer slots are broadcast with the rest of the optimizer's state.
 
     Example:
       ``model.fit(..., callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0)])``
     """
 
-    def __init__(self, root_rank, device=""):
+    def __init__(self, root_rank, device="", local_variables=None):
         super().__init__()
         self.root_rank = root_rank
         self.broadcast_done = False
+        self.local_variables = LocalSources()
+        for variable in local_variables or []:
+            self.local_variables.add(variable)
         del device
 
     def set_model(self, model):
@@ -33,7 +40,8 @@ class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
         jit.prepare_model(model)
 
     def _broadcast(self):
-        state.broadcast_model_state(self.model, self.root_rank)
+        variables = [v for v in state.state_variables(self.model) if v not in self.local_variables]
+        state.broadcast_variables(variables, self.root_rank, "tfring.keras.broadcast_model_state")
         self.broadcast_done = True
 
     def on_train_begin(self, logs=None):
