@@ -155,3 +155,30 @@ def test_without_rank_0_the_others_time_out_naming_the_store():
     (out,) = _finish([_start(script, env)], 30)
     assert "ERR" in out and f"localhost:{port}" in out, out
     assert time.monotonic() - t0 < 20, out
+
+
+HOMOGENEOUS = """
+import tfring
+tfring.init()
+print("HOMOGENEOUS", tfring.rank(), tfring.is_homogeneous(), flush=True)
+"""
+
+
+@pytest.mark.multiprocess
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("cross_ranks, expected", [((0, 1), True), ((0, 0, 1), False), ((0, 1, 0, 1), True)])
+def test_is_homogeneous_compares_the_ranks_of_every_host(cross_ranks, expected):
+    """Hosts are told apart by TFRING_CROSS_RANK (as tfringrun -H numbers them)."""
+    port = _free_port()
+    size = len(cross_ranks)
+    procs = []
+    for rank, cross in enumerate(cross_ranks):
+        local = [r for r, c in enumerate(cross_ranks) if c == cross]
+        procs.append(_start(HOMOGENEOUS, {
+            "TFRING_RANK": str(rank), "TFRING_SIZE": str(size), "TFRING_STORE_ADDR": f"127.0.0.1:{port}",
+            "TFRING_SECRET": "ab" * 32, "TFRING_STORE_SERVE": "1", "TFRING_CROSS_RANK": str(cross),
+            "TFRING_CROSS_SIZE": str(len(set(cross_ranks))), "TFRING_LOCAL_RANK": str(local.index(rank)),
+            "TFRING_LOCAL_SIZE": str(len(local))}))
+    outs = _finish(procs, 50)
+    for rank, out in enumerate(outs):
+        assert f"HOMOGENEOUS {rank} {expected}" in out, "\n---\n".join(outs)

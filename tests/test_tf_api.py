@@ -14,7 +14,7 @@ import tfring.tensorflow as hvd
 from tfring.tensorflow import _loader, naming
 
 PUBLIC_API = [
-    "SyncBatchNormalization", "PartialDistributedGradientTape",
+    "SyncBatchNormalization", "PartialDistributedGradientTape", "is_homogeneous",
     "DEFAULT_BUCKET_BYTES", "Average", "BroadcastGlobalVariablesHook", "Compression", "Compressor", "DistributedGradientTape",
     "DistributedOptimizer", "FP16Compressor", "Max", "Min", "NoneCompressor", "Product", "Sum", "allgather",
     "allgather_object", "allreduce", "alltoall", "barrier", "broadcast", "broadcast_global_variables",

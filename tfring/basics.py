@@ -156,6 +156,13 @@ def cross_size():
     return _core.cross_size()
 
 
+def is_homogeneous():
+    """True when every host runs the same number of ranks (Horovod's ``is_homogeneous``).
+    Known from init on every rank; hosts are told apart as for shared memory (hostname,
+    boot id and the cross rank). Raises ``PreconditionError`` before ``init()``."""
+    return _core.is_homogeneous()
+
+
 def config():
     """Effective settings after init: ``{name: (value, source)}`` where source is
     ``default``, ``env`` or ``argument``. The secret is shown as ``<hidden>``."""

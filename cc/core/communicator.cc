@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -157,6 +158,7 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
       if (s->valid()) s->SetPeerTimeout(opt.peer_timeout_s);
     }
   }
+  TFRING_RETURN_IF_ERROR(comm->ExchangeHostIds(opt, store, deadline));
   if (opt.shm) TFRING_RETURN_IF_ERROR(comm->ConnectSharedMemory(opt, store, deadline));
   *out = std::move(comm);
   return Status::OK();
@@ -168,15 +170,32 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
 // is left in /dev/shm, even after a crash). Single-copy: the reader of each ring probes
 // whether it can read the writer's memory and publishes the answer; the writer posts large
 // sends only where the answer is yes (both sides always take part, whatever their mode).
-Status Communicator::ConnectSharedMemory(const CommunicatorOptions& opt, Store& store,
-                                         Deadline deadline) {
+Status Communicator::ExchangeHostIds(const CommunicatorOptions& opt, Store& store, Deadline deadline) {
+  host_ids_.assign(size_, "");
+  host_ids_[rank_] = opt.host_id;
+  if (size_ == 1) return Status::OK();
   TFRING_RETURN_IF_ERROR(store.Set("host/" + std::to_string(rank_), opt.host_id));
-  std::vector<int> local;
   for (int p = 0; p < size_; ++p) {
     if (p == rank_) continue;
-    std::string host;
-    TFRING_RETURN_IF_ERROR(store.Get("host/" + std::to_string(p), deadline.SecondsLeft(), &host));
-    if (host == opt.host_id) local.push_back(p);
+    TFRING_RETURN_IF_ERROR(store.Get("host/" + std::to_string(p), deadline.SecondsLeft(), &host_ids_[p]));
+  }
+  return Status::OK();
+}
+
+bool Communicator::homogeneous() const {
+  std::map<std::string, int> ranks_per_host;
+  for (const auto& id : host_ids_) ++ranks_per_host[id];
+  for (const auto& [id, n] : ranks_per_host) {
+    if (n != ranks_per_host.begin()->second) return false;
+  }
+  return true;
+}
+
+Status Communicator::ConnectSharedMemory(const CommunicatorOptions& opt, Store& store,
+                                         Deadline deadline) {
+  std::vector<int> local;
+  for (int p = 0; p < size_; ++p) {
+    if (p != rank_ && host_ids_[p] == opt.host_id) local.push_back(p);
   }
   auto key = [](int from, int to) { return "shm/" + std::to_string(from) + "to" + std::to_string(to); };
   const bool cma = opt.cma != CmaMode::kOff;

@@ -80,6 +80,9 @@ class Communicator {
   Socket& heartbeat(int peer) { return heartbeat_[peer]; }
   // Hostname of a peer this rank has a heartbeat connection with.
   const std::string& hostname_of(int peer) const { return hostname_[peer]; }
+  // Every host has the same number of ranks (host = CommunicatorOptions::host_id). Const
+  // after Create(); any thread.
+  bool homogeneous() const;
 
   // A deadline for one collective's transfers.
   Deadline TransferDeadline() const { return Deadline::After(timeout_s_); }
@@ -99,12 +102,15 @@ class Communicator {
   int rank_ = 0;
   int size_ = 1;
   double timeout_s_ = 30;
+  // Publishes this rank's host id and reads every peer's (host_ids_), at Create().
+  Status ExchangeHostIds(const CommunicatorOptions& options, Store& store, Deadline deadline);
   Status ConnectSharedMemory(const CommunicatorOptions& options, Store& store, Deadline deadline);
 
   std::vector<Link> data_;
   std::vector<Socket> control_;
   std::vector<Socket> heartbeat_;
   std::vector<std::string> hostname_;
+  std::vector<std::string> host_ids_;  // by rank
   std::atomic<bool> aborted_{false};
   std::atomic<bool> shut_down_{false};  // Abort() closed the connections
   std::vector<char> scratch_;

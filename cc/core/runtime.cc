@@ -243,6 +243,12 @@ TFRING_STATE_GETTER(cross_rank, cross_rank, -1)
 TFRING_STATE_GETTER(cross_size, cross_size, -1)
 #undef TFRING_STATE_GETTER
 
+int Runtime::homogeneous() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!state_) return -1;
+  return !state_->comm || state_->comm->homogeneous() ? 1 : 0;
+}
+
 std::map<std::string, ParamValue> Runtime::config_values() const {
   std::lock_guard<std::mutex> lock(mu_);
   return state_ ? state_->config.values() : std::map<std::string, ParamValue>{};

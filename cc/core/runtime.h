@@ -89,6 +89,9 @@ class Runtime {
   int local_size() const;
   int cross_rank() const;
   int cross_size() const;
+  // 1 when every host runs the same number of ranks, 0 when not, -1 before Init. Hosts are
+  // told apart as shared memory does (hostname, boot id and TFRING_CROSS_RANK).
+  int homogeneous() const;
   // The effective configuration (empty before Init).
   std::map<std::string, ParamValue> config_values() const;
   RuntimeStats stats() const;

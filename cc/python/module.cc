@@ -355,6 +355,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("local_size", [require] { return require(Runtime::Global().local_size()); });
   m.def("cross_rank", [require] { return require(Runtime::Global().cross_rank()); });
   m.def("cross_size", [require] { return require(Runtime::Global().cross_size()); });
+  m.def("is_homogeneous", [require] { return require(Runtime::Global().homogeneous()) == 1; },
+        "True when every host runs the same number of ranks.");
 
   m.def("config", [] {
     py::dict out;
