@@ -51,7 +51,7 @@ def data(n=32):
 def test_public_api():
     assert set(hvd.__all__) == {
         "Average", "Compression", "DistributedOptimizer", "LossScaleOptimizer", "Max", "Min", "Product", "Sum",
-        "SyncBatchNormalization", "PartialDistributedOptimizer", "is_homogeneous",
+        "SyncBatchNormalization", "PartialDistributedOptimizer", "is_homogeneous", "reducescatter", "Adasum",
         "allgather", "allgather_object", "allreduce", "broadcast", "broadcast_model_state", "broadcast_object",
         "broadcast_variables", "callbacks", "cross_rank", "cross_size", "init", "is_distributed",
         "is_initialized", "load_model", "local_rank", "local_size", "rank", "shutdown", "size", "verbose",

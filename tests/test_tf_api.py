@@ -14,7 +14,7 @@ import tfring.tensorflow as hvd
 from tfring.tensorflow import _loader, naming
 
 PUBLIC_API = [
-    "SyncBatchNormalization", "PartialDistributedGradientTape", "is_homogeneous",
+    "SyncBatchNormalization", "PartialDistributedGradientTape", "is_homogeneous", "Adasum",
     "DEFAULT_BUCKET_BYTES", "Average", "BroadcastGlobalVariablesHook", "Compression", "Compressor", "DistributedGradientTape",
     "DistributedOptimizer", "FP16Compressor", "Max", "Min", "NoneCompressor", "Product", "Sum", "allgather",
     "allgather_object", "allreduce", "alltoall", "barrier", "broadcast", "broadcast_global_variables",
@@ -273,3 +273,21 @@ def test_collectives_with_unused_results_still_run_in_a_function():
     step(tf.ones([2]))
     step(tf.ones([2]))
     assert tfring.stats()["tensors"] - before == 4
+
+
+def test_adasum_is_named_and_refused_loudly():
+    """Horovod's Adasum is not provided: naming it fails with NotImplementedError and the fix,
+    wherever an op is taken (not an AttributeError, never a silent other reduction)."""
+    import keras
+
+    import tfring.keras as hvd_keras
+
+    match = r"op=hvd.Adasum is not provided by tfring.*use op=hvd.Average"
+    with pytest.raises(NotImplementedError, match=match):
+        hvd.allreduce(tf.ones(2), op=hvd.Adasum)
+    with pytest.raises(NotImplementedError, match=match):
+        hvd.allreduce(tf.IndexedSlices(tf.ones((1, 3)), tf.constant([0])), op=hvd.Adasum)
+    with pytest.raises(NotImplementedError, match=match):
+        hvd.DistributedGradientTape(tf.GradientTape(), op=hvd.Adasum)
+    with pytest.raises(NotImplementedError, match=match):
+        hvd_keras.DistributedOptimizer(keras.optimizers.SGD(), op=hvd_keras.Adasum)

@@ -170,4 +170,13 @@ with warnings.catch_warnings(record=True) as caught:
 jit_warnings = [w for w in caught if "turning jit_compile off" in str(w.message)]
 assert len(jit_warnings) == 1 and model.jit_compile is False, [str(w.message) for w in caught]
 
+# 6. Value-level reducescatter (horovod.keras): this rank's rows of the average, NumPy out --
+values = np.arange(10, dtype=np.float32).reshape(5, 2) * (rank + 1)
+scattered = hvd.reducescatter(values, name="keras.reducescatter")
+mean_factor = sum(r + 1 for r in range(hvd.size())) / hvd.size()
+counts = [5 // hvd.size() + (1 if r < 5 % hvd.size() else 0) for r in range(hvd.size())]
+start = sum(counts[:rank])
+assert isinstance(scattered, np.ndarray), type(scattered)
+assert np.allclose(scattered, np.arange(10, dtype=np.float32).reshape(5, 2)[start:start + counts[rank]] * mean_factor)
+
 print(f"rank {rank}: keras optimizer OK", flush=True)

@@ -17,7 +17,7 @@ from tfring.capabilities import (
     rocm_built,
 )
 from tfring.keras import callbacks
-from tfring.keras.collectives import allgather, allreduce, broadcast
+from tfring.keras.collectives import allgather, allreduce, broadcast, reducescatter
 from tfring.keras.distributed_optimizer import (
     DistributedOptimizer,
     PartialDistributedOptimizer,
@@ -29,6 +29,7 @@ from tfring.keras.state import broadcast_model_state
 from tfring.keras.sync_batch_normalization import SyncBatchNormalization
 from tfring.keras.verbosity import verbose
 from tfring.tensorflow import (
+    Adasum,
     Average,
     Compression,
     Max,
@@ -51,6 +52,7 @@ from tfring.tensorflow import (
 )
 
 __all__ = [
+    "Adasum",
     "Average",
     "Compression",
     "DistributedOptimizer",
@@ -88,6 +90,7 @@ __all__ = [
     "mpi_threads_supported",
     "nccl_built",
     "rank",
+    "reducescatter",
     "rocm_built",
     "shutdown",
     "size",

@@ -39,3 +39,9 @@ def allgather(value, name=None):
 def broadcast(value, root_rank, name=None):
     """``root_rank``'s ``value`` on every rank."""
     return _value(hvd_tf.broadcast(tf.convert_to_tensor(value), root_rank, name=name))
+
+
+def reducescatter(value, name=None, op=hvd_tf.Average):
+    """Reduces ``value`` over ranks (``op`` Average or Sum) and returns this rank's share of
+    the first dimension (the first ``dim0 % size`` ranks get one row more)."""
+    return _value(hvd_tf.reducescatter(tf.convert_to_tensor(value), name=name, op=op))

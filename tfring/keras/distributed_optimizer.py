@@ -236,6 +236,8 @@ def DistributedOptimizer(
         )
     if is_distributed(optimizer):
         raise ValueError(f"Optimizer '{optimizer.name}' is already a tfring DistributedOptimizer.")
+    if op == hvd_tf.Adasum:
+        raise NotImplementedError(hvd_tf.mpi_ops._ADASUM_MESSAGE)
     if op not in (hvd_tf.Average, hvd_tf.Sum):
         raise ValueError(f"op must be tfring.keras.Average or tfring.keras.Sum. Received: op={op!r}")
     if gradient_predivide_factor != 1.0 and op != hvd_tf.Average:

@@ -52,6 +52,7 @@ from tfring.tensorflow.identity_ops import (
 )
 from tfring.tensorflow.mpi_ops import (
     DEFAULT_BUCKET_BYTES,
+    Adasum,
     Average,
     Max,
     Min,
@@ -74,6 +75,7 @@ from tfring.tensorflow.tf1 import (
 
 __all__ = [
     "DEFAULT_BUCKET_BYTES",
+    "Adasum",
     "Average",
     "BroadcastGlobalVariablesHook",
     "Compression",

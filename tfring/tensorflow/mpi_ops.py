@@ -24,11 +24,19 @@ Min = _np_ops.Min
 Max = _np_ops.Max
 Product = _np_ops.Product
 _OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product"}
+# Horovod's Adasum reduction is not provided: the name exists so that Horovod code that
+# names it fails with NotImplementedError and the fix, not with an AttributeError.
+Adasum = 100  # never a core ReduceOp
+_ADASUM_MESSAGE = ("op=hvd.Adasum is not provided by tfring (it is a different reduction algorithm that the core "
+                   "does not implement); use op=hvd.Average, the default, which averages gradients like a "
+                   "single process on the global batch")
 
 _lib = op_library()
 
 
 def _check_op(op):
+    if not isinstance(op, bool) and op == Adasum:
+        raise NotImplementedError(_ADASUM_MESSAGE)
     if isinstance(op, bool) or op not in _OP_NAMES:
         raise ValueError(f"op must be one of hvd.Sum, Average, Min, Max, Product. Received: {op!r}")
     return int(op)
@@ -89,7 +97,8 @@ def _allreduce_indexed_slices(slices, op, prescale_factor, postscale_factor, nam
     if op not in (Sum, Average):
         raise NotImplementedError(
             "Only Sum and Average are supported for tf.IndexedSlices (they are allgathered); "
-            f"received op={_OP_NAMES.get(op, op)}. Densify them with tf.convert_to_tensor first.")
+            f"received op={'Adasum' if op == Adasum else _OP_NAMES.get(op, op)}. Densify them with "
+            "tf.convert_to_tensor first.")
     with tf.device(device_sparse):
         values = allgather(slices.values, name=None if name is None else f"{name}.values")
         indices = allgather(slices.indices, name=None if name is None else f"{name}.indices")
