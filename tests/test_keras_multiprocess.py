@@ -38,3 +38,31 @@ def test_optimizer_accumulation_mixed_precision_sparse(tmp_path):
     result = run_job(2, _worker("keras_optimizer.py"), script_args=(str(tmp_path),), timeout=200)
     for r in range(2):
         assert f"rank {r}: keras optimizer OK" in result.stdout, result.stdout + result.stderr
+
+
+UNEVEN = """
+import numpy as np, tensorflow as tf
+tf.config.threading.set_intra_op_parallelism_threads(1)
+tf.config.threading.set_inter_op_parallelism_threads(1)
+import keras, tfring.keras as hvd
+hvd.init()
+n = 40 if hvd.rank() == 0 else 32       # unequal shards: 5 and 4 steps of 8
+x = np.random.rand(n, 3).astype("float32")
+model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(0.1)), loss="mse")
+model.fit(x[:32], x[:32].sum(1), batch_size=8, epochs=1, verbose=0)           # equal: trains
+model.fit(x, x.sum(1), batch_size=8, epochs=1, verbose=0, steps_per_epoch=4)  # the fix: trains
+try:
+    model.fit(x, x.sum(1), batch_size=8, epochs=2, verbose=0, callbacks=[])
+except ValueError as e:
+    print("REFUSED", hvd.rank(), e, flush=True)
+"""
+
+
+@pytest.mark.timeout(120)
+def test_unequal_steps_per_rank_fail_before_the_first_step_naming_the_counts():
+    result = run_job(2, UNEVEN, timeout=90)
+    for rank in (0, 1):
+        assert (f"REFUSED {rank} fit() would run a different number of training steps on each rank "
+                "(rank 0: 5 steps x 2 epochs, rank 1: 4 steps x 2 epochs)") in result.stdout, result.stdout
+    assert "steps_per_epoch" in result.stdout

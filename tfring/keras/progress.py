@@ -16,7 +16,8 @@ import threading
 
 _lock = threading.Lock()
 _installed = False
-_VERBOSE_POSITION = 4  # Trainer.fit(self, x, y, batch_size, epochs, verbose, ...)
+_VERBOSE_POSITION = 4  # Trainer.fit(self, x, y, batch_size, epochs, verbose, callbacks, ...)
+_CALLBACKS_POSITION = 5
 OPT_OUT = "TFRING_PROGRESS_ALL_RANKS"
 
 
@@ -43,12 +44,18 @@ def install():
             return
         import keras
 
-        from tfring.keras import keras2_arguments
+        from tfring.keras import keras2_arguments, step_agreement
 
         original = keras.Model.fit
 
         def fit(self, *args, **kwargs):
             kwargs = keras2_arguments.clean("fit", original, kwargs, stacklevel=2)
+            if step_agreement.needs_check(self):  # equal step counts on every rank, checked first
+                if len(args) > _CALLBACKS_POSITION:
+                    callbacks = step_agreement.with_check(args[_CALLBACKS_POSITION])
+                    args = (*args[:_CALLBACKS_POSITION], callbacks, *args[_CALLBACKS_POSITION + 1:])
+                else:
+                    kwargs["callbacks"] = step_agreement.with_check(kwargs.get("callbacks"))
             if silenced_here():
                 if len(args) > _VERBOSE_POSITION:
                     args = (*args[:_VERBOSE_POSITION], _quiet(args[_VERBOSE_POSITION]), *args[_VERBOSE_POSITION + 1:])
