@@ -249,3 +249,21 @@ def test_cli_is_installed_as_a_command():
     assert cli.build_parser().prog == "tfring-migrate"
     with open(os.path.join(REPO_ROOT, "setup.py")) as f:
         assert "tfring-migrate = tfring.migrate.cli:main" in f.read()
+
+
+def test_init_warns_about_horovod_settings_tfring_ignores():
+    from tfring import horovod_settings
+
+    environ = {"HOROVOD_FUSION_THRESHOLD": "1", "HOROVOD_AUTOTUNE": "1", "HOROVOD_RANK": "0",
+               "HOROVOD_CYCLE_TIME": "2", "TFRING_CYCLE_TIME_MS": "2"}
+    assert horovod_settings.ignored(environ) == [
+        ("HOROVOD_AUTOTUNE", ("no tfring equivalent: tfring has no autotuner: set TFRING_FUSION_THRESHOLD / "
+                              "TFRING_CYCLE_TIME_MS")),
+        ("HOROVOD_FUSION_THRESHOLD", "set TFRING_FUSION_THRESHOLD instead"),
+    ], "identity variables and settings already given their tfring name are not reported"
+    script = "import tfring, warnings\nwarnings.simplefilter('always')\ntfring.init()\ntfring.shutdown()\n"
+    result = subprocess.run([sys.executable, "-c", script], env=job_env({"HOROVOD_FUSION_THRESHOLD": "64"}),
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert ("tfring ignores these Horovod settings in the environment: HOROVOD_FUSION_THRESHOLD "
+            "(set TFRING_FUSION_THRESHOLD instead)") in result.stderr

@@ -10,7 +10,7 @@ import contextlib
 import os
 import sys
 
-from tfring import _core
+from tfring import _core, horovod_settings
 
 _atexit_registered = False
 _explicit_overrides = None
@@ -51,6 +51,7 @@ def init(**settings):
         )
     _core.init({**_discovered(overrides), **overrides})
     _explicit_overrides = overrides
+    horovod_settings.warn_if_any()
     if not _atexit_registered:
         atexit.register(_shutdown_at_exit)
         _install_excepthook()
