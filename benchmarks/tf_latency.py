@@ -1,6 +1,12 @@
 """Allreduce latency seen from TensorFlow: one `hvd.allreduce` inside a `tf.function`,
-float32 sum, 8 B .. 1 MiB, median of many calls (the op's full path: TF executor,
+float32 sum, 8 B .. 16 MiB, median of many calls (the op's full path: TF executor,
 AsyncOpKernel, enqueue, negotiation, transfer, done callback).
+
+Three functions per size, in the same run: `empty` returns its input (the cost of a
+`tf.function` call and `.numpy()` alone); `constant input` reduces the argument, which TF
+cannot hand over, so the op allocates its output; `temporary input` reduces `t * 1`, a
+temporary TF forwards to the op, which then reduces in place (what gradients are). The
+16 MiB rows also give the bus bandwidth (bytes x 2(n-1)/n / time).
 
     python benchmarks/tf_latency.py --np 2     # starts tfringrun itself; writes
                                                # docs/benchmarks/tf_latency_np2.json
@@ -17,7 +23,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-SIZES = (8, 1024, 64 << 10, 1 << 20)
+SIZES = (8, 1024, 64 << 10, 1 << 20, 16 << 20)
 
 
 def worker(args):
@@ -30,34 +36,48 @@ def worker(args):
 
     hvd.init()
     rows = []
+    functions = {
+        "empty": tf.function(lambda t: t),
+        "constant input": tf.function(lambda t: hvd.allreduce(t, op=hvd.Sum, name="latency")),
+        "temporary input": tf.function(lambda t: hvd.allreduce(t * 1.0, op=hvd.Sum, name="latency")),
+    }
     for nbytes in SIZES:
         x = tf.ones([nbytes // 4], tf.float32)
-
-        @tf.function
-        def step(t):
-            return hvd.allreduce(t, op=hvd.Sum, name="latency")
-
-        for _ in range(20):
-            step(x)
-        # every rank must make the same number of calls: rank 0 picks it from a calibration
-        calibration = time.perf_counter()
-        for _ in range(20):
-            step(x).numpy()
-        per_call = (time.perf_counter() - calibration) / 20
-        calls = int(hvd.broadcast(tf.constant(max(50, int(args.seconds / per_call))), 0, name="latency.calls"))
-        times = []
-        for _ in range(calls):
-            t = time.perf_counter()
-            step(x).numpy()
-            times.append(time.perf_counter() - t)
-        rows.append({"bytes": nbytes, "calls": len(times), "median_us": statistics.median(times) * 1e6,
-                     "p90_us": sorted(times)[int(0.9 * len(times))] * 1e6})
-        if hvd.rank() == 0:
-            print(f"{nbytes:>8} B  median {rows[-1]['median_us']:8.1f} us  p90 {rows[-1]['p90_us']:8.1f} us "
-                  f"({len(times)} calls)", flush=True)
+        for variant, step in functions.items():
+            times = _time_calls(hvd, step, x, args.seconds)
+            median = statistics.median(times)
+            row = {"bytes": nbytes, "variant": variant, "calls": len(times), "median_us": median * 1e6,
+                   "p90_us": sorted(times)[int(0.9 * len(times))] * 1e6}
+            if variant != "empty" and hvd.size() > 1:
+                row["busbw_gbps"] = nbytes * 2 * (hvd.size() - 1) / hvd.size() / median / 1e9
+            rows.append(row)
+            if hvd.rank() == 0:
+                bw = f"  busbw {row['busbw_gbps']:6.2f} GB/s" if "busbw_gbps" in row and nbytes >= 1 << 20 else ""
+                print(f"{nbytes:>9} B  {variant:<16} median {row['median_us']:9.1f} us  p90 {row['p90_us']:9.1f} us"
+                      f"{bw} ({len(times)} calls)", flush=True)
     if hvd.rank() == 0 and args.json:
         with open(args.json, "w") as f:
             json.dump({"np": hvd.size(), "host": platform.node(), "results": rows}, f, indent=1)
+
+
+def _time_calls(hvd, step, x, seconds):
+    """Per-call times of ``step(x).numpy()``; every rank makes the same number of calls
+    (rank 0 picks it from a calibration)."""
+    import tensorflow as tf
+
+    for _ in range(20):
+        step(x).numpy()
+    calibration = time.perf_counter()
+    for _ in range(20):
+        step(x).numpy()
+    per_call = (time.perf_counter() - calibration) / 20
+    calls = int(hvd.broadcast(tf.constant(max(30, int(seconds / per_call))), 0, name="latency.calls"))
+    times = []
+    for _ in range(calls):
+        t = time.perf_counter()
+        step(x).numpy()
+        times.append(time.perf_counter() - t)
+    return times
 
 
 def main():
