@@ -30,7 +30,7 @@ class _DistributedOptimizerMixin:
     _tfring_distributed = True
 
     def _tfring_configure(self, name, compression, sparse_as_dense, op, prescale, postscale, passes, average,
-                          bucket_bytes):
+                          bucket_bytes, scale_local_gradients):
         self._tfring_name = name or f"DistributedOptimizer.{self.name}"
         self._tfring_bucket_bytes = bucket_bytes
         self._tfring_compression = compression
@@ -40,7 +40,7 @@ class _DistributedOptimizerMixin:
         self._tfring_postscale = float(postscale)
         self._tfring_accumulator = LocalGradientAccumulator(passes, average) if passes > 1 else None
         self._tfring_local_vars = LocalSources()
-        self._tfring_scale_local_gradients = True
+        self._tfring_scale_local_gradients = bool(scale_local_gradients)
 
     def register_local_var(self, var):
         """Registers ``var`` as local to this rank: its gradient is not reduced (and is
@@ -236,8 +236,7 @@ def DistributedOptimizer(
         )
     if is_distributed(optimizer):
         raise ValueError(f"Optimizer '{optimizer.name}' is already a tfring DistributedOptimizer.")
-    if op == hvd_tf.Adasum:
-        raise NotImplementedError(hvd_tf.mpi_ops._ADASUM_MESSAGE)
+    hvd_tf.mpi_ops.refuse_adasum(op)
     if op not in (hvd_tf.Average, hvd_tf.Sum):
         raise ValueError(f"op must be tfring.keras.Average or tfring.keras.Sum. Received: op={op!r}")
     if gradient_predivide_factor != 1.0 and op != hvd_tf.Average:
@@ -289,8 +288,8 @@ def DistributedOptimizer(
         backward_passes_per_step,
         average_aggregated_gradients,
         int(bucket_bytes),
+        scale_local_gradients,
     )
-    result._tfring_scale_local_gradients = bool(scale_local_gradients)
     copy_optimizer_state(optimizer, result)
     if keras.mixed_precision.global_policy().name == "mixed_float16":
         return LossScaleOptimizer(result, name="loss_scale_optimizer")

@@ -34,6 +34,15 @@ def _quiet(verbose):
     return 0 if verbose in ("auto", 1, True) else verbose
 
 
+def _replace_argument(args, kwargs, position, name, default, change):
+    """``fit``'s argument ``name`` (at ``position`` when given positionally, else in
+    ``kwargs``, updated in place) replaced by ``change(value)``. Returns the new ``args``."""
+    if len(args) > position:
+        return (*args[:position], change(args[position]), *args[position + 1:])
+    kwargs[name] = change(kwargs.get(name, default))
+    return args
+
+
 def install():
     """Wraps ``keras.Model.fit`` once (idempotent). The backend's trainer class
     (``TensorFlowTrainer``) overrides ``Trainer.fit``, so the wrapper goes on ``Model``,
@@ -51,16 +60,10 @@ def install():
         def fit(self, *args, **kwargs):
             kwargs = keras2_arguments.clean("fit", original, kwargs, stacklevel=2)
             if step_agreement.needs_check(self):  # equal step counts on every rank, checked first
-                if len(args) > _CALLBACKS_POSITION:
-                    callbacks = step_agreement.with_check(args[_CALLBACKS_POSITION])
-                    args = (*args[:_CALLBACKS_POSITION], callbacks, *args[_CALLBACKS_POSITION + 1:])
-                else:
-                    kwargs["callbacks"] = step_agreement.with_check(kwargs.get("callbacks"))
+                args = _replace_argument(args, kwargs, _CALLBACKS_POSITION, "callbacks", None,
+                                         step_agreement.with_check)
             if silenced_here():
-                if len(args) > _VERBOSE_POSITION:
-                    args = (*args[:_VERBOSE_POSITION], _quiet(args[_VERBOSE_POSITION]), *args[_VERBOSE_POSITION + 1:])
-                else:
-                    kwargs["verbose"] = _quiet(kwargs.get("verbose", "auto"))
+                args = _replace_argument(args, kwargs, _VERBOSE_POSITION, "verbose", "auto", _quiet)
             return original(self, *args, **kwargs)
 
         fit.__doc__ = original.__doc__

@@ -57,6 +57,7 @@ def broadcast_variables(variables, root_rank, name):
         offset += nbytes
 
 
-def broadcast_model_state(model, root_rank, name="tfring.keras.broadcast_model_state"):
-    """Broadcasts the model's and (built) optimizer's variables from ``root_rank``."""
-    broadcast_variables(state_variables(model), root_rank, name)
+def broadcast_model_state(model, root_rank, name="tfring.keras.broadcast_model_state", exclude=()):
+    """Broadcasts the model's and (built) optimizer's variables from ``root_rank``, except
+    those ``in exclude`` (a rank's local variables)."""
+    broadcast_variables([v for v in state_variables(model) if v not in exclude], root_rank, name)

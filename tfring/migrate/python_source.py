@@ -231,20 +231,12 @@ class _Rewriter(cst.CSTTransformer):
 
     # ---- comments and strings --------------------------------------------------------
 
-    def leave_Comment(self, original_node, updated_node):
+    def _rewrite_text(self, original_node, updated_node):
         value, notes = text_rules.rewrite_text(updated_node.value, self._line(original_node))
         self.notes += notes
         return updated_node.with_changes(value=value) if notes else updated_node
 
-    def leave_SimpleString(self, original_node, updated_node):
-        value, notes = text_rules.rewrite_text(updated_node.value, self._line(original_node))
-        self.notes += notes
-        return updated_node.with_changes(value=value) if notes else updated_node
-
-    def leave_FormattedStringText(self, original_node, updated_node):
-        value, notes = text_rules.rewrite_text(updated_node.value, self._line(original_node))
-        self.notes += notes
-        return updated_node.with_changes(value=value) if notes else updated_node
+    leave_Comment = leave_SimpleString = leave_FormattedStringText = _rewrite_text
 
 
 def _imports_tfring(module):

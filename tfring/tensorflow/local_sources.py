@@ -27,9 +27,6 @@ class LocalSources:
     def __contains__(self, variable):
         return id(variable) in self._by_id
 
-    def __len__(self):
-        return len(self._by_id)
-
     def reduce(self, grads, variables, reduce_fn, scale):
         """``grads[i]`` is the gradient of ``variables[i]``. Returns the list with every
         non-local, non-None gradient replaced by ``reduce_fn``'s result (one call, on those

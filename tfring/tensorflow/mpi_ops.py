@@ -34,9 +34,14 @@ _ADASUM_MESSAGE = ("op=hvd.Adasum is not provided by tfring (it is a different r
 _lib = op_library()
 
 
-def _check_op(op):
+def refuse_adasum(op):
+    """Raises ``NotImplementedError`` with the fix when ``op`` is ``Adasum``."""
     if not isinstance(op, bool) and op == Adasum:
         raise NotImplementedError(_ADASUM_MESSAGE)
+
+
+def _check_op(op):
+    refuse_adasum(op)
     if isinstance(op, bool) or op not in _OP_NAMES:
         raise ValueError(f"op must be one of hvd.Sum, Average, Min, Max, Product. Received: {op!r}")
     return int(op)
@@ -97,8 +102,7 @@ def _allreduce_indexed_slices(slices, op, prescale_factor, postscale_factor, nam
     if op not in (Sum, Average):
         raise NotImplementedError(
             "Only Sum and Average are supported for tf.IndexedSlices (they are allgathered); "
-            f"received op={'Adasum' if op == Adasum else _OP_NAMES.get(op, op)}. Densify them with "
-            "tf.convert_to_tensor first.")
+            f"received op={_OP_NAMES.get(op, op)}. Densify them with tf.convert_to_tensor first.")
     with tf.device(device_sparse):
         values = allgather(slices.values, name=None if name is None else f"{name}.values")
         indices = allgather(slices.indices, name=None if name is None else f"{name}.indices")

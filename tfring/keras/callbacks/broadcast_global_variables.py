@@ -40,8 +40,7 @@ class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
         jit.prepare_model(model)
 
     def _broadcast(self):
-        variables = [v for v in state.state_variables(self.model) if v not in self.local_variables]
-        state.broadcast_variables(variables, self.root_rank, "tfring.keras.broadcast_model_state")
+        state.broadcast_model_state(self.model, self.root_rank, exclude=self.local_variables)
         self.broadcast_done = True
 
     def on_train_begin(self, logs=None):
