@@ -182,3 +182,30 @@ def test_is_homogeneous_compares_the_ranks_of_every_host(cross_ranks, expected):
     outs = _finish(procs, 50)
     for rank, out in enumerate(outs):
         assert f"HOMOGENEOUS {rank} {expected}" in out, "\n---\n".join(outs)
+
+
+EXIT_AFTER_INIT = """
+import os, tfring
+tfring.init()
+print("INIT OK", tfring.rank(), flush=True)
+if tfring.rank() == 0:
+    os._exit(0)  # the store's server leaves at once
+tfring.shutdown()
+"""
+
+
+@pytest.mark.multiprocess
+@pytest.mark.timeout(90)
+def test_rank_0_serving_the_store_returns_from_init_only_after_every_rank_is_done_with_it():
+    """With TFRING_STORE_SERVE=1 the store lives in rank 0: if init returned there before
+    the others finished reading it, a rank 0 that exits at once cut them off (seen in CI)."""
+    for attempt in range(5):
+        port = _free_port()
+        procs = [_start(EXIT_AFTER_INIT, {
+            "TFRING_RANK": str(rank), "TFRING_SIZE": "4", "TFRING_STORE_ADDR": f"127.0.0.1:{port}",
+            "TFRING_SECRET": "cd" * 32, "TFRING_STORE_SERVE": "1", "TFRING_CROSS_RANK": str(rank % 2),
+            "TFRING_CROSS_SIZE": "2", "TFRING_LOCAL_RANK": str(rank // 2), "TFRING_LOCAL_SIZE": "2"})
+            for rank in range(4)]
+        outs = _finish(procs, 15)
+        for rank, out in enumerate(outs):
+            assert f"INIT OK {rank}" in out, f"attempt {attempt}:\n" + "\n---\n".join(outs)
