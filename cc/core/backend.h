@@ -1,6 +1,6 @@
-// Backend: where the bytes of a collective move. The CPU collectives (ring over the
-// Communicator's links, runtime_execute.cc) serve every request with device == -1; a
-// request with device >= 0 goes to the GPU backend, which an optional component
+// Backend: where the bytes of a collective move. CpuBackend (cpu_backend.h: rings over the
+// Communicator's links) serves every request with device == -1; a request with
+// device >= 0 goes to the GPU backend, which an optional component
 // (cc/core/nccl/, built unless TFRING_WITH_NCCL=0) registers at load time. Nothing else in
 // the core knows whether one exists: no #if outside that registration.
 //
@@ -15,10 +15,13 @@
 
 #include "config.h"
 #include "messages.h"
-#include "runtime.h"
 #include "store.h"
+#include "submission.h"
 
 namespace tfring {
+
+class Communicator;
+class Timeline;
 
 // What a backend may use of its runtime. Pointers are owned by the runtime and outlive the
 // backend.
@@ -31,6 +34,16 @@ struct BackendContext {
   double start_timeout_s = 120;  // setting up a communicator (TFRING_START_TIMEOUT_S)
   const std::atomic<bool>* abort = nullptr;  // set when the job is being torn down
   const Config* config = nullptr;
+  Communicator* comm = nullptr;  // the CPU data links (CpuBackend)
+  size_t chunk_bytes = 1 << 18;  // pipelining unit of the CPU rings (TFRING_CHUNK_BYTES)
+  Timeline* timeline = nullptr;  // rank 0's trace (thread-safe; usually inactive)
+};
+
+// What one Execute measured, for RuntimeStats.
+struct ExecutionTimings {
+  // Seconds of the transport phase alone (the collective's algorithm, without fusion
+  // copies); -1 when the backend does not separate it (the whole execution counts).
+  double transfer_s = -1;
 };
 
 class Backend {
@@ -40,7 +53,8 @@ class Backend {
   // Runs one response (same order on every rank) over this rank's submissions for it,
   // given in response order. Blocking, bounded by the context's timeouts. A non-OK status
   // is a transfer failure: the runtime fails the job with it.
-  virtual Status Execute(const Response& response, const std::vector<Submission*>& group) = 0;
+  virtual Status Execute(const Response& response, const std::vector<Submission*>& group,
+                         ExecutionTimings* timings) = 0;
 };
 
 // Device memory and libraries, for the bindings (the pybind module's device arrays) and

@@ -142,6 +142,18 @@ int64_t Request::NumElements() const {
   return n;
 }
 
+size_t Request::Bytes() const { return static_cast<size_t>(NumElements()) * DataTypeSize(dtype); }
+
+size_t Request::RowBytes() const {
+  size_t n = DataTypeSize(dtype);
+  for (size_t i = 1; i < shape.size(); ++i) n *= static_cast<size_t>(shape[i]);
+  return n;
+}
+
+int64_t ReducescatterRows(int64_t dim0, int size, int rank) {
+  return dim0 / size + (rank < dim0 % size ? 1 : 0);
+}
+
 std::string Request::Describe() const {
   std::ostringstream os;
   os << OpTypeName(op) << " " << DataTypeName(dtype) << "[";
@@ -189,6 +201,7 @@ std::string EncodeControl(const ControlMessage& m) {
     case ControlKind::kShutdown:
       break;
     case ControlKind::kAbort:
+      w.I32(m.abort_origin);
       w.U8(static_cast<uint8_t>(m.abort_code));
       w.Str(m.abort_message);
       break;
@@ -237,9 +250,11 @@ Status DecodeControl(const std::string& bytes, int world_size, ControlMessage* m
     case ControlKind::kShutdown:
       break;
     case ControlKind::kAbort: {
+      m->abort_origin = rd.I32();
       int code = rd.U8();
       m->abort_message = rd.Str();
-      if (!rd.ok() || code < 1 || code > static_cast<int>(ErrorCode::kAborted)) {
+      if (!rd.ok() || code < 1 || code > static_cast<int>(ErrorCode::kAborted) ||
+          m->abort_origin < 0 || m->abort_origin >= world_size) {
         return bad("invalid abort");
       }
       m->abort_code = static_cast<ErrorCode>(code);

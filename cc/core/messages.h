@@ -28,8 +28,14 @@ struct Request {
   std::vector<int64_t> splits;  // alltoall: rows to each rank (size == world size)
 
   int64_t NumElements() const;
+  size_t Bytes() const;     // payload bytes: NumElements() x the dtype's size
+  size_t RowBytes() const;  // bytes of one row of the first dimension (all of a scalar)
   std::string Describe() const;  // "allreduce float32[2,3] Sum" for messages
 };
+
+// Rows of the first dimension that `rank` keeps after a reducescatter of `dim0` rows
+// (the first dim0 % size ranks keep one more).
+int64_t ReducescatterRows(int64_t dim0, int size, int rank);
 
 // What every rank must do next, decided by rank 0.
 struct Response {
@@ -48,8 +54,10 @@ struct Response {
   int32_t device = -1;
   double prescale = 1.0;
   double postscale = 1.0;
-  // allgather: first dimension of every rank's tensor (size n);
-  // alltoall: row-major n x n matrix, sizes[i * n + j] = rows rank i sends to rank j.
+  // Per op (read it through the accessors below):
+  //   allreduce: payload bytes of each of `names` (fusion adds them up);
+  //   allgather: first dimension of every rank's tensor (size n);
+  //   alltoall: row-major n x n matrix, sizes[i * n + j] = rows rank i sends to rank j.
   std::vector<int64_t> sizes;
   // Monitoring: for each rank (size n, or empty), seconds from its request reaching rank 0
   // until the last rank's did, summed over `names` (rank 0's clock): how long that rank
@@ -57,6 +65,15 @@ struct Response {
   std::vector<double> ready_wait_s;
   ErrorCode error_code = ErrorCode::kOk;
   std::string error_message;
+
+  int64_t AllgatherRows(int rank) const { return sizes[static_cast<size_t>(rank)]; }
+  int64_t AlltoallRows(int from, int to, int world_size) const {
+    return sizes[static_cast<size_t>(from) * static_cast<size_t>(world_size) + static_cast<size_t>(to)];
+  }
+  // The factor applied after the reduction: postscale, with Average's 1/world_size folded in.
+  double EffectivePostscale(int world_size) const {
+    return postscale * (reduce_op == ReduceOp::kAverage ? 1.0 / world_size : 1.0);
+  }
 };
 
 // Control-channel message kinds.
@@ -74,8 +91,12 @@ struct ControlMessage {
   // so they decode in increasing order.
   std::vector<int32_t> cached_requests;
   std::vector<Response> responses;
-  ErrorCode abort_code = ErrorCode::kOk;  // kAbort
-  std::string abort_message;              // kAbort
+  // kAbort: the rank whose failure broke the job (relays keep it), and the cause as that
+  // rank states it, the sentence every rank fails with ("rank 2 failed: ..." -- a rank
+  // other than 0 names itself; rank 0's own causes are sent as they are).
+  int32_t abort_origin = -1;
+  ErrorCode abort_code = ErrorCode::kOk;
+  std::string abort_message;
 };
 
 // Cache id of names[i], -1 for none.

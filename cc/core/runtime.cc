@@ -8,6 +8,7 @@
 #include <fstream>
 #include <thread>
 
+#include "cpu_backend.h"
 #include "logging.h"
 #include "memory_store.h"
 #include "runtime_state.h"
@@ -49,10 +50,6 @@ std::string HostId(int cross_rank) {
 
 }  // namespace
 
-int64_t ReducescatterRows(int64_t dim0, int size, int rank) {
-  return dim0 / size + (rank < dim0 % size ? 1 : 0);
-}
-
 Runtime::Runtime() = default;
 
 Runtime::~Runtime() { Shutdown(); }
@@ -90,10 +87,6 @@ Status Runtime::Init(const std::map<std::string, std::string>& overrides, bool r
   st->cross_size = static_cast<int>(c.Int("TFRING_CROSS_SIZE"));
   st->timeout_s = c.Float("TFRING_TIMEOUT_S");
   st->cycle_s = c.Float("TFRING_CYCLE_TIME_MS") / 1000.0;
-  st->stall_warning_s = c.Float("TFRING_STALL_WARNING_S");
-  st->stall_shutdown_s = c.Float("TFRING_STALL_SHUTDOWN_S");
-  st->fusion_threshold = c.Int("TFRING_FUSION_THRESHOLD");
-  st->chunk_bytes = static_cast<size_t>(c.Int("TFRING_CHUNK_BYTES"));
   SetLogRank(st->rank);
   st->spin_us = static_cast<int>(c.Int("TFRING_SPIN_US"));
   if (!c.IsSet("TFRING_SPIN_US") && st->local_size > CpusAvailable()) {
@@ -170,10 +163,14 @@ Status Runtime::Init(const std::map<std::string, std::string>& overrides, bool r
     MemoryStore local;  // size 1: no peers, nothing to exchange
     TFRING_RETURN_IF_ERROR(Communicator::Create(opt, local, &st->comm));
   }
+  st->control = std::make_unique<ControlChannel>(st->rank, st->size, st->comm.get(), st->timeout_s, &st->stats);
   if (st->rank == 0) {
-    st->coordinator = std::make_unique<Coordinator>(
-        st->size, st->fusion_threshold, static_cast<size_t>(c.Int("TFRING_CACHE_CAPACITY")));
+    st->coordinator = std::make_unique<Coordinator>(st->size, c.Int("TFRING_FUSION_THRESHOLD"),
+                                                    static_cast<size_t>(c.Int("TFRING_CACHE_CAPACITY")));
+    st->stall_inspector = std::make_unique<StallInspector>(
+        c.Float("TFRING_STALL_WARNING_S"), c.Float("TFRING_STALL_SHUTDOWN_S"), &st->stats);
   }
+  st->cpu_backend = std::make_unique<CpuBackend>(st->MakeBackendContext());
   st->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (st->wake_fd < 0) return Status::Internal("eventfd failed");
   if (st->rank == 0 && !c.String("TFRING_TIMELINE").empty()) {
@@ -271,8 +268,7 @@ RuntimeStats Runtime::stats() const {
     st = state_;
   }
   if (!st) return RuntimeStats{};
-  std::lock_guard<std::mutex> lock(st->stats_mu);
-  return st->stats;
+  return st->stats.Snapshot();
 }
 
 Status Runtime::Health() const {

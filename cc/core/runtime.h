@@ -23,47 +23,10 @@
 
 #include "config.h"
 #include "messages.h"
+#include "runtime_stats.h"
+#include "submission.h"
 
 namespace tfring {
-
-struct Submission {
-  Request request;
-  const void* input = nullptr;
-  void* output = nullptr;  // allreduce, broadcast, reducescatter: preallocated by the caller
-  // allgather, alltoall: called on the background thread once the output shape is known.
-  std::function<Status(const std::vector<int64_t>& shape, void** data)> allocate_output;
-  // alltoall: rows received from each rank.
-  std::function<void(const std::vector<int64_t>& received_splits)> on_received_splits;
-  std::function<void(const Status&)> done;
-};
-
-// Rows of the first dimension that `rank` keeps after a reducescatter of `dim0` rows.
-int64_t ReducescatterRows(int64_t dim0, int size, int rank);
-
-// Counters since init (cheap, always on): see docs/monitoring.md for each one's exact
-// definition. Written only by the background thread, under the state's stats mutex (one
-// uncontended lock per completed collective); Runtime::stats() copies them under that lock
-// from any thread, so a snapshot is consistent. Reset by Shutdown()/Init().
-struct RuntimeStats {
-  int64_t collectives = 0;       // collectives executed successfully (a fused group counts once)
-  int64_t tensors = 0;           // tensors completed (successfully or not)
-  int64_t fused_tensors = 0;     // tensors that travelled in a fused group of > 1
-  int64_t bytes_reduced = 0;     // allreduce payload bytes (this rank's tensors)
-  int64_t bytes_sent = 0;        // payload bytes this rank sent on its data links (TCP + shm)
-  int64_t bytes_received = 0;    // payload bytes this rank received on its data links
-  int64_t stall_warnings = 0;    // stall warnings logged (rank 0; 0 elsewhere)
-  int64_t cached_tensors = 0;    // tensors executed whose response named them by cache id
-  int64_t control_bytes_sent = 0;  // bytes this rank sent on the control channel (negotiation)
-  int64_t control_messages_sent = 0;  // messages those bytes travelled in (one envelope each)
-  // Per tensor, summed over tensors of executed collectives:
-  double negotiation_seconds = 0;       // enqueue on this rank -> this rank holds the response
-  double wait_for_slowest_seconds = 0;  // its request at rank 0 -> the last rank's request there
-  double queue_seconds = 0;             // response held -> its collective starts
-  // Per collective, summed:
-  double transfer_seconds = 0;            // transport phase (the collective's algorithm)
-  double allreduce_transfer_seconds = 0;  // the same, allreduces only (for bus bandwidth)
-  double execute_seconds = 0;             // whole execution incl. fusion copies and scaling
-};
 
 class Runtime {
  public:

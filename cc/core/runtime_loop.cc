@@ -1,11 +1,11 @@
-// The background thread: negotiation with rank 0, failure handling, orderly stop.
+// The background thread: its loop, negotiation with rank 0, failure handling, orderly stop.
 //
-// Every rank: drain newly enqueued requests (rank 0 records them in its Coordinator, the
-// others send them up the control channel), read control messages, and sleep in poll()
-// until new work, a control message, or a timer (fusion cycle, stall inspection) wakes it.
-// Rank 0 answers every rank with the same ordered ResponseList as soon as tensors are
-// ready (waiting at most TFRING_CYCLE_TIME_MS to fuse more while others are still
-// arriving), then executes it itself.
+// Every turn: drain newly enqueued requests (rank 0 records them in its Coordinator, the
+// others send them up the control channel), negotiate (read control messages; rank 0
+// answers every rank with the same ordered ResponseList as soon as tensors are ready,
+// waiting at most TFRING_CYCLE_TIME_MS to fuse more while others are still arriving),
+// execute what was scheduled (runtime_execute.cc), then sleep in poll() until new work, a
+// control message, or a timer (fusion cycle, stall inspection) wakes it.
 #include <poll.h>
 #include <unistd.h>
 
@@ -15,38 +15,36 @@
 namespace tfring {
 namespace {
 
-constexpr size_t kMaxControlMessage = 256u << 20;
-constexpr double kTellPeersTimeoutS = 1.0;
 constexpr double kRefineCauseWindowS = 0.3;
-constexpr double kStallCheckPeriodS = 1.0;
+constexpr double kIdleWakeS = 1.0;  // the stall inspector's period
 
 double SecondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+ControlMessage Abort(int origin, ErrorCode code, const std::string& message) {
+  ControlMessage m;
+  m.kind = ControlKind::kAbort;
+  m.abort_origin = origin;
+  m.abort_code = code;
+  m.abort_message = message;
+  return m;
 }
 
 }  // namespace
 
 void Runtime::State::Loop() {
   while (!stop_requested.load()) {
-    bool is_broken;
     Status lost;
     {
       std::lock_guard<std::mutex> lock(mu);
-      is_broken = broken;
-      lost = peer_lost;
+      if (!broken) lost = peer_lost;
     }
-    if (!is_broken && !lost.ok()) {
-      Fail(lost);
-      is_broken = true;
-    }
-    if (!is_broken) {
+    if (!lost.ok()) Fail(lost);
+    if (!IsBroken()) {
       DrainQueue();
-      Status st = ReadControl(0);
-      if (!st.ok()) Fail(st);
-      if (rank == 0 && !broken) {
-        MaybeRespond();
-        InspectStalls();
-      }
+      Negotiate();
+      ExecuteScheduled();
     }
     WaitForWork();
   }
@@ -56,6 +54,11 @@ void Runtime::State::Loop() {
     stopped.store(true);
   }
   stopped_cv.notify_all();
+}
+
+bool Runtime::State::IsBroken() {
+  std::lock_guard<std::mutex> lock(mu);
+  return broken;
 }
 
 void Runtime::State::DrainQueue() {
@@ -84,53 +87,25 @@ void Runtime::State::DrainQueue() {
     entries[name] = Entry{std::move(s), now};
   }
   if (rank == 0) return;
-  std::string bytes = EncodeControl(msg);
-  CountControlBytes(bytes.size(), 1);
-  Status st = comm->control_to_root().SendMessage(bytes, Deadline::After(timeout_s), comm->abort_flag());
-  if (!st.ok()) Fail(RefineCause(st));
+  Status st = control->Send(msg);
+  if (!st.ok()) FailTransfer(st);
 }
 
-Status Runtime::State::ReadControl(int wait_ms) {
-  if (size == 1) return Status::OK();
-  std::vector<int> peers;
-  if (rank == 0) {
-    for (int p = 1; p < size; ++p) peers.push_back(p);
-  } else {
-    peers.push_back(0);
+void Runtime::State::Negotiate() {
+  Status st = control->Receive(0, [this](int from, ControlMessage& m) { return HandleControl(from, m); });
+  if (!st.ok()) {
+    Fail(st);
+    return;
   }
-  std::vector<pollfd> fds;
-  for (int p : peers) {
-    Socket& s = rank == 0 ? comm->control_from(p) : comm->control_to_root();
-    fds.push_back(pollfd{s.fd(), POLLIN, 0});
-  }
-  if (poll(fds.data(), fds.size(), wait_ms) <= 0) return Status::OK();
-  for (size_t i = 0; i < fds.size(); ++i) {
-    if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-    int p = peers[i];
-    Socket& s = rank == 0 ? comm->control_from(p) : comm->control_to_root();
-    std::string bytes;
-    Status st = s.RecvMessage(&bytes, kMaxControlMessage, Deadline::After(timeout_s),
-                              comm->abort_flag());
-    if (!st.ok()) {
-      if (st.code() == ErrorCode::kPeerLost) {
-        return Status::PeerLost("rank " + std::to_string(p) +
-                                " is gone: its connection closed (the process exited, crashed "
-                                "or was killed). Collectives need every rank.");
-      }
-      return st;
-    }
-    TFRING_RETURN_IF_ERROR(HandleControl(p, bytes));
-    std::lock_guard<std::mutex> lock(mu);
-    if (broken) return Status::OK();
-  }
-  return Status::OK();
+  if (rank != 0 || IsBroken()) return;
+  MaybeRespond();
+  if (IsBroken()) return;
+  st = stall_inspector->Inspect(*coordinator);
+  if (!st.ok()) Fail(st);
 }
 
-Status Runtime::State::HandleControl(int from, const std::string& bytes) {
-  const auto scheduled = Clock::now();  // for responses: when this rank got them
-  ControlMessage msg;
-  Status st = DecodeControl(bytes, size, &msg);
-  if (!st.ok()) return Status::Internal("corrupt control message from rank " + std::to_string(from) + ": " + st.message());
+Status Runtime::State::HandleControl(int from, ControlMessage& msg) {
+  const auto received = Clock::now();
   switch (msg.kind) {
     case ControlKind::kRequests:
       if (rank != 0) break;
@@ -143,23 +118,22 @@ Status Runtime::State::HandleControl(int from, const std::string& bytes) {
         TFRING_RETURN_IF_ERROR(coordinator->AddCached(from, id));
       }
       return Status::OK();
-    case ControlKind::kShutdown:
+    case ControlKind::kShutdown: {
       if (rank != 0) break;
-      return Status::Precondition("rank " + std::to_string(from) +
-                                  " has shut down (it called shutdown() or its script ended); "
-                                  "collectives need every rank");
-    case ControlKind::kAbort:
-      if (rank == 0 && from != 0 && msg.abort_message.rfind("rank " + std::to_string(from) + " ", 0) != 0) {
-        return Status(msg.abort_code, "rank " + std::to_string(from) + " failed: " + msg.abort_message);
-      }
-      return Status(msg.abort_code, msg.abort_message);
+      Status left = Status::Precondition("rank " + std::to_string(from) +
+                                         " has shut down (it called shutdown() or its script ended); "
+                                         "collectives need every rank");
+      Fail(left, from);
+      return left;
+    }
+    case ControlKind::kAbort: {
+      Status cause(msg.abort_code, msg.abort_message);
+      Fail(cause, msg.abort_origin);
+      return cause;
+    }
     case ControlKind::kResponses:
       if (rank == 0) break;
-      for (auto& r : msg.responses) {
-        TFRING_RETURN_IF_ERROR(ResolveCachedNames(&r));
-        Status ex = Execute(r, scheduled);
-        if (!ex.ok()) return RefineCause(ex);
-      }
+      for (auto& r : msg.responses) TFRING_RETURN_IF_ERROR(Schedule(std::move(r), received));
       return Status::OK();
   }
   return Status::Internal("unexpected control message kind " + std::to_string(int(msg.kind)) +
@@ -175,96 +149,59 @@ void Runtime::State::MaybeRespond() {
   ControlMessage msg;
   msg.kind = ControlKind::kResponses;
   msg.responses = coordinator->TakeReady();
-  const auto scheduled = Clock::now();
-  if (size > 1) {
-    std::string bytes = EncodeControl(msg);
-    CountControlBytes(bytes.size() * static_cast<size_t>(size - 1), static_cast<size_t>(size - 1));
-    for (int p = 1; p < size; ++p) {
-      Status st = comm->control_from(p).SendMessage(bytes, Deadline::After(timeout_s),
-                                                    comm->abort_flag());
-      if (!st.ok()) {
-        Fail(RefineCause(st));
-        return;
-      }
-    }
+  const auto decided = Clock::now();
+  Status st = control->Send(msg);
+  if (!st.ok()) {
+    FailTransfer(st);
+    return;
   }
-  for (const auto& r : msg.responses) {
-    Status st = Execute(r, scheduled);
+  for (auto& r : msg.responses) {
+    st = Schedule(std::move(r), decided);
     if (!st.ok()) {
-      Fail(RefineCause(st));
+      Fail(st);
       return;
     }
   }
 }
 
-Status Runtime::State::ResolveCachedNames(Response* r) const {
-  for (size_t i = 0; i < r->names.size(); ++i) {
-    if (!r->names[i].empty()) continue;
-    const std::string* name = request_cache.NameOf(CacheIdAt(*r, i));
+Status Runtime::State::Schedule(Response r, Clock::time_point at) {
+  for (size_t i = 0; i < r.names.size(); ++i) {
+    if (!r.names[i].empty()) continue;
+    const std::string* name = request_cache.NameOf(CacheIdAt(r, i));
     if (name == nullptr) {
-      return Status::Internal("rank 0 named a tensor by cache id " + std::to_string(CacheIdAt(*r, i)) +
+      return Status::Internal("rank 0 named a tensor by cache id " + std::to_string(CacheIdAt(r, i)) +
                               ", which rank " + std::to_string(rank) + " was never told about");
     }
-    r->names[i] = *name;
+    r.names[i] = *name;
   }
-  return Status::OK();
-}
-
-void Runtime::State::CountControlBytes(size_t bytes, size_t messages) {
-  std::lock_guard<std::mutex> lock(stats_mu);
-  stats.control_bytes_sent += static_cast<int64_t>(bytes);
-  stats.control_messages_sent += static_cast<int64_t>(messages);
-}
-
-void Runtime::State::InspectStalls() {
-  if (SecondsSince(last_stall_check) < kStallCheckPeriodS) return;
-  last_stall_check = Clock::now();
-  if (stall_warning_s <= 0 && stall_shutdown_s <= 0) return;
-  // Inspect from the smaller enabled limit: a shutdown limit below the warning one fires.
-  double threshold = stall_warning_s > 0 ? stall_warning_s : stall_shutdown_s;
-  if (stall_shutdown_s > 0 && stall_shutdown_s < threshold) threshold = stall_shutdown_s;
-  std::set<std::string> still;
-  std::string fatal_list;
-  for (const auto& s : coordinator->Stalled(threshold)) {
-    const bool warn = stall_warning_s > 0 && s.waited_s >= stall_warning_s;
-    if (warn) still.insert(s.name);
-    if (warn && !stall_warned.count(s.name)) {
-      {
-        std::lock_guard<std::mutex> lock(stats_mu);
-        ++stats.stall_warnings;
+  if (r.kind == Response::Kind::kCollective) {
+    int64_t cached = 0;
+    for (size_t i = 0; i < r.names.size(); ++i) {
+      auto it = entries.find(r.names[i]);
+      if (it == entries.end()) {
+        return Status::Internal("rank 0 scheduled tensor '" + r.names[i] + "' which rank " +
+                                std::to_string(rank) + " never submitted");
       }
-      TFRING_LOG(LogLevel::kWarning, "stall",
-                 "tensor " << DescribeStall(s)
-                           << ". Ranks are running different code, or one is stuck or slow. "
-                              "(TFRING_STALL_WARNING_S; TFRING_STALL_SHUTDOWN_S turns this into an error)");
+      const int32_t id = CacheIdAt(r, i);
+      if (id < 0) continue;
+      if (i < r.cache_id_is_new.size() && r.cache_id_is_new[i]) {
+        TFRING_RETURN_IF_ERROR(request_cache.Remember(id, it->second.submission.request));
+      } else {
+        ++cached;
+      }
     }
-    if (stall_shutdown_s > 0 && s.waited_s >= stall_shutdown_s) {
-      fatal_list += (fatal_list.empty() ? "" : "; ") + DescribeStall(s);
-    }
+    if (cached > 0) stats.Update([&](RuntimeStats& s) { s.cached_tensors += cached; });
   }
-  stall_warned.swap(still);
-  if (!fatal_list.empty()) {
-    Fail(Status::Timeout("stalled longer than TFRING_STALL_SHUTDOWN_S=" +
-                         std::to_string(stall_shutdown_s) + " s: " + fatal_list));
-  }
+  scheduled.push_back(Scheduled{std::move(r), at});
+  return Status::OK();
 }
 
 void Runtime::State::WaitForWork() {
   std::vector<pollfd> fds;
   fds.push_back(pollfd{wake_fd, POLLIN, 0});
-  bool is_broken;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    is_broken = broken;
-  }
-  if (!is_broken && size > 1) {
-    if (rank == 0) {
-      for (int p = 1; p < size; ++p) fds.push_back(pollfd{comm->control_from(p).fd(), POLLIN, 0});
-    } else {
-      fds.push_back(pollfd{comm->control_to_root().fd(), POLLIN, 0});
-    }
-  }
-  int timeout_ms = static_cast<int>(kStallCheckPeriodS * 1000);
+  const bool is_broken = IsBroken();
+  if (!is_broken) control->AppendPollFds(&fds);
+  int timeout_ms = static_cast<int>(kIdleWakeS * 1000);
   if (rank == 0 && !is_broken && coordinator->HasReady() && first_ready_at != Clock::time_point{}) {
     double left = cycle_s - SecondsSince(first_ready_at);
     timeout_ms = left <= 0 ? 0 : std::max(1, static_cast<int>(left * 1000));
@@ -284,54 +221,35 @@ void Runtime::State::WaitForWork() {
   }
 }
 
-Status Runtime::State::RefineCause(const Status& status) {
+void Runtime::State::FailTransfer(const Status& status) {
+  int origin = -1;
+  Status cause = RefineCause(status, &origin);
+  Fail(cause, origin);
+}
+
+Status Runtime::State::RefineCause(const Status& status, int* origin) {
   // A transfer failed. If a peer failed first, it (or rank 0 relaying for it) says why on
   // the control channel: prefer that root cause over "connection closed".
   // A local abort (shutdown() gave up waiting) has no remote cause to look for.
+  *origin = -1;
   if (size == 1 || comm->aborted() ||
       (status.code() != ErrorCode::kPeerLost && status.code() != ErrorCode::kAborted)) {
     return status;
   }
-  Deadline window = Deadline::After(kRefineCauseWindowS);
-  std::vector<int> peers;
-  if (rank == 0) {
-    for (int p = 1; p < size; ++p) peers.push_back(p);
-  } else {
-    peers.push_back(0);
+  ControlMessage abort;
+  int closed = -1;
+  if (control->AwaitAbort(kRefineCauseWindowS, &abort, &closed)) {
+    *origin = abort.abort_origin;
+    return Status(abort.abort_code, abort.abort_message);
   }
-  std::string dead;
-  while (!window.expired()) {
-    std::vector<pollfd> fds;
-    for (int p : peers) {
-      Socket& s = rank == 0 ? comm->control_from(p) : comm->control_to_root();
-      fds.push_back(pollfd{s.fd(), POLLIN, 0});
-    }
-    if (poll(fds.data(), fds.size(), window.MillisLeft(50)) <= 0) continue;
-    for (size_t i = 0; i < fds.size(); ++i) {
-      if (!fds[i].revents) continue;
-      Socket& s = rank == 0 ? comm->control_from(peers[i]) : comm->control_to_root();
-      std::string bytes;
-      if (!s.RecvMessage(&bytes, kMaxControlMessage, window).ok()) {
-        if (dead.empty()) dead = "rank " + std::to_string(peers[i]);
-        peers.erase(peers.begin() + i);
-        break;
-      }
-      ControlMessage msg;
-      if (DecodeControl(bytes, size, &msg).ok() && msg.kind == ControlKind::kAbort) {
-        std::string who = rank == 0 ? "rank " + std::to_string(peers[i]) + " failed: " : "";
-        return Status(msg.abort_code, who + msg.abort_message);
-      }
-    }
-    if (peers.empty()) break;
-  }
-  if (!dead.empty()) {
-    return Status::PeerLost(dead + " is gone (its connection closed: the process exited, "
-                            "crashed or was killed); while " + status.message());
+  if (closed >= 0) {
+    return Status::PeerLost("rank " + std::to_string(closed) + " is gone (its connection closed: the "
+                            "process exited, crashed or was killed); while " + status.message());
   }
   return status;
 }
 
-void Runtime::State::Fail(const Status& failure) {
+void Runtime::State::Fail(const Status& failure, int origin) {
   Status status = failure;
   Status cause;
   {
@@ -340,7 +258,11 @@ void Runtime::State::Fail(const Status& failure) {
     broken = true;
     // A lost peer is the root cause of whatever its silence made fail here (an aborted
     // transfer, a timeout).
-    if (!peer_lost.ok()) status = peer_lost;
+    if (!peer_lost.ok()) {
+      status = peer_lost;
+      origin = -1;
+    }
+    failure_origin = origin >= 0 ? origin : rank;
     cause = status.WithContext("tfring rank " + std::to_string(rank));
     fatal = cause;
   }
@@ -360,18 +282,12 @@ void Runtime::State::Fail(const Status& failure) {
                                                          " pending on this rank: " + pending + "]"));
   }
   if (size > 1) {
-    ControlMessage abort;
-    abort.kind = ControlKind::kAbort;
-    abort.abort_code = status.code();
-    abort.abort_message = status.message();
-    std::string bytes = EncodeControl(abort);
-    if (rank == 0) {
-      for (int p = 1; p < size; ++p) {
-        comm->control_from(p).SendMessage(bytes, Deadline::After(kTellPeersTimeoutS));
-      }
-    } else {
-      comm->control_to_root().SendMessage(bytes, Deadline::After(kTellPeersTimeoutS));
-    }
+    // The abort states the cause as every rank reports it: a rank other than 0 names itself
+    // when the failure is its own; relays keep the origin's words.
+    const int from = failure_origin;
+    const bool own = from == rank && rank != 0;
+    control->Tell(Abort(from, status.code(), (own ? "rank " + std::to_string(rank) + " failed: " : "") +
+                                                  status.message()));
     if (liveness) liveness->Stop();  // the peers learn of the failure on the control channel
     comm->Abort();
   }
@@ -388,6 +304,7 @@ void Runtime::State::FailAllPending(const Status& status) {
     std::string name = s.request.name;
     entries[name] = Entry{std::move(s), Clock::now()};
   }
+  scheduled.clear();
   std::vector<std::string> names;
   for (const auto& kv : entries) names.push_back(kv.first);
   for (const auto& n : names) Complete(n, status);
@@ -403,34 +320,18 @@ void Runtime::State::Stop() {
     broken = true;
     fatal = Status::Precondition("tfring has been shut down on rank " + std::to_string(rank));
   }
-  if (!was_broken && size > 1 && !reason.empty()) {
-    // Leaving because of an error: every other rank fails with this cause.
-    ControlMessage msg;
-    msg.kind = ControlKind::kAbort;
-    msg.abort_code = ErrorCode::kAborted;
-    msg.abort_message = "rank " + std::to_string(rank) + " exited: " + reason;
-    std::string bytes = EncodeControl(msg);
-    if (rank == 0) {
-      for (int p = 1; p < size; ++p) {
-        comm->control_from(p).SendMessage(bytes, Deadline::After(kTellPeersTimeoutS));
-      }
+  if (!was_broken && size > 1) {
+    if (!reason.empty()) {
+      // Leaving because of an error: every other rank fails with this cause.
+      control->Tell(Abort(rank, ErrorCode::kAborted, "rank " + std::to_string(rank) + " exited: " + reason));
+    } else if (rank == 0) {
+      control->Tell(Abort(0, ErrorCode::kPrecondition,
+                          "rank 0 has shut down (it called shutdown() or its script ended); "
+                          "collectives need every rank"));
     } else {
-      comm->control_to_root().SendMessage(bytes, Deadline::After(kTellPeersTimeoutS));
-    }
-  } else if (!was_broken && size > 1) {
-    ControlMessage msg;
-    if (rank == 0) {
-      msg.kind = ControlKind::kAbort;
-      msg.abort_code = ErrorCode::kPrecondition;
-      msg.abort_message = "rank 0 has shut down (it called shutdown() or its script ended); "
-                          "collectives need every rank";
-      std::string bytes = EncodeControl(msg);
-      for (int p = 1; p < size; ++p) {
-        comm->control_from(p).SendMessage(bytes, Deadline::After(kTellPeersTimeoutS));
-      }
-    } else {
-      msg.kind = ControlKind::kShutdown;
-      comm->control_to_root().SendMessage(EncodeControl(msg), Deadline::After(kTellPeersTimeoutS));
+      ControlMessage bye;
+      bye.kind = ControlKind::kShutdown;
+      control->Tell(bye);
     }
   }
   if (liveness) liveness->Stop();

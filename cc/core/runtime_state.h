@@ -1,9 +1,12 @@
 // Runtime::State: everything one initialized tfring instance owns. Internal to the core.
 //
-// Threads: user threads call Submit()/RequestStop(); the background thread runs Loop()
-// (runtime_loop.cc) and Execute() (runtime_execute.cc) and alone touches `entries`,
-// `coordinator`, `fusion_buffer` and the sockets. `mu` guards the queue, the in-flight
-// names and the fatal status.
+// Threads: user threads call Submit()/RequestStop(); the liveness thread calls
+// OnPeerLost(); the background thread runs Loop(), which alone touches the fields marked
+// "background thread only". Each turn of the loop is three phases:
+//   drain the queue -> negotiate (runtime_loop.cc) -> execute (runtime_execute.cc).
+// Negotiation turns requests into Responses (rank 0 decides, every rank receives them in
+// the same order) and schedules them; execution runs the scheduled responses, in order, on
+// a Backend. `mu` guards the queue, the in-flight names and the failure state.
 #pragma once
 
 #include <atomic>
@@ -18,10 +21,12 @@
 
 #include "backend.h"
 #include "communicator.h"
+#include "control_channel.h"
 #include "coordinator.h"
 #include "liveness.h"
 #include "response_cache.h"
 #include "runtime.h"
+#include "stall_inspector.h"
 #include "tcp_store.h"
 #include "timeline.h"
 
@@ -34,9 +39,7 @@ struct Runtime::State {
   Config config;
   int rank = 0, size = 1;
   int local_rank = 0, local_size = 1, cross_rank = 0, cross_size = 1;
-  double timeout_s = 30, cycle_s = 0.001, stall_warning_s = 60, stall_shutdown_s = 0;
-  int64_t fusion_threshold = 0;
-  size_t chunk_bytes = 1 << 18;
+  double timeout_s = 30, cycle_s = 0.001;
   int spin_us = 0;
   std::unique_ptr<TcpStoreServer> store_server;  // rank 0 with TFRING_STORE_SERVE=1
   std::unique_ptr<TcpStoreClient> store;
@@ -50,71 +53,76 @@ struct Runtime::State {
   std::set<std::string> in_flight;
   bool broken = false;  // a fatal error happened; every later op fails with `fatal`
   Status fatal;
+  int failure_origin = -1;  // with `broken` by a failure: the rank it started on
   Status peer_lost;  // set by the liveness thread; the background thread fails with it
   std::atomic<bool> stop_requested{false};
   std::string stop_reason;  // why this rank leaves (empty: orderly end of the script)
   std::atomic<bool> stopped{false};
   std::condition_variable stopped_cv;
 
-  Timeline timeline;  // rank 0 only; thread-safe
-
-  // --- stats: written by the background thread only, read by any thread, under stats_mu ---
-  mutable std::mutex stats_mu;
-  RuntimeStats stats;
+  // --- thread-safe on their own ---
+  Timeline timeline;  // rank 0 only
+  StatsRecorder stats;
 
   // --- background thread only ---
-  struct Entry {
+  struct Entry {  // a submission between Submit and its completion
     Submission submission;
     Clock::time_point enqueued;
   };
-  double last_transport_s = -1;  // set by an Execute* that times its own transport phase
+  struct Scheduled {  // a negotiated response waiting for execution
+    Response response;
+    Clock::time_point at;  // when this rank got it (rank 0: when it decided it)
+  };
   std::map<std::string, Entry> entries;
-  std::unique_ptr<Coordinator> coordinator;  // rank 0
-  RequestCache request_cache;                // this rank's requests under rank 0's cache ids
-  Clock::time_point first_ready_at{};        // rank 0: when the oldest unsent ready tensor appeared
-  Clock::time_point last_stall_check{};
-  std::set<std::string> stall_warned;
-  std::vector<char> fusion_buffer;
+  std::deque<Scheduled> scheduled;
+  std::unique_ptr<ControlChannel> control;
+  std::unique_ptr<Coordinator> coordinator;        // rank 0
+  std::unique_ptr<StallInspector> stall_inspector;  // rank 0
+  RequestCache request_cache;  // this rank's requests under rank 0's cache ids
+  Clock::time_point first_ready_at{};  // rank 0: when the oldest unsent ready tensor appeared
+  std::unique_ptr<Backend> cpu_backend;
   std::unique_ptr<Backend> gpu_backend;  // created at the first GPU response (device >= 0)
   std::thread thread;
 
   ~State();
 
-  // user threads
+  // user threads (runtime.cc)
   Status Submit(std::vector<Submission> group);
   void RequestStop();
   void Wake();
 
-  // liveness thread
+  // liveness thread (runtime.cc)
   void OnPeerLost(const Status& status);
 
-  // background thread (runtime_loop.cc)
+  // background thread: lifecycle and negotiation (runtime_loop.cc)
   void Loop();
+  bool IsBroken();
   void DrainQueue();
-  Status ReadControl(int wait_ms_hint);
-  Status HandleControl(int from_rank, const std::string& bytes);
-  Status ResolveCachedNames(Response* response) const;  // fills names sent as cache ids
-  void CountControlBytes(size_t bytes, size_t messages);
+  void Negotiate();
+  Status HandleControl(int from_rank, ControlMessage& message);
   void MaybeRespond();
-  void InspectStalls();
+  // Accepts a negotiated response for execution: fills names sent as cache ids, checks
+  // that this rank submitted every tensor it names, learns new cache ids.
+  Status Schedule(Response response, Clock::time_point at);
   void WaitForWork();
-  void Fail(const Status& status);  // fatal: tell peers, fail everything, become broken
-  void Stop();                      // orderly end of the loop
+  // Fatal and idempotent (the first failure wins): tells the peers (an abort carrying
+  // `origin`, the rank the failure started on; -1 = this one), fails everything pending,
+  // and leaves the job broken.
+  void Fail(const Status& status, int origin = -1);
+  // Fail() for a failed send or transfer, with the root cause a peer reports, if any.
+  void FailTransfer(const Status& status);
+  Status RefineCause(const Status& status, int* origin);
+  void Stop();  // orderly end of the loop
   void FailAllPending(const Status& status);
-  Status RefineCause(const Status& status);
 
-  // background thread (runtime_execute.cc)
-  // `scheduled`: when this rank got the response (rank 0: when it decided it).
-  Status Execute(const Response& response, Clock::time_point scheduled);
+  // background thread: execution (runtime_execute.cc)
+  void ExecuteScheduled();
+  Status Execute(const Response& response, Clock::time_point scheduled_at);
+  Status BackendFor(const Response& response, Backend** backend);
+  BackendContext MakeBackendContext();
   void Complete(const std::string& name, const Status& status);
-  void RecordStats(const Response& r, const std::vector<Entry*>& group, Clock::time_point scheduled,
-                   Clock::time_point start);
-  Status ExecuteAllreduce(const Response& r, std::vector<Entry*>& entries);
-  Status ExecuteAllgather(const Response& r, Entry& e);
-  Status ExecuteBroadcast(const Response& r, Entry& e);
-  Status ExecuteAlltoall(const Response& r, Entry& e);
-  Status ExecuteReducescatter(const Response& r, Entry& e);
-  Status ExecuteOnGpu(const Response& r, std::vector<Entry*>& entries);  // device >= 0
+  void RecordStats(const Response& r, const std::vector<Entry*>& group, Clock::time_point scheduled_at,
+                   Clock::time_point start, const ExecutionTimings& timings);
 };
 
 // Local checks done at enqueue time (runtime_validate.cc).

@@ -123,8 +123,9 @@ std::vector<ControlMessage> SampleMessages() {
   out.push_back(shut);
   ControlMessage abort;
   abort.kind = ControlKind::kAbort;
+  abort.abort_origin = 2;
   abort.abort_code = ErrorCode::kPeerLost;
-  abort.abort_message = "rank 3 is gone";
+  abort.abort_message = "rank 2 failed: rank 3 is gone";
   out.push_back(abort);
   return out;
 }
@@ -140,6 +141,7 @@ TEST(MessagesTest, EveryKindRoundTrips) {
     ASSERT_EQ(back.responses.size(), m.responses.size());
     for (size_t i = 0; i < m.responses.size(); ++i) ExpectSameResponse(back.responses[i], m.responses[i]);
     if (m.kind == ControlKind::kAbort) {
+      EXPECT_EQ(back.abort_origin, m.abort_origin);
       EXPECT_EQ(back.abort_code, m.abort_code);
       EXPECT_EQ(back.abort_message, m.abort_message);
     }
@@ -376,10 +378,19 @@ TEST(MessagesTest, InvalidResponseFieldsAreRefused) {
 TEST(MessagesTest, InvalidAbortIsRefused) {
   ControlMessage m;
   m.kind = ControlKind::kAbort;
+  m.abort_origin = 1;
   m.abort_code = ErrorCode::kOk;  // an abort must carry an error
   ControlMessage back;
   EXPECT_TRUE(HasError(DecodeControl(EncodeControl(m), kWorld, &back), ErrorCode::kInvalidArgument,
                        {"invalid abort"}));
+  m.abort_code = ErrorCode::kAborted;
+  EXPECT_TRUE(DecodeControl(EncodeControl(m), kWorld, &back).ok());
+  for (int32_t origin : {-1, kWorld}) {  // the failing rank must be one of the job's
+    m.abort_origin = origin;
+    EXPECT_TRUE(HasError(DecodeControl(EncodeControl(m), kWorld, &back), ErrorCode::kInvalidArgument,
+                         {"invalid abort"}))
+        << origin;
+  }
 }
 
 TEST(RequestTest, NumElementsAndDescribe) {

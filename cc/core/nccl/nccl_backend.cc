@@ -8,14 +8,6 @@ namespace tfring {
 namespace gpu {
 namespace {
 
-size_t RowBytes(const Request& r) {
-  size_t n = DataTypeSize(r.dtype);
-  for (size_t i = 1; i < r.shape.size(); ++i) n *= static_cast<size_t>(r.shape[i]);
-  return n;
-}
-
-size_t Bytes(const Request& r) { return static_cast<size_t>(r.NumElements()) * DataTypeSize(r.dtype); }
-
 bool IsInteger(DataType t) {
   return t == DataType::kUInt8 || t == DataType::kInt8 || t == DataType::kInt32 || t == DataType::kInt64;
 }
@@ -146,7 +138,8 @@ Status NcclBackend::GetComm(const Response& r, const std::vector<Submission*>& g
   return Status::OK();
 }
 
-Status NcclBackend::Execute(const Response& r, const std::vector<Submission*>& group) {
+Status NcclBackend::Execute(const Response& r, const std::vector<Submission*>& group,
+                            ExecutionTimings* /*timings: the whole call counts*/) {
   if (r.op == OpType::kBarrier) return Status::OK();  // negotiation itself was the barrier
   NcclComm* c = nullptr;
   TFRING_RETURN_IF_ERROR(GetComm(r, group, &c));
@@ -205,7 +198,7 @@ Status NcclBackend::Allreduce(NcclComm& c, const Response& r, const std::vector<
     size_t offset = 0;
     for (Submission* s : group) {
       if (!st.ok()) break;
-      size_t bytes = Bytes(s->request);
+      size_t bytes = s->request.Bytes();
       st = c.CopyAsync(buf + offset, s->input, bytes);
       offset += bytes;
     }
@@ -213,7 +206,7 @@ Status NcclBackend::Allreduce(NcclComm& c, const Response& r, const std::vector<
     offset = 0;
     for (Submission* s : group) {
       if (!st.ok()) break;
-      size_t bytes = Bytes(s->request);
+      size_t bytes = s->request.Bytes();
       st = c.CopyAsync(s->output, buf + offset, bytes);
       offset += bytes;
     }
@@ -223,7 +216,7 @@ Status NcclBackend::Allreduce(NcclComm& c, const Response& r, const std::vector<
 }
 
 Status NcclBackend::Allgather(NcclComm& c, const Response& r, Submission& s) {
-  const size_t row = RowBytes(s.request);
+  const size_t row = s.request.RowBytes();
   const int n = ctx_.size;
   std::vector<size_t> bytes(n), offsets(n);
   std::vector<int64_t> out_shape = s.request.shape;
@@ -231,10 +224,10 @@ Status NcclBackend::Allgather(NcclComm& c, const Response& r, Submission& s) {
   bool equal = true;
   size_t total = 0;
   for (int p = 0; p < n; ++p) {
-    bytes[p] = static_cast<size_t>(r.sizes[p]) * row;
+    bytes[p] = static_cast<size_t>(r.AllgatherRows(p)) * row;
     offsets[p] = total;
     total += bytes[p];
-    out_shape[0] += r.sizes[p];
+    out_shape[0] += r.AllgatherRows(p);
     equal = equal && bytes[p] == bytes[0];
   }
   void* out = nullptr;
@@ -256,14 +249,14 @@ Status NcclBackend::Allgather(NcclComm& c, const Response& r, Submission& s) {
 }
 
 Status NcclBackend::Broadcast(NcclComm& c, const Response& r, Submission& s) {
-  size_t bytes = Bytes(s.request);
+  size_t bytes = s.request.Bytes();
   if (bytes == 0) return Status::OK();
   return c.Check(nccl_.ncclBroadcast(s.input, s.output, bytes, ncclUint8, r.root, c.comm(), c.stream()),
                  "ncclBroadcast");
 }
 
 Status NcclBackend::Alltoall(NcclComm& c, const Response& r, Submission& s) {
-  const size_t row = RowBytes(s.request);
+  const size_t row = s.request.RowBytes();
   const int n = ctx_.size, me = ctx_.rank;
   std::vector<size_t> send(n), recv(n), send_off(n), recv_off(n);
   std::vector<int64_t> received(n);
@@ -271,8 +264,8 @@ Status NcclBackend::Alltoall(NcclComm& c, const Response& r, Submission& s) {
   out_shape[0] = 0;
   size_t so = 0, ro = 0;
   for (int p = 0; p < n; ++p) {
-    send[p] = static_cast<size_t>(r.sizes[me * n + p]) * row;
-    received[p] = r.sizes[p * n + me];
+    send[p] = static_cast<size_t>(r.AlltoallRows(me, p, n)) * row;
+    received[p] = r.AlltoallRows(p, me, n);
     recv[p] = static_cast<size_t>(received[p]) * row;
     send_off[p] = so;
     recv_off[p] = ro;
@@ -306,7 +299,7 @@ Status NcclBackend::Alltoall(NcclComm& c, const Response& r, Submission& s) {
 Status NcclBackend::Reducescatter(NcclComm& c, const Response& r, Submission& s) {
   const int n = ctx_.size;
   const size_t es = DataTypeSize(r.dtype);
-  const size_t row_elements = RowBytes(s.request) / es;
+  const size_t row_elements = s.request.RowBytes() / es;
   std::vector<size_t> counts(n), offsets(n);
   bool equal = true;
   size_t total = 0;

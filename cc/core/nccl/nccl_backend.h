@@ -50,7 +50,8 @@ class NcclBackend : public Backend {
   NcclBackend(const BackendContext& context, const CudaApi& cuda, const NcclApi& nccl,
               int64_t generation);
   const char* name() const override { return "nccl"; }
-  Status Execute(const Response& response, const std::vector<Submission*>& group) override;
+  Status Execute(const Response& response, const std::vector<Submission*>& group,
+                 ExecutionTimings* timings) override;
 
  private:
   Status GetComm(const Response& r, const std::vector<Submission*>& group, NcclComm** out);

@@ -1,0 +1,36 @@
+// CpuBackend: collectives on host memory (device == -1), over the Communicator's links
+// (shared-memory rings with local peers, TCP otherwise): ring allreduce with fusion,
+// ring allgatherv, chain broadcast, pairwise alltoallv, ring reduce-scatter.
+//
+// Threads: the runtime's background thread only. Owns the fusion buffer (scratch, grown
+// to the largest fused group and kept).
+#pragma once
+
+#include <vector>
+
+#include "backend.h"
+
+namespace tfring {
+
+class CpuBackend : public Backend {
+ public:
+  // Uses context.comm, rank, size, chunk_bytes and timeline; they must outlive the backend.
+  explicit CpuBackend(const BackendContext& context);
+  const char* name() const override { return "cpu"; }
+  Status Execute(const Response& response, const std::vector<Submission*>& group,
+                 ExecutionTimings* timings) override;
+
+ private:
+  Status Allreduce(const Response& r, const std::vector<Submission*>& group, ExecutionTimings* timings);
+  Status Allgather(const Response& r, Submission& s);
+  Status Broadcast(const Response& r, Submission& s);
+  Status Alltoall(const Response& r, Submission& s);
+  Status Reducescatter(const Response& r, Submission& s);
+  // The fusion buffer with at least `bytes` (contents are scratch).
+  char* FusionBuffer(size_t bytes);
+
+  BackendContext ctx_;
+  std::vector<char> fusion_buffer_;
+};
+
+}  // namespace tfring

@@ -1,0 +1,29 @@
+// Submission: one tensor handed to the runtime, with the memory it reads and writes and the
+// callbacks that finish it. Built by the TF kernels and the pybind module, owned by the
+// runtime from Enqueue until `done` runs, read by the backends that move its bytes.
+//
+// Ownership: `input`, `output` and memory returned by `allocate_output` belong to the
+// caller and must stay valid until `done` runs. The callbacks run on the runtime's
+// background thread; `done` runs exactly once for an accepted submission.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "messages.h"
+#include "status.h"
+
+namespace tfring {
+
+struct Submission {
+  Request request;
+  const void* input = nullptr;
+  void* output = nullptr;  // allreduce, broadcast, reducescatter: preallocated by the caller
+  // allgather, alltoall: called once the output shape is known (every rank's rows agreed).
+  std::function<Status(const std::vector<int64_t>& shape, void** data)> allocate_output;
+  // alltoall: rows received from each rank.
+  std::function<void(const std::vector<int64_t>& received_splits)> on_received_splits;
+  std::function<void(const Status&)> done;
+};
+
+}  // namespace tfring
