@@ -33,7 +33,7 @@ CORE_SOURCES = sorted(glob.glob(os.path.join(ROOT, "cc", "core", "*.cc")))
 NCCL_ABI_CHECK = os.path.join(ROOT, "cc", "core", "nccl", "abi_check.cc")
 NCCL_SOURCES = sorted(s for s in glob.glob(os.path.join(ROOT, "cc", "core", "nccl", "*.cc")) if s != NCCL_ABI_CHECK)
 TF_GPU_SOURCES = sorted(glob.glob(os.path.join(ROOT, "cc", "tf_gpu", "*.cc")))
-PY_SOURCES = [os.path.join(ROOT, "cc", "python", "module.cc")]
+PY_SOURCES = sorted(glob.glob(os.path.join(ROOT, "cc", "python", "*.cc")))
 TF_SOURCES = sorted(glob.glob(os.path.join(ROOT, "cc", "tf", "*.cc")))
 HEADERS = glob.glob(os.path.join(ROOT, "cc", "**", "*.h"), recursive=True)
 

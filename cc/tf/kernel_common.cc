@@ -81,10 +81,14 @@ bool CollectiveKernel::FillRequest(tensorflow::OpKernelContext* ctx, OpType op,
   request->device = -1;
   request->shape = ShapeOf(input);
   if (!ToCoreDataType(input.dtype(), &request->dtype)) {
-    ctx->SetStatus(absl::UnimplementedError(
-        std::string(OpTypeName(op)) + " of tensor '" + name + "': tfring does not support dtype " +
-        tensorflow::DataTypeString(input.dtype()) +
-        "; use one of uint8, int8, int32, int64, float16, bfloat16, float32, float64, bool"));
+    std::string supported;
+    for (int t = 0; t < kNumDataTypes; ++t) {
+      supported += (t ? ", " : "") + std::string(DataTypeName(static_cast<DataType>(t)));
+    }
+    ctx->SetStatus(absl::UnimplementedError(std::string(OpTypeName(op)) + " of tensor '" + name +
+                                            "': tfring does not support dtype " +
+                                            tensorflow::DataTypeString(input.dtype()) + "; use one of " +
+                                            supported));
     return false;
   }
   return true;

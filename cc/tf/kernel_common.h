@@ -56,8 +56,8 @@ class CollectiveKernel : public tensorflow::AsyncOpKernel {
 
  protected:
   // A Request for `op` on `input` with this kernel's name; fails (on ctx) for an
-  // unsupported dtype. `device` is -1 (host memory): the kernels are CPU kernels; a GPU
-  // build will set the ordinal here.
+  // unsupported dtype. `device` is -1 (host memory); PlacedKernel (collective_kernels.h)
+  // sets its placement's.
   bool FillRequest(tensorflow::OpKernelContext* ctx, OpType op, const tensorflow::Tensor& input,
                    const std::string& name, Request* request);
   // Enqueues; on an immediate core error sets it on ctx and calls done (so callers just

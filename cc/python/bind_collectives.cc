@@ -1,0 +1,357 @@
+// tfring._core collectives: NumPy arrays in, NumPy arrays out.
+//
+// Collectives come as *_async(...) -> Handle; Handle.wait(timeout) returns the result.
+// The Handle keeps the input (and a preallocated output) alive until the op completes;
+// dropping an unfinished Handle waits for it first, so C++ never writes to freed memory.
+// GPU arrays (anything with __cuda_array_interface__) run on the GPU backend; see
+// device_array.h.
+#include "bindings.h"
+
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "../core/backend.h"
+#include "../core/runtime.h"
+#include "device_array.h"
+
+namespace tfring {
+namespace python {
+namespace {
+
+py::array CheckedArray(const py::object& obj, const std::string& name) {
+  if (!py::isinstance<py::array>(obj)) {
+    throw py::type_error("tensor '" + name + "' must be a numpy.ndarray, got " +
+                         std::string(py::str(py::type::of(obj).attr("__name__"))));
+  }
+  py::array a = obj.cast<py::array>();
+  if (!(a.flags() & py::array::c_style)) {
+    Raise(Status::InvalidArgument("tensor '" + name + "' is not C-contiguous; pass "
+                                  "numpy.ascontiguousarray(x)"));
+  }
+  return a;
+}
+
+std::vector<int64_t> ShapeOf(const py::array& a) {
+  std::vector<int64_t> shape;
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) shape.push_back(a.shape(i));
+  return shape;
+}
+
+// Completion state shared between the background thread and the Python Handle. Holds no
+// Python objects, so the background thread never needs the GIL.
+struct Completion {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  Status status;
+  std::vector<int64_t> out_shape;
+  std::unique_ptr<char[]> out_buffer;  // allgather / alltoall output
+  std::shared_ptr<python::DeviceBuffer> out_device;  // the same, for GPU arrays
+  std::vector<int64_t> received_splits;
+};
+
+class Handle {
+ public:
+  Handle(std::string name, OpType op, DataType dtype, std::shared_ptr<Completion> c, py::object input,
+         py::object output)
+      : name_(std::move(name)), op_(op), dtype_(dtype), c_(std::move(c)),
+        input_(std::move(input)), output_(std::move(output)) {}
+
+  ~Handle() {
+    // Never free buffers the core may still write: wait (without the GIL) for completion.
+    bool finished = WaitFor(600.0);
+    if (!finished) {  // leak rather than risk a use-after-free
+      input_.release();
+      output_.release();
+    }
+  }
+
+  bool poll() {
+    std::lock_guard<std::mutex> lock(c_->mu);
+    return c_->done;
+  }
+
+  // Blocks until done (timeout None = no limit), checking for Ctrl-C every 0.2 s.
+  py::object wait(std::optional<double> timeout) {
+    auto start = std::chrono::steady_clock::now();
+    for (;;) {
+      if (WaitFor(0.2)) break;
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      if (timeout && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= *timeout) {
+        Raise(Status::Timeout(std::string(OpTypeName(op_)) + " '" + name_ + "' did not complete within " +
+                              std::to_string(*timeout) + " s; other ranks may not have submitted it yet "
+                              "(the stall warning names them)"));
+      }
+    }
+    Check(c_->status);
+    if (op_ == OpType::kAllgather || op_ == OpType::kAlltoall) {
+      if (!result_ && c_->out_device) {
+        result_ = py::cast(c_->out_device);
+      } else if (!result_) {
+        auto* raw = c_->out_buffer.release();
+        py::capsule owner(raw, [](void* p) { delete[] static_cast<char*>(p); });
+        std::vector<py::ssize_t> shape(c_->out_shape.begin(), c_->out_shape.end());
+        result_ = py::array(ToNumpyDtype(dtype_), shape, raw ? raw : nullptr, owner);
+      }
+      if (op_ == OpType::kAlltoall) {
+        py::array_t<int64_t> splits(c_->received_splits.size());
+        std::memcpy(splits.mutable_data(), c_->received_splits.data(), c_->received_splits.size() * 8);
+        return py::make_tuple(result_, splits);
+      }
+      return result_;
+    }
+    if (op_ == OpType::kBarrier) return py::none();
+    return output_;
+  }
+
+ private:
+  bool WaitFor(double seconds) {
+    py::gil_scoped_release release;
+    std::unique_lock<std::mutex> lock(c_->mu);
+    return c_->cv.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return c_->done; });
+  }
+
+  std::string name_;
+  OpType op_;
+  DataType dtype_;
+  std::shared_ptr<Completion> c_;
+  py::object input_;
+  py::object output_;
+  py::object result_;
+};
+
+std::unique_ptr<Handle> Submit(Submission s, py::object input, py::object output) {
+  auto c = std::make_shared<Completion>();
+  s.done = [c](const Status& st) {
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->status = st;
+      c->done = true;
+    }
+    c->cv.notify_all();
+  };
+  if ((s.request.op == OpType::kAllgather || s.request.op == OpType::kAlltoall) && s.request.device >= 0) {
+    DataType dtype = s.request.dtype;
+    int device = s.request.device;
+    s.allocate_output = [c, dtype, device](const std::vector<int64_t>& shape, void** data) {
+      try {
+        c->out_device = std::make_shared<python::DeviceBuffer>(device, dtype, shape);
+      } catch (const StatusError& e) {
+        return e.status;
+      }
+      c->out_shape = shape;
+      *data = c->out_device->data();
+      return Status::OK();
+    };
+    s.on_received_splits = [c](const std::vector<int64_t>& splits) { c->received_splits = splits; };
+  } else if (s.request.op == OpType::kAllgather || s.request.op == OpType::kAlltoall) {
+    DataType dtype = s.request.dtype;
+    s.allocate_output = [c, dtype](const std::vector<int64_t>& shape, void** data) {
+      size_t n = DataTypeSize(dtype);
+      for (int64_t d : shape) n *= static_cast<size_t>(d);
+      c->out_shape = shape;
+      c->out_buffer.reset(new char[n > 0 ? n : 1]);
+      *data = c->out_buffer.get();
+      return Status::OK();
+    };
+    s.on_received_splits = [c](const std::vector<int64_t>& splits) { c->received_splits = splits; };
+  }
+  std::string name = s.request.name;
+  OpType op = s.request.op;
+  DataType dtype = s.request.dtype;
+  Check(Runtime::Global().Enqueue(std::move(s)));
+  return std::make_unique<Handle>(name, op, dtype, c, std::move(input), std::move(output));
+}
+
+Submission Make(OpType op, const py::array& a, const std::string& name) {
+  Submission s;
+  s.request.name = name;
+  s.request.op = op;
+  s.request.dtype = ToDataType(a, name);
+  s.request.shape = ShapeOf(a);
+  s.input = a.data();
+  return s;
+}
+
+py::array EmptyLike(const py::array& a, std::vector<py::ssize_t> shape) {
+  return py::array(a.dtype(), shape);
+}
+
+// Where an allreduce/broadcast of host array `a` writes: `out` when given (checked: a
+// writeable C-contiguous array of a's dtype and shape, `a` itself or not overlapping it),
+// `a` when `inplace`, else a new array.
+py::array OutputFor(const py::array& a, const py::object& out, bool inplace, const std::string& name) {
+  if (out.is_none()) {
+    return inplace ? a : EmptyLike(a, std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()));
+  }
+  if (!py::isinstance<py::array>(out)) {
+    throw py::type_error("out= for tensor '" + name + "' must be a NumPy array, not " +
+                         std::string(py::str(py::type::of(out).attr("__name__"))));
+  }
+  py::array o = out.cast<py::array>();
+  auto fail = [&](const std::string& why) {
+    throw py::value_error("out= for tensor '" + name + "' " + why +
+                          ": pass a writeable C-contiguous array of the input's shape and dtype "
+                          "(numpy.empty_like(array)), or the input itself to work in place");
+  };
+  if (!o.dtype().equal(a.dtype())) fail("has dtype " + std::string(py::str(o.dtype())) + ", the input " + std::string(py::str(a.dtype())));
+  if (ShapeOf(o) != ShapeOf(a)) fail("has another shape than the input");
+  if (!(o.flags() & py::array::c_style)) fail("is not C-contiguous");
+  if (!o.writeable()) fail("is read-only");
+  const char* ib = static_cast<const char*>(a.data());
+  const char* ob = static_cast<const char*>(o.data());
+  const py::ssize_t n = a.nbytes();
+  if (ib != ob && n > 0 && ib < ob + n && ob < ib + n) fail("overlaps the input without being it");
+  return o;
+}
+
+// A collective on a GPU array (see device_array.h). `configure` sets the op's fields;
+// allreduce/broadcast/reducescatter write into a new DeviceBuffer unless `inplace`.
+std::unique_ptr<Handle> SubmitDeviceArray(OpType op, const py::object& obj, const std::string& name,
+                                          const std::function<void(Submission&)>& configure, bool inplace) {
+  python::DeviceArrayView v = python::ParseDeviceArray(obj, name);
+  const std::string what = std::string(OpTypeName(op)) + " of GPU tensor '" + name + "'";
+  Submission s;
+  s.request.name = name;
+  s.request.op = op;
+  s.request.dtype = v.dtype;
+  s.request.shape = v.shape;
+  configure(s);
+  python::PrepareDeviceArray(&v, what);  // kUnimplemented here without NCCL / CUDA
+  s.request.device = v.device;
+  s.input = v.data;
+  py::object out = py::none();
+  if (op == OpType::kAllreduce || op == OpType::kBroadcast || op == OpType::kReducescatter) {
+    std::vector<int64_t> shape = v.shape;
+    if (op == OpType::kReducescatter) {
+      int size = Runtime::Global().size();
+      if (size < 1) Raise(Status::Precondition("tfring is not initialized: call tfring.init() first"));
+      if (shape.empty()) Raise(Status::InvalidArgument(what + " needs at least one dimension"));
+      shape[0] = ReducescatterRows(shape[0], size, Runtime::Global().rank());
+      inplace = false;
+    }
+    if (inplace) {
+      s.output = v.data;
+      out = obj;
+    } else {
+      auto buf = std::make_shared<python::DeviceBuffer>(v.device, v.dtype, shape);
+      s.output = buf->data();
+      out = py::cast(buf);
+    }
+  }
+  return Submit(std::move(s), obj, out);
+}
+
+}  // namespace
+
+void BindCollectives(py::module_& m) {
+  py::class_<Handle>(m, "Handle")
+      .def("wait", &Handle::wait, py::arg("timeout") = py::none(),
+           "Blocks until the collective completes and returns its result.")
+      .def("poll", &Handle::poll, "True once the collective has completed.");
+
+  m.def("allreduce_async", [](py::object obj, const std::string& name, int op, double prescale,
+                              double postscale, bool inplace, py::object out_obj) {
+    if (python::IsDeviceArray(obj)) {
+      if (!out_obj.is_none()) throw py::type_error("out= is for NumPy arrays; GPU arrays take inplace=True");
+      if (op < 0 || op >= kNumReduceOps) throw py::value_error("invalid reduce op " + std::to_string(op));
+      return SubmitDeviceArray(OpType::kAllreduce, obj, name, [&](Submission& s) {
+        s.request.reduce_op = static_cast<ReduceOp>(op);
+        s.request.prescale = prescale;
+        s.request.postscale = postscale;
+      }, inplace);
+    }
+    py::array a = CheckedArray(obj, name);
+    if (op < 0 || op >= kNumReduceOps) throw py::value_error("invalid reduce op " + std::to_string(op));
+    Submission s = Make(OpType::kAllreduce, a, name);
+    s.request.reduce_op = static_cast<ReduceOp>(op);
+    s.request.prescale = prescale;
+    s.request.postscale = postscale;
+    py::array out = OutputFor(a, out_obj, inplace, name);
+    s.output = out.mutable_data();
+    return Submit(std::move(s), a, out);
+  }, py::arg("array"), py::arg("name"), py::arg("op") = 0, py::arg("prescale") = 1.0,
+     py::arg("postscale") = 1.0, py::arg("inplace") = false, py::arg("out") = py::none());
+
+  m.def("allgather_async", [](py::object obj, const std::string& name) {
+    if (python::IsDeviceArray(obj)) {
+      return SubmitDeviceArray(OpType::kAllgather, obj, name, [](Submission&) {}, false);
+    }
+    py::array a = CheckedArray(obj, name);
+    return Submit(Make(OpType::kAllgather, a, name), a, py::none());
+  }, py::arg("array"), py::arg("name"));
+
+  m.def("broadcast_async", [](py::object obj, int root, const std::string& name, bool inplace,
+                              py::object out_obj) {
+    if (python::IsDeviceArray(obj)) {
+      if (!out_obj.is_none()) throw py::type_error("out= is for NumPy arrays; GPU arrays take inplace=True");
+      return SubmitDeviceArray(OpType::kBroadcast, obj, name, [&](Submission& s) { s.request.root = root; },
+                               inplace);
+    }
+    py::array a = CheckedArray(obj, name);
+    Submission s = Make(OpType::kBroadcast, a, name);
+    s.request.root = root;
+    py::array out = OutputFor(a, out_obj, inplace, name);
+    s.output = out.mutable_data();
+    return Submit(std::move(s), a, out);
+  }, py::arg("array"), py::arg("root"), py::arg("name"), py::arg("inplace") = false,
+     py::arg("out") = py::none());
+
+  m.def("alltoall_async", [](py::object obj, std::optional<std::vector<int64_t>> splits,
+                             const std::string& name) {
+    if (python::IsDeviceArray(obj)) {
+      return SubmitDeviceArray(OpType::kAlltoall, obj, name, [&](Submission& s) {
+        if (splits) s.request.splits = *splits;
+      }, false);
+    }
+    py::array a = CheckedArray(obj, name);
+    Submission s = Make(OpType::kAlltoall, a, name);
+    if (splits) s.request.splits = *splits;
+    return Submit(std::move(s), a, py::none());
+  }, py::arg("array"), py::arg("splits"), py::arg("name"));
+
+  m.def("reducescatter_async", [](py::object obj, const std::string& name, int op, double prescale,
+                                  double postscale) {
+    if (python::IsDeviceArray(obj)) {
+      if (op < 0 || op >= kNumReduceOps) throw py::value_error("invalid reduce op " + std::to_string(op));
+      return SubmitDeviceArray(OpType::kReducescatter, obj, name, [&](Submission& s) {
+        s.request.reduce_op = static_cast<ReduceOp>(op);
+        s.request.prescale = prescale;
+        s.request.postscale = postscale;
+      }, false);
+    }
+    py::array a = CheckedArray(obj, name);
+    if (op < 0 || op >= kNumReduceOps) throw py::value_error("invalid reduce op " + std::to_string(op));
+    Submission s = Make(OpType::kReducescatter, a, name);
+    s.request.reduce_op = static_cast<ReduceOp>(op);
+    s.request.prescale = prescale;
+    s.request.postscale = postscale;
+    int size = Runtime::Global().size();
+    if (size < 1) Raise(Status::Precondition("tfring is not initialized: call tfring.init() first"));
+    if (a.ndim() < 1) Raise(Status::InvalidArgument("reducescatter of tensor '" + name + "' needs at least one dimension"));
+    std::vector<py::ssize_t> shape(a.shape(), a.shape() + a.ndim());
+    shape[0] = ReducescatterRows(shape[0], size, Runtime::Global().rank());
+    py::array out = EmptyLike(a, shape);
+    s.output = out.mutable_data();
+    return Submit(std::move(s), a, out);
+  }, py::arg("array"), py::arg("name"), py::arg("op") = 0, py::arg("prescale") = 1.0,
+     py::arg("postscale") = 1.0);
+
+  m.def("barrier_async", [](const std::string& name) {
+    Submission s;
+    s.request.name = name;
+    s.request.op = OpType::kBarrier;
+    s.request.dtype = DataType::kUInt8;
+    return Submit(std::move(s), py::none(), py::none());
+  }, py::arg("name"));
+}
+
+}  // namespace python
+}  // namespace tfring
