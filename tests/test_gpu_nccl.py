@@ -364,6 +364,17 @@ full = sum(np.arange(6, dtype=np.float32).reshape(3, 2) * (p + 1) for p in range
 lo = sum(3 // n + (p < 3 % n) for p in range(r))
 assert np.array_equal(rs, full[lo: lo + 3 // n + (r < 3 % n)]), rs
 out, splits = tfring.alltoall(gpu(np.full((n + r, 1), r, np.int64)), splits=[1] * (n - 1) + [1 + r], name="a2a")
+expected = np.concatenate([np.full((1 if r < n - 1 else 1 + p, 1), p, np.int64) for p in range(n)])
+assert np.array_equal(out.to_numpy(), expected), out.to_numpy()
+assert splits.tolist() == [1 if r < n - 1 else 1 + p for p in range(n)], splits
+scaled = tfring.allreduce(gpu(x), op=tfring.Sum, prescale_factor=2.0, name="scaled").to_numpy()
+assert np.allclose(scaled, 2 * sum(np.arange(10, dtype=np.float32) + p for p in range(n))), scaled
+m = tfring.allreduce(gpu(np.array([r, -r], np.int32)), op=tfring.Max, name="max").to_numpy()
+assert m.tolist() == [n - 1, 0], m
+handles = [tfring.allreduce_async(gpu(np.full(5, r + i, np.float32)), op=tfring.Average, name=f"fuse.{i}")
+           for i in range(8)]
+for i, h in enumerate(handles):
+    assert np.allclose(h.wait().to_numpy(), i + (n - 1) / 2), i
 print("RANK-OK", r, flush=True)
 tfring.shutdown()
 """
@@ -382,3 +393,18 @@ def test_two_ranks_on_two_gpus():
     result = run_job(2, _TWO_GPU_SCRIPT, timeout=180)
     assert "RANK-OK 0" in result.stdout and "RANK-OK 1" in result.stdout, result.stdout
 
+
+
+@pytest.mark.multiprocess
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_multi_rank_gpu_path_on_fake_gpu_libraries(fake_gpu_env, ranks, tmp_path):
+    # The NCCL backend's multi-rank branches (unequal allgather as grouped broadcasts,
+    # alltoall as grouped send/recv, uneven reducescatter as grouped reduces, fusion,
+    # premultiplied sums) on the fake libraries: one fake device per rank, ranks exchanging
+    # through files (tests/fake_gpu/fake_nccl.cc).
+    from tests.helpers import run_job
+
+    env = dict(fake_gpu_env, FAKE_CUDA_DEVICES=str(ranks), FAKE_NCCL_DIR=str(tmp_path), FAKE_NCCL_TIMEOUT_S="30")
+    result = run_job(ranks, _TWO_GPU_SCRIPT, timeout=120, env=env)
+    for r in range(ranks):
+        assert f"RANK-OK {r}" in result.stdout, result.stdout + result.stderr

@@ -117,7 +117,15 @@ Response Coordinator::Validate(const std::string& name, const Pending& p) const 
   std::string err = Disagreement(name, "the operation", reqs,
                                  +[](const Request& r) { return r.op; }, op_name);
   if (err.empty()) err = Disagreement(name, "the dtype", reqs, +[](const Request& r) { return r.dtype; }, dtype_name);
-  if (err.empty()) err = Disagreement(name, "the device", reqs, +[](const Request& r) { return r.device; }, device_name);
+  // Host memory or GPU must agree; GPU ordinals may differ (each rank drives its own GPU;
+  // the response carries rank 0's as the label of the communicator every rank uses).
+  for (size_t r = 1; err.empty() && r < reqs.size(); ++r) {
+    if ((reqs[r].device >= 0) != (first.device >= 0)) {
+      err = "tensor '" + name + "': ranks disagree on the device: rank 0 has " + device_name(first.device) +
+            ", rank " + std::to_string(r) + " has " + device_name(reqs[r].device) +
+            ". Every rank must submit the same collective under the same name.";
+    }
+  }
   if (err.empty() && (first.op == OpType::kAllreduce || first.op == OpType::kReducescatter)) {
     err = Disagreement(name, "the reduce op", reqs, +[](const Request& r) { return r.reduce_op; }, reduce_name);
     if (err.empty()) err = Disagreement(name, "prescale_factor", reqs, +[](const Request& r) { return r.prescale; }, num);

@@ -153,6 +153,18 @@ TEST(CoordinatorValidationTest, ReduceOpScaleAndDeviceMismatch) {
                  {"'q'", "postscale_factor", "rank 1 has 0.5"});
   ExpectMismatch(MismatchOn(2, 1, Allreduce("d", {4}), [](Request& q) { q.device = 0; }),
                  {"'d'", "device", "rank 0 has CPU", "rank 1 has GPU:0"});
+  Request on_gpu = Allreduce("e", {4});
+  on_gpu.device = 1;
+  ExpectMismatch(MismatchOn(3, 2, on_gpu, [](Request& q) { q.device = -1; }),
+                 {"'e'", "device", "rank 0 has GPU:1", "rank 2 has CPU"});
+}
+
+TEST(CoordinatorValidationTest, RanksOnDifferentGpusAgreeWithRankZerosOrdinalAsTheLabel) {
+  Coordinator c(3, 0);
+  auto out = SubmitAll(c, 3, Allreduce("g", {4}), [](int rank, Request& q) { q.device = rank; });
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].kind, Response::Kind::kCollective) << out[0].error_message;
+  EXPECT_EQ(out[0].device, 0);
 }
 
 TEST(CoordinatorValidationTest, ReduceOpIgnoredWhereItDoesNotApply) {

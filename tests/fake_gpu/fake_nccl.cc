@@ -1,29 +1,52 @@
-// A one-rank CPU stand-in for libnccl.so.2, for tests only (tests/test_gpu_nccl.py), used
-// with fake_cudart.cc ("device" memory is host memory). It behaves like a non-blocking
-// NCCL communicator of one rank: creation and the first async-error queries report
-// ncclInProgress, collectives copy (applying ncclRedOpCreatePreMulSum factors), and only
+// A CPU stand-in for libnccl.so.2, for tests only (tests/test_gpu_nccl.py), used with
+// fake_cudart.cc ("device" memory is host memory). It behaves like a non-blocking NCCL
+// communicator: creation and the first async-error queries report ncclInProgress, and only
 // the calls tfring makes exist. Loaded only through TFRING_NCCL_LIBRARY.
+//
+// Ranks are processes. With one rank a collective copies (applying
+// ncclRedOpCreatePreMulSum factors). With several, every call (or every ncclGroupStart/End
+// group, executed at ncclGroupEnd) is one exchange through files in a directory named by
+// the unique id: each rank writes what it contributes (`<seq>.<rank>`, written whole and
+// renamed), waits for every other rank's file of the same sequence number, and computes
+// its own result from all of them, as NCCL defines it (reductions in double or 64-bit
+// integers). So every rank must make the same calls in the same order, as with NCCL;
+// a rank that never does makes the others fail after FAKE_NCCL_TIMEOUT_S (default 60)
+// with ncclRemoteError. Directory: $FAKE_NCCL_DIR, else $TMPDIR (or /tmp).
 //
 // Fault injection (environment): FAKE_NCCL_ASYNC_ERROR=1 makes ncclCommGetAsyncError report
 // ncclRemoteError once a collective ran (a peer died); FAKE_NCCL_VERSION=n overrides the
 // version (e.g. 21300 to test the "too old" refusal).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <mutex>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
 
 enum Result { kSuccess = 0, kInvalidArgument = 4, kInvalidUsage = 5, kRemoteError = 6, kInProgress = 7 };
 enum Type { kInt8, kUint8, kInt32, kUint32, kInt64, kUint64, kFloat16, kFloat32, kFloat64, kBfloat16 };
+enum RedOp { kSum, kProd, kMax, kMin, kAvg };
 constexpr int kFirstCustomOp = 5;
 
 struct Comm {
   int polls_left = 3;  // async-error queries answered "in progress" after creation
   int collectives = 0;
+  int nranks = 1;
+  int rank = 0;
+  std::string dir;    // the exchange directory (nranks > 1)
+  uint64_t seq = 0;   // exchanges done
 };
 
 struct Config {  // ncclConfig_t prefix
@@ -104,19 +127,285 @@ void Scale(void* buf, size_t count, int t, double factor) {
   }
 }
 
-// One rank: the reduction of a single contribution is that contribution (times a premul
-// factor for custom ops; ncclAvg divides by 1).
-int Reduce(const void* send, void* recv, size_t count, int type, int op, Comm* comm) {
-  if (comm == nullptr) return kInvalidArgument;
-  if (count) std::memmove(recv, send, count * TypeSize(type));
-  if (op >= kFirstCustomOp) {
-    std::lock_guard<std::mutex> lock(mu);
-    size_t index = static_cast<size_t>(op - kFirstCustomOp);
-    if (index >= premul_factors.size()) return kInvalidArgument;
-    Scale(recv, count, type, premul_factors[index]);
+void Write(void* p, int t, double v) {
+  switch (t) {
+    case kFloat16: *static_cast<uint16_t*>(p) = FloatToHalf(static_cast<float>(v)); break;
+    case kBfloat16: *static_cast<uint16_t*>(p) = FloatToBf16(static_cast<float>(v)); break;
+    case kFloat32: *static_cast<float*>(p) = static_cast<float>(v); break;
+    case kFloat64: *static_cast<double*>(p) = v; break;
+    default: break;
   }
-  ++comm->collectives;
+}
+
+bool IsFloat(int t) { return t == kFloat16 || t == kBfloat16 || t == kFloat32 || t == kFloat64; }
+
+int64_t ReadInt(const void* p, int t) {
+  switch (t) {
+    case kInt8: return *static_cast<const int8_t*>(p);
+    case kUint8: return *static_cast<const uint8_t*>(p);
+    case kInt32: return *static_cast<const int32_t*>(p);
+    case kUint32: return *static_cast<const uint32_t*>(p);
+    default: return *static_cast<const int64_t*>(p);
+  }
+}
+
+void WriteInt(void* p, int t, int64_t v) {
+  switch (t) {
+    case kInt8: *static_cast<int8_t*>(p) = static_cast<int8_t>(v); break;
+    case kUint8: *static_cast<uint8_t*>(p) = static_cast<uint8_t>(v); break;
+    case kInt32: *static_cast<int32_t*>(p) = static_cast<int32_t>(v); break;
+    case kUint32: *static_cast<uint32_t*>(p) = static_cast<uint32_t>(v); break;
+    default: *static_cast<int64_t*>(p) = v; break;
+  }
+}
+
+// The premultiplier of a custom op, or 1; false for an unknown op.
+bool PremulFactor(int op, double* factor) {
+  *factor = 1.0;
+  if (op < kFirstCustomOp) return op >= kSum && op <= kAvg;
+  std::lock_guard<std::mutex> lock(mu);
+  size_t index = static_cast<size_t>(op - kFirstCustomOp);
+  if (index >= premul_factors.size()) return false;
+  *factor = premul_factors[index];
+  return true;
+}
+
+// recv[i] = op over ranks of inputs[r][i] (count elements of type t); custom ops are
+// premultiplied sums.
+int ReduceInto(const std::vector<const char*>& inputs, void* recv, size_t count, int t, int op) {
+  double factor;
+  if (!PremulFactor(op, &factor)) return kInvalidArgument;
+  const size_t es = TypeSize(t);
+  const int n = static_cast<int>(inputs.size());
+  for (size_t i = 0; i < count; ++i) {
+    char* out = static_cast<char*>(recv) + i * es;
+    if (IsFloat(t)) {
+      double acc = Read(inputs[0] + i * es, t) * factor;
+      for (int r = 1; r < n; ++r) {
+        double v = Read(inputs[r] + i * es, t) * factor;
+        acc = op == kProd ? acc * v : op == kMax ? std::max(acc, v) : op == kMin ? std::min(acc, v) : acc + v;
+      }
+      Write(out, t, op == kAvg ? acc / n : acc);
+    } else {
+      int64_t acc = ReadInt(inputs[0] + i * es, t);
+      for (int r = 1; r < n; ++r) {
+        int64_t v = ReadInt(inputs[r] + i * es, t);
+        acc = op == kProd ? acc * v : op == kMax ? std::max(acc, v) : op == kMin ? std::min(acc, v) : acc + v;
+      }
+      WriteInt(out, t, op == kAvg ? acc / n : acc);
+    }
+  }
   return kSuccess;
+}
+
+// One call as made by this rank. Calls between ncclGroupStart/End wait in `pending`.
+struct Call {
+  enum Kind : uint8_t { kAllReduce, kReduce, kReduceScatter, kAllGather, kBroadcast, kSend, kRecv } kind;
+  const void* send;
+  void* recv;
+  size_t count;  // elements (per rank for ReduceScatter's output and AllGather's input)
+  int type;
+  int op;
+  int peer;  // root (Reduce, Broadcast) or the other rank (Send, Recv)
+  Comm* comm;
+
+  size_t Bytes() const { return count * TypeSize(type); }
+  bool PointToPoint() const { return kind == kSend || kind == kRecv; }
+  // Bytes this rank puts into the exchange for this call.
+  size_t Contributed() const {
+    switch (kind) {
+      case kReduceScatter: return Bytes() * static_cast<size_t>(comm->nranks);
+      case kBroadcast: return comm->rank == peer ? Bytes() : 0;
+      case kRecv: return 0;
+      default: return Bytes();
+    }
+  }
+};
+
+thread_local int group_depth = 0;
+thread_local std::vector<Call> pending;
+
+double TimeoutS() {
+  const char* v = std::getenv("FAKE_NCCL_TIMEOUT_S");
+  return v ? std::atof(v) : 60.0;
+}
+
+std::string ExchangeFile(const Comm& c, uint64_t seq, int rank) {
+  return c.dir + "/" + std::to_string(seq) + "." + std::to_string(rank);
+}
+
+// Writes `mine`, waits for every rank's contribution to the same exchange, returns them.
+int Exchange(Comm* c, const std::string& mine, std::vector<std::string>* all) {
+  const uint64_t seq = c->seq++;
+  // Every rank has read exchange seq-2: each wrote seq-1 only after finishing it.
+  if (seq >= 2) ::unlink(ExchangeFile(*c, seq - 2, c->rank).c_str());
+  const std::string path = ExchangeFile(*c, seq, c->rank);
+  {
+    std::ofstream f(path + ".tmp", std::ios::binary);
+    f.write(mine.data(), static_cast<std::streamsize>(mine.size()));
+    if (!f) {
+      last_error = "cannot write " + path + " (fake)";
+      return kRemoteError;
+    }
+  }
+  if (std::rename((path + ".tmp").c_str(), path.c_str()) != 0) return kRemoteError;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(TimeoutS());
+  all->assign(static_cast<size_t>(c->nranks), "");
+  for (int r = 0; r < c->nranks; ++r) {
+    std::ifstream f;
+    for (;;) {
+      f.open(ExchangeFile(*c, seq, r), std::ios::binary);
+      if (f) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        last_error = "rank " + std::to_string(r) + " never made call " + std::to_string(seq) + " (fake)";
+        return kRemoteError;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    std::ostringstream bytes;
+    bytes << f.rdbuf();
+    (*all)[static_cast<size_t>(r)] = bytes.str();
+  }
+  return kSuccess;
+}
+
+// A rank's exchange: per call, [kind u8][peer i32][bytes u64][payload].
+struct Record {
+  uint8_t kind;
+  int32_t peer;
+  const char* data;
+  uint64_t bytes;
+};
+
+std::vector<Record> Parse(const std::string& bundle) {
+  std::vector<Record> out;
+  size_t at = 0;
+  while (at + 13 <= bundle.size()) {
+    Record r;
+    r.kind = static_cast<uint8_t>(bundle[at]);
+    std::memcpy(&r.peer, bundle.data() + at + 1, 4);
+    std::memcpy(&r.bytes, bundle.data() + at + 5, 8);
+    r.data = bundle.data() + at + 13;
+    at += 13 + r.bytes;
+    out.push_back(r);
+  }
+  return out;
+}
+
+// One rank: every call is the identity on its own contribution (times a premul factor).
+int RunAlone(const Call& k) {
+  double factor;
+  if (!PremulFactor(k.op, &factor)) return kInvalidArgument;
+  if (k.PointToPoint()) return kInvalidUsage;  // no peers
+  if ((k.kind == Call::kReduce || k.kind == Call::kBroadcast) && k.peer != 0) return kInvalidArgument;
+  if (k.count) std::memmove(k.recv, k.send, k.Bytes());
+  if (factor != 1.0) Scale(k.recv, k.count, k.type, factor);
+  return kSuccess;
+}
+
+// Runs this rank's calls (one call, or one group) as one exchange.
+int Run(std::vector<Call> calls) {
+  if (calls.empty()) return kSuccess;
+  Comm* c = calls[0].comm;
+  if (c == nullptr) return kInvalidArgument;
+  for (const Call& k : calls) {
+    if (k.comm != c) return kInvalidUsage;  // one communicator per group (all tfring does)
+    ++c->collectives;
+  }
+  if (c->nranks == 1) {
+    for (const Call& k : calls) {
+      int rc = RunAlone(k);
+      if (rc != kSuccess) return rc;
+    }
+    return kSuccess;
+  }
+  std::string mine;
+  for (const Call& k : calls) {
+    const uint64_t bytes = k.Contributed();
+    const int32_t peer = k.peer;
+    mine.push_back(static_cast<char>(k.kind));
+    mine.append(reinterpret_cast<const char*>(&peer), 4);
+    mine.append(reinterpret_cast<const char*>(&bytes), 8);
+    mine.append(static_cast<const char*>(k.send), bytes);
+  }
+  std::vector<std::string> bundles;
+  int rc = Exchange(c, mine, &bundles);
+  if (rc != kSuccess) return rc;
+  // Collectives line up by position among each rank's collectives; a Recv takes the next
+  // Send its peer addressed to this rank.
+  const int n = c->nranks, me = c->rank;
+  std::vector<std::vector<Record>> collectives(n), sends_to_me(n);
+  for (int r = 0; r < n; ++r) {
+    for (const Record& rec : Parse(bundles[static_cast<size_t>(r)])) {
+      if (rec.kind == Call::kSend) {
+        if (rec.peer == me) sends_to_me[r].push_back(rec);
+      } else if (rec.kind != Call::kRecv) {
+        collectives[r].push_back(rec);
+      }
+    }
+  }
+  std::vector<size_t> next_send(n, 0);
+  size_t position = 0;
+  for (const Call& k : calls) {
+    if (k.kind == Call::kSend) continue;
+    if (k.kind == Call::kRecv) {
+      if (k.peer < 0 || k.peer >= n || next_send[k.peer] >= sends_to_me[k.peer].size()) return kInvalidUsage;
+      const Record& rec = sends_to_me[k.peer][next_send[k.peer]++];
+      if (rec.bytes != k.Bytes()) return kInvalidArgument;
+      std::memcpy(k.recv, rec.data, rec.bytes);
+      continue;
+    }
+    std::vector<const char*> inputs;
+    for (int r = 0; r < n; ++r) {
+      if (position >= collectives[r].size() || collectives[r][position].kind != k.kind) {
+        last_error = "ranks made different calls (fake)";
+        return kInvalidUsage;
+      }
+      inputs.push_back(collectives[r][position].data);
+    }
+    const size_t bytes = k.Bytes();
+    switch (k.kind) {
+      case Call::kAllReduce:
+        rc = ReduceInto(inputs, k.recv, k.count, k.type, k.op);
+        break;
+      case Call::kReduce:
+        if (me == k.peer) rc = ReduceInto(inputs, k.recv, k.count, k.type, k.op);
+        break;
+      case Call::kReduceScatter: {
+        std::vector<const char*> mine_only;
+        for (const char* in : inputs) mine_only.push_back(in + static_cast<size_t>(me) * bytes);
+        rc = ReduceInto(mine_only, k.recv, k.count, k.type, k.op);
+        break;
+      }
+      case Call::kAllGather:
+        for (int r = 0; r < n; ++r) std::memcpy(static_cast<char*>(k.recv) + r * bytes, inputs[r], bytes);
+        break;
+      case Call::kBroadcast:
+        if (k.peer < 0 || k.peer >= n) return kInvalidArgument;
+        if (bytes) std::memmove(k.recv, inputs[k.peer], bytes);
+        break;
+      default:
+        break;
+    }
+    if (rc != kSuccess) return rc;
+    ++position;
+  }
+  return kSuccess;
+}
+
+int Submit(const Call& call) {
+  if (group_depth > 0) {
+    pending.push_back(call);
+    return kSuccess;
+  }
+  return Run({call});
+}
+
+std::string RandomHex(size_t chars) {
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  std::string out;
+  for (size_t i = 0; i < chars; ++i) out.push_back("0123456789abcdef"[static_cast<unsigned char>(urandom.get()) % 16]);
+  return out;
 }
 
 }  // namespace
@@ -139,22 +428,38 @@ const char* ncclGetErrorString(int result) {
 const char* ncclGetLastError(void*) { return last_error.c_str(); }
 int ncclGetUniqueId(void* id) {
   std::memset(id, 0, 128);
-  std::memcpy(id, "fake-nccl", 9);
+  const std::string text = "fake-nccl:" + RandomHex(24);
+  std::memcpy(id, text.data(), text.size());
   return kSuccess;
 }
 struct UniqueId {
   char internal[128];
 };
 int ncclCommInitRankConfig(Comm** comm, int nranks, UniqueId id, int rank, Config* config) {  // id by value
-  if (nranks != 1 || rank != 0) {
-    last_error = "the fake NCCL runs one rank only";
-    return kInvalidUsage;
+  if (nranks < 1 || rank < 0 || rank >= nranks) {
+    last_error = "invalid rank " + std::to_string(rank) + " of " + std::to_string(nranks);
+    return kInvalidArgument;
   }
   if (config == nullptr || config->magic != 0xcafebeef || config->size < sizeof(Config)) {
     last_error = "ncclConfig_t not initialized";
     return kInvalidArgument;
   }
-  *comm = new Comm();
+  auto* c = new Comm();
+  c->nranks = nranks;
+  c->rank = rank;
+  if (nranks > 1) {
+    const std::string text(id.internal, strnlen(id.internal, sizeof(id.internal)));
+    if (text.rfind("fake-nccl:", 0) != 0) {
+      delete c;
+      last_error = "not a fake NCCL unique id";
+      return kInvalidArgument;
+    }
+    const char* dir = std::getenv("FAKE_NCCL_DIR");
+    if (dir == nullptr) dir = std::getenv("TMPDIR");
+    c->dir = std::string(dir ? dir : "/tmp") + "/fake_nccl_" + text.substr(10);
+    ::mkdir(c->dir.c_str(), 0700);  // every rank tries; one creates it
+  }
+  *comm = c;
   return config->blocking == 0 ? kInProgress : kSuccess;
 }
 int ncclCommAbort(Comm* comm) {
@@ -181,18 +486,37 @@ int ncclRedOpCreatePreMulSum(int* op, void* scalar, int type, int residence, Com
   return kSuccess;
 }
 int ncclRedOpDestroy(int op, Comm*) { return op >= kFirstCustomOp ? kSuccess : kInvalidArgument; }
-int ncclAllReduce(const void* s, void* r, size_t n, int t, int op, Comm* c, void*) { return Reduce(s, r, n, t, op, c); }
+int ncclAllReduce(const void* s, void* r, size_t n, int t, int op, Comm* c, void*) {
+  return Submit(Call{Call::kAllReduce, s, r, n, t, op, -1, c});
+}
 int ncclReduce(const void* s, void* r, size_t n, int t, int op, int root, Comm* c, void*) {
-  return root == 0 ? Reduce(s, r, n, t, op, c) : kInvalidArgument;
+  return Submit(Call{Call::kReduce, s, r, n, t, op, root, c});
 }
-int ncclReduceScatter(const void* s, void* r, size_t n, int t, int op, Comm* c, void*) { return Reduce(s, r, n, t, op, c); }
-int ncclAllGather(const void* s, void* r, size_t n, int t, Comm* c, void*) { return Reduce(s, r, n, t, 0, c); }
+int ncclReduceScatter(const void* s, void* r, size_t n, int t, int op, Comm* c, void*) {
+  return Submit(Call{Call::kReduceScatter, s, r, n, t, op, -1, c});
+}
+int ncclAllGather(const void* s, void* r, size_t n, int t, Comm* c, void*) {
+  return Submit(Call{Call::kAllGather, s, r, n, t, kSum, -1, c});
+}
 int ncclBroadcast(const void* s, void* r, size_t n, int t, int root, Comm* c, void*) {
-  return root == 0 ? Reduce(s, r, n, t, 0, c) : kInvalidArgument;
+  return Submit(Call{Call::kBroadcast, s, r, n, t, kSum, root, c});
 }
-int ncclSend(const void*, size_t, int, int, Comm*, void*) { return kInvalidUsage; }  // no peers
-int ncclRecv(void*, size_t, int, int, Comm*, void*) { return kInvalidUsage; }
-int ncclGroupStart() { return kSuccess; }
-int ncclGroupEnd() { return kSuccess; }
+int ncclSend(const void* s, size_t n, int t, int peer, Comm* c, void*) {
+  return Submit(Call{Call::kSend, s, nullptr, n, t, kSum, peer, c});
+}
+int ncclRecv(void* r, size_t n, int t, int peer, Comm* c, void*) {
+  return Submit(Call{Call::kRecv, nullptr, r, n, t, kSum, peer, c});
+}
+int ncclGroupStart() {
+  ++group_depth;
+  return kSuccess;
+}
+int ncclGroupEnd() {
+  if (group_depth == 0) return kInvalidUsage;
+  if (--group_depth > 0) return kSuccess;
+  std::vector<Call> calls;
+  calls.swap(pending);
+  return Run(std::move(calls));
+}
 
 }  // extern "C"
