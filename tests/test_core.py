@@ -275,3 +275,19 @@ def test_python_tables_come_from_the_core():
         ops[n] for n in ("Sum", "Average", "Min", "Max", "Product"))
     assert set(_core.data_types()) == {"uint8", "int8", "int16", "uint16", "int32", "int64", "float16", "bfloat16",
                                        "float32", "float64", "bool"}
+
+
+def test_root_api_options_are_keyword_only():
+    import inspect
+
+    positional = {"allreduce": 1, "allgather": 1, "alltoall": 1, "reducescatter": 1, "broadcast": 2, "barrier": 1}
+    for name, count in positional.items():
+        for fn in (getattr(tfring, name), getattr(tfring, name + "_async", None)):
+            if fn is None:
+                continue
+            params = list(inspect.signature(fn).parameters.values())
+            assert [p.kind for p in params[:count]] == [inspect.Parameter.POSITIONAL_OR_KEYWORD] * count, fn
+            assert all(p.kind == inspect.Parameter.KEYWORD_ONLY for p in params[count:]), fn
+    # Horovod's allreduce(tensor, average) order would silently mean something else here.
+    with pytest.raises(TypeError, match="positional"):
+        tfring.allreduce(np.ones(2, np.float32), tfring.Max)

@@ -6,6 +6,10 @@ rank for the same collective, distinct while in flight. When ``name`` is omitted
 n-th unnamed call of an op on this process is called ``"<op>.<n>"``, which matches across
 ranks as long as every rank makes its unnamed calls in the same order; pass explicit names
 when they may not (e.g. from several threads).
+
+Every argument after the array (and after ``root_rank`` for broadcast) is keyword-only:
+``allreduce(x, Max)`` would read like Horovod's deprecated ``allreduce(x, average)``, so it
+is refused instead of guessed.
 """
 
 import itertools
@@ -41,12 +45,12 @@ def _check_op(op):
     return op
 
 
-def allreduce_async(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0, out=None):
+def allreduce_async(array, *, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0, out=None):
     return _core.allreduce_async(array, _auto_name("allreduce", name), _check_op(op),
                                  float(prescale_factor), float(postscale_factor), out=out)
 
 
-def allreduce(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0, out=None):
+def allreduce(array, *, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0, out=None):
     """Reduces ``array`` across ranks; every rank gets the result (a new array, or ``out``).
 
     ``op=Average`` divides the sum by the world size (integers truncate toward zero).
@@ -57,53 +61,55 @@ def allreduce(array, op=Average, name=None, prescale_factor=1.0, postscale_facto
     reducing the same buffers every step). It must not be touched until the call returns
     (``*_async``: until ``wait()`` returns).
     """
-    return allreduce_async(array, op, name, prescale_factor, postscale_factor, out).wait()
+    return allreduce_async(array, op=op, name=name, prescale_factor=prescale_factor,
+                           postscale_factor=postscale_factor, out=out).wait()
 
 
-def allgather_async(array, name=None):
+def allgather_async(array, *, name=None):
     return _core.allgather_async(array, _auto_name("allgather", name))
 
 
-def allgather(array, name=None):
+def allgather(array, *, name=None):
     """Concatenates every rank's array along the first dimension, in rank order. The first
     dimension may differ between ranks; the others must match."""
-    return allgather_async(array, name).wait()
+    return allgather_async(array, name=name).wait()
 
 
-def broadcast_async(array, root_rank, name=None, out=None):
+def broadcast_async(array, root_rank, *, name=None, out=None):
     return _core.broadcast_async(array, int(root_rank), _auto_name("broadcast", name), out=out)
 
 
-def broadcast(array, root_rank, name=None, out=None):
+def broadcast(array, root_rank, *, name=None, out=None):
     """Returns ``root_rank``'s array on every rank (same shape and dtype on every rank).
     ``out``: as for :func:`allreduce` (a preallocated result array, or ``array`` itself)."""
-    return broadcast_async(array, root_rank, name, out).wait()
+    return broadcast_async(array, root_rank, name=name, out=out).wait()
 
 
-def alltoall_async(array, splits=None, name=None):
+def alltoall_async(array, *, splits=None, name=None):
     if splits is not None:
         splits = [int(s) for s in splits]
     return _core.alltoall_async(array, splits, _auto_name("alltoall", name))
 
 
-def alltoall(array, splits=None, name=None):
+def alltoall(array, *, splits=None, name=None):
     """Sends ``splits[j]`` rows of ``array`` (in order) to rank j and returns
     ``(received, received_splits)``: the rows from every rank concatenated in rank order,
     and how many came from each. ``splits=None`` divides the first dimension evenly."""
-    return alltoall_async(array, splits, name).wait()
+    return alltoall_async(array, splits=splits, name=name).wait()
 
 
-def reducescatter_async(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+def reducescatter_async(array, *, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
     return _core.reducescatter_async(array, _auto_name("reducescatter", name), _check_op(op),
                                      float(prescale_factor), float(postscale_factor))
 
 
-def reducescatter(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+def reducescatter(array, *, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
     """Reduces across ranks and returns this rank's block of rows: the first dimension is
     split as evenly as possible, lower ranks getting one extra row when it does not divide."""
-    return reducescatter_async(array, op, name, prescale_factor, postscale_factor).wait()
+    return reducescatter_async(array, op=op, name=name, prescale_factor=prescale_factor,
+                               postscale_factor=postscale_factor).wait()
 
 
-def barrier(name=None, timeout=None):
+def barrier(name=None, *, timeout=None):
     """Returns once every rank has entered the barrier of this name."""
     _core.barrier_async(_auto_name("barrier", name)).wait(timeout)
