@@ -42,6 +42,39 @@ void ControlChannel::Tell(const ControlMessage& message) {
   for (int p : peers_) SocketOf(p).SendMessage(bytes, Deadline::After(kTellPeersTimeoutS));
 }
 
+Status ControlChannel::Greet(double timeout_s) {
+  if (peers_.empty()) return Status::OK();
+  Deadline deadline = Deadline::After(timeout_s);
+  if (rank_ != 0) {
+    ControlMessage hello;
+    hello.kind = ControlKind::kHello;
+    return SocketOf(0).SendMessage(EncodeControl(hello), deadline, comm_->abort_flag());
+  }
+  std::vector<int> waiting = peers_;
+  while (!waiting.empty()) {
+    if (deadline.expired()) {
+      std::string ranks;
+      for (int p : waiting) ranks += (ranks.empty() ? "" : ", ") + std::to_string(p);
+      return Status::Timeout("rank(s) " + ranks + " did not finish init within " + std::to_string(timeout_s) +
+                             " s (TFRING_START_TIMEOUT_S)");
+    }
+    std::vector<pollfd> fds;
+    for (int p : waiting) fds.push_back(pollfd{SocketOf(p).fd(), POLLIN, 0});
+    if (poll(fds.data(), fds.size(), deadline.MillisLeft(100)) <= 0) continue;
+    for (size_t i = fds.size(); i-- > 0;) {  // erase from the back: indexes stay valid
+      if (!fds[i].revents) continue;
+      ControlMessage message;
+      TFRING_RETURN_IF_ERROR(ReceiveFrom(waiting[i], deadline, comm_->abort_flag(), &message));
+      if (message.kind != ControlKind::kHello) {
+        return Status::Internal("rank " + std::to_string(waiting[i]) + " sent control message kind " +
+                                std::to_string(static_cast<int>(message.kind)) + " before its hello");
+      }
+      waiting.erase(waiting.begin() + static_cast<long>(i));
+    }
+  }
+  return Status::OK();
+}
+
 void ControlChannel::AppendPollFds(std::vector<pollfd>* fds) const {
   for (int p : peers_) {
     Socket& s = const_cast<ControlChannel*>(this)->SocketOf(p);

@@ -35,6 +35,13 @@ class ControlChannel {
   // leaving rank tells its peers why. Errors are ignored (a peer may already be gone).
   void Tell(const ControlMessage& message);
 
+  // Init's last step, before the background thread starts. Every other rank sends one
+  // kHello once it is connected and done with the store; rank 0 returns once it has each
+  // (so a rank 0 that serves the store and exits right after init never cuts off a rank
+  // still waiting for a store reply). Blocking, bounded by `timeout_s` (kTimeout names the
+  // ranks that never said hello). Not counted in the stats.
+  Status Greet(double timeout_s);
+
   // One pollfd (POLLIN) per peer, in peers() order, appended to `fds`.
   void AppendPollFds(std::vector<pollfd>* fds) const;
 

@@ -199,6 +199,7 @@ std::string EncodeControl(const ControlMessage& m) {
       for (const auto& r : m.responses) EncodeResponse(w, r);
       break;
     case ControlKind::kShutdown:
+    case ControlKind::kHello:
       break;
     case ControlKind::kAbort:
       w.I32(m.abort_origin);
@@ -217,7 +218,7 @@ Status DecodeControl(const std::string& bytes, int world_size, ControlMessage* m
   };
   if (rd.U32() != kMagic) return bad("bad magic");
   int kind = rd.U8();
-  if (!rd.ok() || kind < 1 || kind > 4) return bad("unknown kind");
+  if (!rd.ok() || kind < 1 || kind > 5) return bad("unknown kind");
   m->kind = static_cast<ControlKind>(kind);
   m->requests.clear();
   m->cached_requests.clear();
@@ -248,6 +249,7 @@ Status DecodeControl(const std::string& bytes, int world_size, ControlMessage* m
       break;
     }
     case ControlKind::kShutdown:
+    case ControlKind::kHello:
       break;
     case ControlKind::kAbort: {
       m->abort_origin = rd.I32();

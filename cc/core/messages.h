@@ -82,6 +82,7 @@ enum class ControlKind : uint8_t {
   kResponses = 2,  // 0 -> rank: what to run next
   kShutdown = 3,   // rank -> 0: this rank called shutdown()
   kAbort = 4,      // either way: the job is broken; carries the cause
+  kHello = 5,      // rank -> 0, once, last step of init: connected and done with the store
 };
 
 struct ControlMessage {

@@ -149,21 +149,17 @@ Status Runtime::Init(const std::map<std::string, std::string>& overrides, bool r
                          std::shared_ptr<Store>(st->store.get(), [](Store*) {}));
     TFRING_RETURN_IF_ERROR(Communicator::Create(opt, prefixed, &st->comm)
                                .WithContext("tfring init on rank " + std::to_string(st->rank)));
-    // Rank 0 returns only once every rank is done with the store: with TFRING_STORE_SERVE
-    // the store lives in rank 0, and a rank 0 that finished init and exited at once would
-    // cut off ranks still reading their peers' keys.
-    TFRING_RETURN_IF_ERROR(prefixed.Set("connected/" + std::to_string(st->rank), "1"));
-    if (st->rank == 0) {
-      std::vector<std::string> connected;
-      for (int p = 1; p < st->size; ++p) connected.push_back("connected/" + std::to_string(p));
-      TFRING_RETURN_IF_ERROR(prefixed.Wait(connected, opt.start_timeout_s)
-                                 .WithContext("tfring init on rank 0 waiting for every rank to connect"));
-    }
   } else {
     MemoryStore local;  // size 1: no peers, nothing to exchange
     TFRING_RETURN_IF_ERROR(Communicator::Create(opt, local, &st->comm));
   }
   st->control = std::make_unique<ControlChannel>(st->rank, st->size, st->comm.get(), st->timeout_s, &st->stats);
+  // Rank 0 returns only once every rank is done with the store: with TFRING_STORE_SERVE the
+  // store lives in rank 0, and a rank 0 that finished init and exited at once would cut off
+  // ranks still waiting for a store reply (a key written in the store is not yet a reply
+  // received, so the hello travels on the control channel).
+  TFRING_RETURN_IF_ERROR(st->control->Greet(c.Float("TFRING_START_TIMEOUT_S"))
+                             .WithContext("tfring init on rank " + std::to_string(st->rank)));
   if (st->rank == 0) {
     st->coordinator = std::make_unique<Coordinator>(st->size, c.Int("TFRING_FUSION_THRESHOLD"),
                                                     static_cast<size_t>(c.Int("TFRING_CACHE_CAPACITY")));

@@ -135,6 +135,8 @@ Status Runtime::State::HandleControl(int from, ControlMessage& msg) {
       if (rank == 0) break;
       for (auto& r : msg.responses) TFRING_RETURN_IF_ERROR(Schedule(std::move(r), received));
       return Status::OK();
+    case ControlKind::kHello:  // consumed by Init (ControlChannel::Greet)
+      break;
   }
   return Status::Internal("unexpected control message kind " + std::to_string(int(msg.kind)) +
                           " from rank " + std::to_string(from));

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "test_util.h"
 
 namespace tfring {
@@ -120,6 +122,44 @@ TEST(ControlChannelTest, AwaitAbortNamesAPeerThatClosedWithoutSayingWhy) {
   EXPECT_FALSE(worker.AwaitAbort(2.0, &got, &closed));
   EXPECT_EQ(closed, 0);
   EXPECT_LT(SecondsSince(start), 1.5);  // a closed peer ends the wait early
+}
+
+TEST(ControlChannelTest, GreetReturnsOnRankZeroOnceEveryRankSaidHello) {
+  Mesh mesh;
+  ASSERT_TRUE(MakeMesh(MeshOptions{.size = 3}, &mesh).ok());
+  std::vector<StatsRecorder> stats(3);
+  auto statuses = RunRanks(3, 20, [&](int r) -> Status {
+    ControlChannel channel(r, 3, &mesh[r], 5, &stats[r]);
+    if (r == 2) std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a late rank
+    const auto start = std::chrono::steady_clock::now();
+    TFRING_RETURN_IF_ERROR(channel.Greet(5));
+    if (r == 0 && SecondsSince(start) < 0.15) return Status::Internal("rank 0 did not wait for rank 2");
+    // The channel works normally afterwards: the hello was consumed.
+    if (r == 1) return channel.Send(Requests("after"));
+    if (r == 0) {
+      bool got = false;
+      for (int i = 0; i < 100 && !got; ++i) {
+        TFRING_RETURN_IF_ERROR(channel.Receive(50, [&](int from, ControlMessage& m) {
+          got = from == 1 && m.kind == ControlKind::kRequests && m.requests.size() == 1;
+          return got ? Status::OK() : Status::Internal("unexpected message");
+        }));
+      }
+      if (!got) return Status::Timeout("no request after the greeting");
+    }
+    return Status::OK();
+  });
+  ExpectAllOk(statuses, "greet");
+  EXPECT_EQ(stats[1].Snapshot().control_messages_sent, 1);  // the request; the hello is not counted
+}
+
+TEST(ControlChannelTest, GreetTimesOutNamingTheRanksThatNeverSaidHello) {
+  Mesh mesh;
+  ASSERT_TRUE(MakeMesh(MeshOptions{.size = 3}, &mesh).ok());
+  StatsRecorder stats;
+  ControlChannel root(0, 3, &mesh[0], 5, &stats);
+  ControlChannel(1, 3, &mesh[1], 5, &stats).Greet(5);
+  Status st = root.Greet(0.3);
+  EXPECT_TRUE(HasError(st, ErrorCode::kTimeout, {"rank(s) 2 ", "TFRING_START_TIMEOUT_S"})) << Show(st);
 }
 
 }  // namespace

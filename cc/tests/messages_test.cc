@@ -121,6 +121,9 @@ std::vector<ControlMessage> SampleMessages() {
   ControlMessage shut;
   shut.kind = ControlKind::kShutdown;
   out.push_back(shut);
+  ControlMessage hello;
+  hello.kind = ControlKind::kHello;
+  out.push_back(hello);
   ControlMessage abort;
   abort.kind = ControlKind::kAbort;
   abort.abort_origin = 2;
@@ -314,7 +317,7 @@ TEST(MessagesTest, BadHeaderIsRefused) {
   EXPECT_TRUE(HasError(DecodeControl("GET / HTTP/1.1\r\n", kWorld, &back), ErrorCode::kInvalidArgument,
                        {"bad magic"}));
   EXPECT_TRUE(HasError(DecodeControl(Frame(0, ""), kWorld, &back), ErrorCode::kInvalidArgument, {"unknown kind"}));
-  EXPECT_TRUE(HasError(DecodeControl(Frame(5, ""), kWorld, &back), ErrorCode::kInvalidArgument, {"unknown kind"}));
+  EXPECT_TRUE(HasError(DecodeControl(Frame(6, ""), kWorld, &back), ErrorCode::kInvalidArgument, {"unknown kind"}));
 }
 
 // Encodes one request, lets `mutate` change it, and returns what DecodeControl says.
