@@ -14,7 +14,7 @@ import tfring.tensorflow as hvd
 from tfring.tensorflow import _loader, naming
 
 PUBLIC_API = [
-    "SyncBatchNormalization", "PartialDistributedGradientTape", "is_homogeneous", "Adasum",
+    "SyncBatchNormalization", "PartialDistributedGradientTape", "is_homogeneous", "Adasum", "join",
     "DEFAULT_BUCKET_BYTES", "Average", "BroadcastGlobalVariablesHook", "Compression", "Compressor", "DistributedGradientTape",
     "DistributedOptimizer", "FP16Compressor", "Max", "Min", "NoneCompressor", "Product", "Sum", "allgather",
     "allgather_object", "allreduce", "alltoall", "barrier", "broadcast", "broadcast_global_variables",
@@ -72,6 +72,8 @@ def test_collectives_on_one_rank_eager_and_in_a_function():
         assert results[5].numpy().tolist() == [2.0]
         np.testing.assert_array_equal(results[8].numpy(), 2 * x.numpy())
     hvd.barrier()
+    assert int(hvd.join()) == 0  # one rank: the last (and only) rank to join
+    assert int(tf.function(lambda: hvd.join())()) == 0
     assert hvd.broadcast_object({"a": [1]}) == {"a": [1]}
     assert hvd.allgather_object("x") == ["x"]
 

@@ -37,6 +37,7 @@ from tfring.ops import (
     barrier,
     broadcast,
     broadcast_async,
+    join,
     reducescatter,
     reducescatter_async,
 )
@@ -76,6 +77,7 @@ __all__ = [
     "init",
     "is_homogeneous",
     "is_initialized",
+    "join",
     "local_rank",
     "local_size",
     "rank",

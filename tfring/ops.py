@@ -113,3 +113,12 @@ def reducescatter(array, *, op=Average, name=None, prescale_factor=1.0, postscal
 def barrier(name=None, *, timeout=None):
     """Returns once every rank has entered the barrier of this name."""
     _core.barrier_async(_auto_name("barrier", name)).wait(timeout)
+
+
+def join(name=None):
+    """This rank has no more data (uneven shards): until every rank has joined, it adds zeros
+    to the allreduces the other ranks still run. Blocks until every rank has joined and
+    returns the last rank to join. Only allreduce and barrier can run while some rank has
+    joined; anything else fails with ``PreconditionError`` naming the joined ranks."""
+    return int(_core.join_async(_auto_name("join", name)).wait())
+

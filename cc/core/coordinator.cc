@@ -20,15 +20,17 @@ std::string RanksString(const std::vector<int>& ranks) {
   return os.str();
 }
 
-// Compares one attribute across ranks; returns an error message for the first disagreement.
+// Compares one attribute across the ranks that submitted the tensor (`present`: all but
+// ranks that joined without it); returns an error message for the first disagreement.
 template <typename T, typename Fmt>
-std::string Disagreement(const std::string& name, const char* what,
-                         const std::vector<Request>& reqs, T (*get)(const Request&), Fmt fmt) {
-  for (size_t r = 1; r < reqs.size(); ++r) {
-    if (!(get(reqs[r]) == get(reqs[0]))) {
+std::string Disagreement(const std::string& name, const char* what, const std::vector<Request>& reqs,
+                         const std::vector<bool>& present, T (*get)(const Request&), Fmt fmt) {
+  const size_t ref = static_cast<size_t>(std::find(present.begin(), present.end(), true) - present.begin());
+  for (size_t r = ref + 1; r < reqs.size(); ++r) {
+    if (present[r] && !(get(reqs[r]) == get(reqs[ref]))) {
       std::ostringstream os;
-      os << "tensor '" << name << "': ranks disagree on " << what << ": rank 0 has "
-         << fmt(get(reqs[0])) << ", rank " << r << " has " << fmt(get(reqs[r]))
+      os << "tensor '" << name << "': ranks disagree on " << what << ": rank " << ref << " has "
+         << fmt(get(reqs[ref])) << ", rank " << r << " has " << fmt(get(reqs[r]))
          << ". Every rank must submit the same collective under the same name.";
       return os.str();
     }
@@ -58,23 +60,57 @@ void Coordinator::Add(int rank, const Request& request, Clock::time_point now) {
   p.submitted[rank] = true;
   p.by_rank[rank] = request;
   p.arrived[rank] = now;
-  if (++p.count == size_) {
-    Response resp = Validate(request.name, p);
-    if (resp.kind == Response::Kind::kCollective) {
-      bool is_new = false;
-      const int32_t id = cache_.Assign(resp.names[0], p.by_rank, &is_new);
-      if (id >= 0) {
-        resp.cache_ids = {id};
-        resp.cache_id_is_new = {static_cast<uint8_t>(is_new ? 1 : 0)};
-      }
-    }
-    resp.ready_wait_s.resize(size_);
-    for (int r = 0; r < size_; ++r) {
-      resp.ready_wait_s[r] = std::max(0.0, std::chrono::duration<double>(now - p.arrived[r]).count());
-    }
-    ready_.push_back(std::move(resp));
-    pending_.erase(it);
+  ++p.count;
+  if (request.op == OpType::kJoin && !joined_[rank]) {
+    // From now on this rank adds zeros to the others' tensors: some may be complete now.
+    joined_[rank] = true;
+    ++joined_count_;
+    last_joined_ = rank;
+    std::vector<std::string> names;
+    for (const auto& kv : pending_) names.push_back(kv.first);
+    for (const auto& n : names) MaybeReady(pending_.find(n), now);
+    return;
   }
+  MaybeReady(it, now);
+}
+
+bool Coordinator::Complete(const Pending& p) const {
+  const bool is_join = std::any_of(p.by_rank.begin(), p.by_rank.end(),
+                                   [](const Request& r) { return r.op == OpType::kJoin; });
+  for (int r = 0; r < size_; ++r) {
+    if (!p.submitted[r] && (is_join || !joined_[r])) return false;
+  }
+  return true;
+}
+
+void Coordinator::MaybeReady(std::map<std::string, Pending>::iterator it, Clock::time_point now) {
+  const Pending& p = it->second;
+  if (!Complete(p)) return;
+  Response resp = Validate(it->first, p);
+  // No cache ids while ranks have joined: a joined rank's missing request is no request to
+  // remember, and it must learn every name in full.
+  if (resp.kind == Response::Kind::kCollective && joined_count_ == 0) {
+    bool is_new = false;
+    const int32_t id = cache_.Assign(resp.names[0], p.by_rank, &is_new);
+    if (id >= 0) {
+      resp.cache_ids = {id};
+      resp.cache_id_is_new = {static_cast<uint8_t>(is_new ? 1 : 0)};
+    }
+  }
+  resp.ready_wait_s.resize(size_);
+  for (int r = 0; r < size_; ++r) {
+    resp.ready_wait_s[r] =
+        p.submitted[r] ? std::max(0.0, std::chrono::duration<double>(now - p.arrived[r]).count()) : 0.0;
+  }
+  if (resp.op == OpType::kJoin && resp.kind == Response::Kind::kCollective) {
+    // Every rank has joined: the join completes with the last one, and the job is whole again.
+    resp.root = last_joined_;
+    joined_.assign(static_cast<size_t>(size_), false);
+    joined_count_ = 0;
+    last_joined_ = -1;
+  }
+  ready_.push_back(std::move(resp));
+  pending_.erase(it);
 }
 
 Status Coordinator::AddCached(int rank, int32_t id, Clock::time_point now) {
@@ -89,7 +125,9 @@ Status Coordinator::AddCached(int rank, int32_t id, Clock::time_point now) {
 
 Response Coordinator::Validate(const std::string& name, const Pending& p) const {
   const auto& reqs = p.by_rank;
-  const Request& first = reqs[0];
+  const auto& present = p.submitted;  // every rank, but ranks that joined without this tensor
+  const size_t ref = static_cast<size_t>(std::find(present.begin(), present.end(), true) - present.begin());
+  const Request& first = reqs[ref];
   Response resp;
   resp.names = {name};
   resp.op = first.op;
@@ -114,25 +152,25 @@ Response Coordinator::Validate(const std::string& name, const Pending& p) const 
   auto num = [](auto v) { std::ostringstream os; os << v; return os.str(); };
   auto device_name = [](int32_t d) { return d < 0 ? std::string("CPU") : "GPU:" + std::to_string(d); };
 
-  std::string err = Disagreement(name, "the operation", reqs,
+  std::string err = Disagreement(name, "the operation", reqs, present,
                                  +[](const Request& r) { return r.op; }, op_name);
-  if (err.empty()) err = Disagreement(name, "the dtype", reqs, +[](const Request& r) { return r.dtype; }, dtype_name);
+  if (err.empty()) err = Disagreement(name, "the dtype", reqs, present, +[](const Request& r) { return r.dtype; }, dtype_name);
   // Host memory or GPU must agree; GPU ordinals may differ (each rank drives its own GPU;
   // the response carries rank 0's as the label of the communicator every rank uses).
-  for (size_t r = 1; err.empty() && r < reqs.size(); ++r) {
-    if ((reqs[r].device >= 0) != (first.device >= 0)) {
-      err = "tensor '" + name + "': ranks disagree on the device: rank 0 has " + device_name(first.device) +
-            ", rank " + std::to_string(r) + " has " + device_name(reqs[r].device) +
+  for (size_t r = ref + 1; err.empty() && r < reqs.size(); ++r) {
+    if (present[r] && (reqs[r].device >= 0) != (first.device >= 0)) {
+      err = "tensor '" + name + "': ranks disagree on the device: rank " + std::to_string(ref) + " has " +
+            device_name(first.device) + ", rank " + std::to_string(r) + " has " + device_name(reqs[r].device) +
             ". Every rank must submit the same collective under the same name.";
     }
   }
   if (err.empty() && (first.op == OpType::kAllreduce || first.op == OpType::kReducescatter)) {
-    err = Disagreement(name, "the reduce op", reqs, +[](const Request& r) { return r.reduce_op; }, reduce_name);
-    if (err.empty()) err = Disagreement(name, "prescale_factor", reqs, +[](const Request& r) { return r.prescale; }, num);
-    if (err.empty()) err = Disagreement(name, "postscale_factor", reqs, +[](const Request& r) { return r.postscale; }, num);
+    err = Disagreement(name, "the reduce op", reqs, present, +[](const Request& r) { return r.reduce_op; }, reduce_name);
+    if (err.empty()) err = Disagreement(name, "prescale_factor", reqs, present, +[](const Request& r) { return r.prescale; }, num);
+    if (err.empty()) err = Disagreement(name, "postscale_factor", reqs, present, +[](const Request& r) { return r.postscale; }, num);
   }
   if (err.empty() && first.op == OpType::kBroadcast) {
-    err = Disagreement(name, "the root rank", reqs, +[](const Request& r) { return r.root; }, num);
+    err = Disagreement(name, "the root rank", reqs, present, +[](const Request& r) { return r.root; }, num);
   }
   if (err.empty()) {
     if (first.op == OpType::kAllgather || first.op == OpType::kAlltoall) {
@@ -141,12 +179,28 @@ Response Coordinator::Validate(const std::string& name, const Pending& p) const 
         return r.shape.empty() ? std::vector<int64_t>{-1}
                                : std::vector<int64_t>(r.shape.begin() + 1, r.shape.end());
       };
-      err = Disagreement(name, "the shape after the first dimension", reqs, tail, ShapeString);
+      err = Disagreement(name, "the shape after the first dimension", reqs, present, tail, ShapeString);
     } else if (first.op != OpType::kBarrier) {
-      err = Disagreement(name, "the shape", reqs, +[](const Request& r) { return r.shape; }, ShapeString);
+      err = Disagreement(name, "the shape", reqs, present, +[](const Request& r) { return r.shape; }, ShapeString);
     }
   }
   if (!err.empty()) return fail(ErrorCode::kMismatch, err);
+  std::vector<int> absent;
+  for (int r = 0; r < size_; ++r) {
+    if (!present[r]) absent.push_back(r);
+  }
+  if (!absent.empty() && first.op != OpType::kAllreduce && first.op != OpType::kBarrier) {
+    return fail(ErrorCode::kPrecondition,
+                "tensor '" + name + "': " + OpTypeName(first.op) + " cannot run while rank(s) " + RanksString(absent) +
+                    " have joined (hvd.join(): a joined rank has no more data and adds zeros to allreduces only); "
+                    "run it on every rank before they join");
+  }
+  if (!absent.empty() && first.device >= 0) {
+    return fail(ErrorCode::kUnimplemented,
+                "tensor '" + name + "': a GPU allreduce while rank(s) " + RanksString(absent) +
+                    " have joined is not supported; join with CPU tensors, or give every rank the same number "
+                    "of steps");
+  }
 
   if (first.op == OpType::kAllreduce) {
     resp.sizes = {first.NumElements() * static_cast<int64_t>(DataTypeSize(first.dtype))};
@@ -204,6 +258,10 @@ std::vector<StalledTensor> Coordinator::Stalled(double min_wait_s, Clock::time_p
   for (const auto& kv : pending_) {
     double waited = std::chrono::duration<double>(now - kv.second.first_seen).count();
     if (waited < min_wait_s) continue;
+    const auto& reqs = kv.second.by_rank;
+    if (std::any_of(reqs.begin(), reqs.end(), [](const Request& r) { return r.op == OpType::kJoin; })) {
+      continue;  // a join waits for the ranks that still have data: that is no stall
+    }
     StalledTensor s;
     s.name = kv.first;
     s.waited_s = waited;

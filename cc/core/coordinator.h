@@ -9,6 +9,10 @@
 // for the last rank's (Response::ready_wait_s; summed over fused tensors): the
 // wait-for-the-slowest-rank counter of every rank. With a cache capacity, successful
 // responses carry cache ids (response_cache.h) and AddCached() takes a request by id.
+// Join (hvd.join): a rank that submits a kJoin request has no more data. From then on a
+// tensor is complete once every rank that has not joined submitted it; only allreduce (the
+// joined ranks add zeros) and barrier may run so, anything else is an error response. The
+// join itself completes when every rank joined, with Response::root = the last rank to join.
 // Pure logic, no I/O: unit-tested directly.
 // Thread-safety: not thread-safe; owned by the runtime's background thread on rank 0.
 #pragma once
@@ -64,12 +68,19 @@ class Coordinator {
     Clock::time_point first_seen;
     std::string duplicate_error;
   };
+  // Every rank submitted it, or joined (a join itself needs every rank).
+  bool Complete(const Pending& p) const;
+  // Validates a complete tensor into ready_ and forgets it; does nothing otherwise.
+  void MaybeReady(std::map<std::string, Pending>::iterator it, Clock::time_point now);
   Response Validate(const std::string& name, const Pending& p) const;
 
   int size_;
   int64_t fusion_threshold_;
   CacheAssigner cache_;
   std::map<std::string, Pending> pending_;
+  std::vector<bool> joined_ = std::vector<bool>(static_cast<size_t>(size_), false);  // until every rank joined
+  int joined_count_ = 0;
+  int last_joined_ = -1;
   std::vector<Response> ready_;
 };
 

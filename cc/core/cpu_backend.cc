@@ -24,6 +24,9 @@ Status CpuBackend::Execute(const Response& r, const std::vector<Submission*>& gr
     case OpType::kAlltoall: return Alltoall(r, *group[0]);
     case OpType::kReducescatter: return Reducescatter(r, *group[0]);
     case OpType::kBarrier: return Status::OK();  // negotiation itself was the barrier
+    case OpType::kJoin:  // negotiation was the work; the answer is the last rank to join
+      for (auto* s : group) *static_cast<int32_t*>(s->output) = r.root;
+      return Status::OK();
   }
   return Status::Internal("unknown collective " + std::to_string(static_cast<int>(r.op)));
 }

@@ -41,8 +41,9 @@ enum class OpType : uint8_t {
   kAlltoall = 3,
   kReducescatter = 4,
   kBarrier = 5,
+  kJoin = 6,  // this rank has no more data: it adds zeros to the others' allreduces until all join
 };
-constexpr int kNumOpTypes = 6;
+constexpr int kNumOpTypes = 7;
 
 size_t DataTypeSize(DataType dtype);
 const char* DataTypeName(DataType dtype);

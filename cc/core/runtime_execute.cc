@@ -105,6 +105,7 @@ Status Runtime::State::Execute(const Response& r, Clock::time_point scheduled_at
     timeline.Span(r.names[0], op.c_str(), start, end, args);
   }
   RecordStats(r, group, scheduled_at, start, timings);
+  if (r.op == OpType::kJoin) joined = false;  // every rank joined: the job is whole again
   for (const auto& name : r.names) Complete(name, Status::OK());
   return Status::OK();
 }

@@ -83,6 +83,7 @@ void Runtime::State::DrainQueue() {
         msg.requests.push_back(s.request);
       }
     }
+    if (s.request.op == OpType::kJoin) joined = true;
     std::string name = s.request.name;  // C++17: the right side of = is evaluated first
     entries[name] = Entry{std::move(s), now};
   }
@@ -180,6 +181,9 @@ Status Runtime::State::Schedule(Response r, Clock::time_point at) {
     int64_t cached = 0;
     for (size_t i = 0; i < r.names.size(); ++i) {
       auto it = entries.find(r.names[i]);
+      if (it == entries.end() && joined && (r.op == OpType::kAllreduce || r.op == OpType::kBarrier)) {
+        it = entries.emplace(r.names[i], JoinedContribution(r, i)).first;
+      }
       if (it == entries.end()) {
         return Status::Internal("rank 0 scheduled tensor '" + r.names[i] + "' which rank " +
                                 std::to_string(rank) + " never submitted");
@@ -196,6 +200,21 @@ Status Runtime::State::Schedule(Response r, Clock::time_point at) {
   }
   scheduled.push_back(Scheduled{std::move(r), at});
   return Status::OK();
+}
+
+Runtime::State::Entry Runtime::State::JoinedContribution(const Response& r, size_t i) {
+  const size_t bytes = r.op == OpType::kAllreduce && i < r.sizes.size() ? static_cast<size_t>(r.sizes[i]) : 0;
+  auto zeros = std::make_shared<std::vector<char>>(bytes, 0);
+  Submission s;
+  s.request.name = r.names[i];
+  s.request.op = r.op;
+  s.request.dtype = r.dtype;
+  s.request.reduce_op = r.reduce_op;
+  s.request.shape = {static_cast<int64_t>(bytes / DataTypeSize(r.dtype))};
+  s.input = zeros->data();
+  s.output = zeros->data();  // in place; the result is dropped with the buffer
+  s.done = [zeros](const Status&) {};
+  return Entry{std::move(s), Clock::now()};
 }
 
 void Runtime::State::WaitForWork() {

@@ -79,6 +79,7 @@ struct Runtime::State {
   std::unique_ptr<Coordinator> coordinator;        // rank 0
   std::unique_ptr<StallInspector> stall_inspector;  // rank 0
   RequestCache request_cache;  // this rank's requests under rank 0's cache ids
+  bool joined = false;  // this rank's join is pending: it adds zeros to the others' allreduces
   Clock::time_point first_ready_at{};  // rank 0: when the oldest unsent ready tensor appeared
   std::unique_ptr<Backend> cpu_backend;
   std::unique_ptr<Backend> gpu_backend;  // created at the first GPU response (device >= 0)
@@ -104,6 +105,9 @@ struct Runtime::State {
   // Accepts a negotiated response for execution: fills names sent as cache ids, checks
   // that this rank submitted every tensor it names, learns new cache ids.
   Status Schedule(Response response, Clock::time_point at);
+  // What a joined rank contributes to names[i] of `r`, which it never submitted: zeros of
+  // the tensor's size (an allreduce), or nothing (a barrier).
+  Entry JoinedContribution(const Response& r, size_t i);
   void WaitForWork();
   // Fatal and idempotent (the first failure wins): tells the peers (an abort carrying
   // `origin`, the rank the failure started on; -1 = this one), fails everything pending,

@@ -37,7 +37,9 @@ Status ValidateSubmission(Submission& s, int rank, int size) {
     return bad("needs a tensor with at least one dimension (got a scalar); reshape it to [1]");
   }
   const int64_t bytes = r.NumElements() * static_cast<int64_t>(DataTypeSize(r.dtype));
-  if (bytes > 0 && s.input == nullptr && r.op != OpType::kBarrier) return bad("null input buffer");
+  if (bytes > 0 && s.input == nullptr && r.op != OpType::kBarrier && r.op != OpType::kJoin) {
+    return bad("null input buffer");
+  }
   switch (r.op) {
     case OpType::kAllreduce:
     case OpType::kReducescatter: {
@@ -87,6 +89,11 @@ Status ValidateSubmission(Submission& s, int rank, int size) {
       break;
     }
     case OpType::kBarrier:
+      break;
+    case OpType::kJoin:  // the output is the last rank to join (int32)
+      if (r.dtype != DataType::kInt32 || r.NumElements() != 1 || s.output == nullptr || r.device >= 0) {
+        return bad("a join takes a host int32 scalar output for the last rank to join");
+      }
       break;
   }
   if (r.op != OpType::kBroadcast) r.root = 0;  // irrelevant; keep it valid on the wire

@@ -344,6 +344,15 @@ void BindCollectives(py::module_& m) {
   }, py::arg("array"), py::arg("name"), py::arg("op") = 0, py::arg("prescale") = 1.0,
      py::arg("postscale") = 1.0);
 
+  m.def("join_async", [](const std::string& name) {
+    Submission s;
+    s.request.name = name;
+    s.request.op = OpType::kJoin;
+    s.request.dtype = DataType::kInt32;
+    py::array_t<int32_t> out(std::vector<py::ssize_t>{});
+    s.output = out.mutable_data();
+    return Submit(std::move(s), py::none(), out);
+  }, py::arg("name"), "This rank has no more data; wait() returns the last rank to join (an int32 array).");
   m.def("barrier_async", [](const std::string& name) {
     Submission s;
     s.request.name = name;

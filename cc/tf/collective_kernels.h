@@ -275,5 +275,25 @@ class BarrierKernel : public CollectiveKernel {
   }
 };
 
+// TfringJoin: this rank has no more data; completes once every rank joined, with the last
+// rank to join. Host memory only (the output is a host int32 scalar on every device).
+class JoinKernel : public CollectiveKernel {
+ public:
+  using CollectiveKernel::CollectiveKernel;
+
+  void ComputeAsync(tensorflow::OpKernelContext* ctx, DoneCallback done) override {
+    tensorflow::Tensor* output = nullptr;
+    OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, tensorflow::TensorShape({}), &output), done);
+    Submission s;
+    s.request.name = tensor_name();
+    s.request.op = OpType::kJoin;
+    s.request.dtype = DataType::kInt32;
+    s.request.device = -1;
+    s.output = MutableDataOf(output);
+    s.done = MakeDone(ctx, done, {*output});
+    EnqueueOrFail(ctx, std::move(s), done);
+  }
+};
+
 }  // namespace tf_ops
 }  // namespace tfring

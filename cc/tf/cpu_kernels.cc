@@ -40,6 +40,7 @@ REGISTER_KERNEL_BUILDER(Name("TfringAlltoall").Device(DEVICE_CPU).HostMemory("sp
                         AlltoallKernel<HostPlacement>);
 REGISTER_KERNEL_BUILDER(Name("TfringBroadcast").Device(DEVICE_CPU), BroadcastKernel<HostPlacement>);
 REGISTER_KERNEL_BUILDER(Name("TfringBarrier").Device(DEVICE_CPU), BarrierKernel);
+REGISTER_KERNEL_BUILDER(Name("TfringJoin").Device(DEVICE_CPU), JoinKernel);
 
 }  // namespace
 }  // namespace tf_ops

@@ -132,6 +132,17 @@ Reduces `tensor` across ranks and returns this rank's block of rows of the resul
 first dimension is split as evenly as possible, lower ranks getting one extra row.
 )doc");
 
+REGISTER_OP("TfringJoin")
+    .Attr("tensor_name: string")
+    .Output("last_joined_rank: int32")
+    .SetIsStateful()
+    .SetIsDistributedCommunication()
+    .SetShapeFn(tensorflow::shape_inference::ScalarShape)
+    .Doc(R"doc(
+This rank has no more data: until every rank has joined, it adds zeros to the other ranks'
+allreduces. Completes once every rank has joined, with the last rank to join.
+)doc");
+
 REGISTER_OP("TfringBarrier")
     .Attr("tensor_name: string")
     .SetIsStateful()

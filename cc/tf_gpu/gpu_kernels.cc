@@ -66,6 +66,7 @@ REGISTER_KERNEL_BUILDER(Name("TfringAlltoall").Device(DEVICE_GPU).HostMemory("sp
                         AlltoallKernel<GpuPlacement>);
 REGISTER_KERNEL_BUILDER(Name("TfringBroadcast").Device(DEVICE_GPU), BroadcastKernel<GpuPlacement>);
 REGISTER_KERNEL_BUILDER(Name("TfringBarrier").Device(DEVICE_GPU), BarrierKernel);
+REGISTER_KERNEL_BUILDER(Name("TfringJoin").Device(DEVICE_GPU).HostMemory("last_joined_rank"), JoinKernel);
 
 }  // namespace
 }  // namespace tf_gpu

@@ -2,8 +2,8 @@
 
 With ``DistributedOptimizer`` each training step is one set of collectives, so ranks whose
 shards give different step counts pair the wrong steps (rank 1 "finishes" its epochs with
-rank 0's steps, then rank 0 waits for a partner that never comes). tfring has no
-``hvd.join()``; instead, when ``fit`` starts on a model trained with a tfring optimizer in
+rank 0's steps, then rank 0 waits for a partner that never comes). ``hvd.join()`` serves
+custom loops, not ``fit`` (Keras runs its own loop); instead, when ``fit`` starts on a model trained with a tfring optimizer in
 a job of more than one rank, the ranks compare their ``steps`` per epoch and ``epochs``
 (one small allgather) and, if any differ, every rank raises the same ``ValueError`` naming
 each rank's counts and the fix, before any step runs.
@@ -38,7 +38,8 @@ class StepCountAgreement(keras.callbacks.Callback):
             f"fit() would run a different number of training steps on each rank ({counts}). With "
             "DistributedOptimizer every step is a collective over all ranks, so every rank must run the same "
             "number: give every rank a shard of the same size (x[:n - n % size][rank::size]), or pass the same "
-            "steps_per_epoch (the smallest) and epochs to fit() on every rank. tfring has no hvd.join()."
+            "steps_per_epoch (the smallest) and epochs to fit() on every rank. (A custom training loop can run "
+            "uneven shards with hvd.join() instead.)"
         )
 
 

@@ -65,6 +65,7 @@ from tfring.tensorflow.mpi_ops import (
     broadcast,
     bucketed_allreduce,
     grouped_allreduce,
+    join,
     reducescatter,
 )
 from tfring.tensorflow.tf1 import (
@@ -117,6 +118,7 @@ __all__ = [
     "init",
     "is_homogeneous",
     "is_initialized",
+    "join",
     "local_rank",
     "local_rank_op",
     "local_size",

@@ -286,3 +286,16 @@ def barrier(name=None):
     """Returns once every rank has reached this barrier (in a graph: returns the op)."""
     op_name, key = naming.resolve("barrier", "TfringBarrier", name)
     return _lib.tfring_barrier(tensor_name=key, name=op_name)
+
+
+def join(name=None):
+    """This rank has no more data (uneven shards): until every rank has joined, it adds zeros
+    to the allreduces the other ranks still run, so they go on without it. Blocks (eagerly;
+    in a graph: returns the op) until every rank has joined and returns the last rank to
+    join, as an int32 scalar. Only allreduce and barrier can run while some rank has
+    joined; anything else fails with ``FailedPreconditionError`` naming the joined ranks.
+    ``Average`` still divides by ``size()``: a joined rank counts as zeros.
+    """
+    op_name, key = naming.resolve("join", "TfringJoin", name)
+    return _lib.tfring_join(tensor_name=key, name=op_name)
+

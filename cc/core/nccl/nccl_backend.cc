@@ -152,6 +152,7 @@ Status NcclBackend::Execute(const Response& r, const std::vector<Submission*>& g
       case OpType::kAlltoall: st = Alltoall(*c, r, *group[0]); break;
       case OpType::kReducescatter: st = Reducescatter(*c, r, *group[0]); break;
       case OpType::kBarrier: break;
+      case OpType::kJoin: break;  // joins are host-only (refused at enqueue with device >= 0)
     }
   }
   if (st.ok()) st = c->Synchronize(std::string("NCCL ") + OpTypeName(r.op));
