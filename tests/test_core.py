@@ -291,3 +291,33 @@ def test_root_api_options_are_keyword_only():
     # Horovod's allreduce(tensor, average) order would silently mean something else here.
     with pytest.raises(TypeError, match="positional"):
         tfring.allreduce(np.ones(2, np.float32), tfring.Max)
+
+
+REINIT_SCRIPT = r"""
+import numpy as np
+import tfring
+from tfring import errors
+
+tfring.init()
+r = tfring.rank()
+pending = []  # (a dropped handle would wait for its result)
+if r == 0:  # calls rank 1 never makes: rank 0's automatic names run ahead
+    for _ in range(2):
+        try:
+            pending.append(tfring.allreduce_async(np.ones(2, np.float32)))
+        except errors.TfringError:
+            pass
+tfring.barrier(name="end.1")
+tfring.shutdown()
+tfring.init()  # a new session: automatic names start again on every rank
+out = tfring.allreduce_async(np.full(2, r + 1.0, np.float32), op=tfring.Sum).wait(timeout=15)
+assert out.tolist() == [3.0, 3.0], out
+print("RANK-OK", r, flush=True)
+tfring.shutdown()
+"""
+
+
+@pytest.mark.multiprocess
+def test_automatic_names_start_again_after_shutdown():
+    result = run_job(2, REINIT_SCRIPT, timeout=60)
+    assert "RANK-OK 0" in result.stdout and "RANK-OK 1" in result.stdout, result.stdout

@@ -10,7 +10,7 @@ import contextlib
 import os
 import sys
 
-from tfring import _core, horovod_settings
+from tfring import _core, auto_names, horovod_settings
 
 _atexit_registered = False
 _explicit_overrides = None
@@ -123,6 +123,7 @@ def shutdown(reason=None):
     if reason is not None and not isinstance(reason, str):
         raise TypeError(f"reason must be a string or None. Received: {reason!r}")
     _core.shutdown((reason or "")[:2000])
+    auto_names.reset()
 
 
 def is_initialized():

@@ -12,10 +12,7 @@ Every argument after the array (and after ``root_rank`` for broadcast) is keywor
 is refused instead of guessed.
 """
 
-import itertools
-import threading
-
-from tfring import _core
+from tfring import _core, auto_names
 
 # Reduce ops: the core's ReduceOp values, by name (shared with tfring.tensorflow).
 _REDUCE_OPS = _core.reduce_ops()
@@ -25,18 +22,12 @@ Min = _REDUCE_OPS["Min"]
 Max = _REDUCE_OPS["Max"]
 Product = _REDUCE_OPS["Product"]
 
-_counters = {}
-_counters_lock = threading.Lock()
-
-
 def _auto_name(op, name):
     if name is not None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty string. Received: {name!r}")
         return name
-    with _counters_lock:
-        counter = _counters.setdefault(op, itertools.count())
-        return f"{op}.{next(counter)}"
+    return auto_names.next_name(op)
 
 
 def _check_op(op):

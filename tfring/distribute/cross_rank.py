@@ -17,28 +17,22 @@ asynchronous kernels that never block a TF thread.
 """
 
 import contextlib
-import itertools
-import threading
 
 import tensorflow as tf
 
 import tfring.tensorflow as tft
-from tfring import _core
+from tfring import _core, auto_names
 
 SUM = tf.distribute.ReduceOp.SUM
 MEAN = tf.distribute.ReduceOp.MEAN
 
-_counters = {}
-_lock = threading.Lock()
 
 
 def _named(kind):
     """``(name, scope)``: the negotiation name to pass (None in a graph, where the op's own
     scoped name is the key) and a name scope for the op."""
     if tf.executing_eagerly():
-        with _lock:
-            counter = _counters.setdefault(kind, itertools.count())
-            return f"RingStrategy.{kind}.{next(counter)}", contextlib.nullcontext()
+        return auto_names.next_name(f"RingStrategy.{kind}"), contextlib.nullcontext()
     return None, tf.name_scope(f"RingStrategy_{kind}")
 
 

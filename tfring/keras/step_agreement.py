@@ -13,12 +13,8 @@ without ``steps_per_epoch``) are not compared; pass ``steps_per_epoch`` for thos
 Thread-safety: a callback instance belongs to one ``fit``.
 """
 
-import itertools
-
 import keras
 import numpy as np
-
-_fits = itertools.count()  # negotiation names, equal on every rank while ranks call fit alike
 
 
 class StepCountAgreement(keras.callbacks.Callback):
@@ -26,11 +22,12 @@ class StepCountAgreement(keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         import tfring
+        from tfring import auto_names
 
         steps = self.params.get("steps")
         epochs = self.params.get("epochs")
         mine = np.array([[-1 if steps is None else int(steps), int(epochs or 0)]], np.int64)
-        every = tfring.allgather(mine, name=f"tfring.keras.fit.{next(_fits)}.steps")
+        every = tfring.allgather(mine, name=auto_names.next_name("tfring.keras.fit.steps"))
         if (every == every[0]).all() or (every[:, 0] < 0).any():
             return
         counts = ", ".join(f"rank {r}: {s} steps x {e} epochs" for r, (s, e) in enumerate(every.tolist()))

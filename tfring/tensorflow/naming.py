@@ -20,17 +20,14 @@ every rank for the same collective and unique among collectives in flight at onc
 Grouped allreduce: member i is ``<name>.<i>``.
 """
 
-import itertools
 import re
-import threading
 
 import tensorflow as tf
 from tensorflow.python.framework import func_graph, ops
 
+from tfring import auto_names
 from tfring.tensorflow import xla
 
-_counters = {}
-_counters_lock = threading.Lock()
 _INVALID_OP_CHARS = re.compile(r"[^A-Za-z0-9_.\-/]")
 _UID_SUFFIX = re.compile(r"_\d+$")
 
@@ -45,9 +42,7 @@ def eager_key(kind, name=None):
     check_name(name)
     if name is not None:
         return name
-    with _counters_lock:
-        counter = _counters.setdefault(kind, itertools.count())
-        return f"{kind}.eager.{next(counter)}"
+    return auto_names.next_name(f"{kind}.eager")
 
 
 def op_name_for(name):
@@ -81,8 +76,3 @@ def resolve(kind, default_op_name, name):
     key = name if name is not None else function_prefix(graph) + scope
     # A trailing "/" makes TF use the reserved scope as the op's exact name.
     return scope + "/", key
-
-
-def _reset_for_tests():
-    with _counters_lock:
-        _counters.clear()
