@@ -71,18 +71,14 @@ def _install_predict_gather():
 
 
 def _install_compile_hook():
-    trainer = _tf_private.KerasTrainer
-    original = trainer.compile
+    from tfring.keras import compile_hook
 
-    def compile(self, *args, **kwargs):
-        result = original(self, *args, **kwargs)
-        if _ring_strategy_of(self) is not None:
-            prepare_model(self)
-        return result
+    compile_hook.add_preparer(_prepare_if_ring_strategy)
 
-    compile.__wrapped__ = original
-    compile.__doc__ = original.__doc__
-    trainer.compile = compile
+
+def _prepare_if_ring_strategy(model):
+    if _ring_strategy_of(model) is not None:
+        prepare_model(model)
 
 
 def prepare_model(model):

@@ -22,7 +22,6 @@ import warnings
 
 _lock = threading.Lock()
 _warned = False
-_compile_hook_installed = False
 
 
 def _warn_once(model):
@@ -97,30 +96,12 @@ def prepare_model(model):
 
 
 def install_compile_hook():
-    """Wraps Keras' ``Trainer.compile`` once so that models compiled with a tfring optimizer
-    get ``prepare_model`` right after compiling. Idempotent; thread-safe."""
-    global _compile_hook_installed
-    with _lock:
-        if _compile_hook_installed:
-            return
-        from keras.src.trainers import trainer as trainer_module
+    """Models compiled with a tfring optimizer get ``prepare_model`` right after compiling
+    (through the one ``compile`` wrapper, ``compile_hook``), and the job gets its progress
+    bar. Idempotent; thread-safe."""
+    from tfring.keras import compile_hook, progress
 
-        from tfring.keras import keras2_arguments
-
-        original = trainer_module.Trainer.compile
-
-        def compile(self, *args, **kwargs):
-            kwargs = keras2_arguments.clean("compile", original, kwargs, stacklevel=2)
-            result = original(self, *args, **kwargs)
-            prepare_model(self)
-            return result
-
-        compile.__doc__ = original.__doc__
-        compile.__wrapped__ = original
-        trainer_module.Trainer.compile = compile
-        _compile_hook_installed = True
-    from tfring.keras import progress
-
+    compile_hook.add_preparer(prepare_model, clean_keras2_arguments=True)
     progress.install()  # one progress bar per job
 
 

@@ -21,6 +21,7 @@ import threading
 import tensorflow as tf
 
 import tfring
+from tfring import gpu
 
 UNORDERED_OPS = frozenset((
     "TfringAllreduce",
@@ -49,17 +50,9 @@ def op_library():
                     "--inplace)."
                 )
             _library = tf.load_op_library(path)
-            _load_gpu_kernels(os.path.dirname(path))
+            gpu.load_tf_gpu_kernels(tf)  # the GPU kernels of the same ops, when TF sees a GPU
             _register_unordered_ops()
         return _library
-
-
-def _load_gpu_kernels(package_dir):
-    """GPU kernels of the same ops live in libtfring_tf_gpu_ops.so (built only against a CUDA
-    TensorFlow); they are loaded only when TensorFlow can use a GPU."""
-    path = os.path.join(package_dir, "libtfring_tf_gpu_ops.so")
-    if os.path.exists(path) and tf.test.is_built_with_cuda() and tf.config.list_physical_devices("GPU"):
-        tf.load_op_library(path)
 
 
 def _register_unordered_ops():
