@@ -165,9 +165,17 @@ def _decide(store, writer, rank, key, n, k, what):
     deadline = time.monotonic() + _timeout()
     theirs = None
     while True:
-        _raise_if_job_broken()
-        if store.try_get(f"start/{writer}/{key}/{n}", _POLL_S) is not None:
+        broken = _job_broken_error()
+        try:  # a writer that started this save and then ended still decides it
+            started = store.try_get(f"start/{writer}/{key}/{n}", _POLL_S if broken is None else 0.05)
+        except errors.TfringError:
+            if broken is None:
+                raise
+            started = None
+        if started is not None:
             return WAITER
+        if broken is not None:
+            raise broken
         if theirs is None:
             raw = store.try_get(f"{writer}/#{k}", 0.001)
             theirs = json.loads(raw) if raw is not None else None
@@ -182,23 +190,33 @@ def _decide(store, writer, rank, key, n, k, what):
                 "rank saves inside `with tfring.saving.local_save():`.")
 
 
-def _raise_if_job_broken():
-    """A waiting rank gives up at once when the job is broken (the writer died, froze or
-    failed: the runtime's heartbeats and connections tell), with the runtime's error as the
-    matching tf.errors class (a lost writer: UnavailableError naming it)."""
+def _job_broken_error():
+    """The runtime's error once the job is broken (the writer died, froze or failed: the
+    runtime's heartbeats and connections tell), as the matching tf.errors class (a lost
+    writer: UnavailableError naming it); None while it is whole."""
     try:
         _core.check_health()
     except errors.TfringError as e:
         from tfring.tensorflow.errors import to_tf_error
 
-        raise to_tf_error(e) from e
+        error = to_tf_error(e)
+        error.__cause__ = e
+        return error
+    return None
 
 
 def _wait_done(store, writer, rank, key, n, what):
     deadline = time.monotonic() + _timeout()
     while True:
-        _raise_if_job_broken()
-        raw = store.try_get(f"done/{writer}/{key}/{n}", 0.2)
+        broken = _job_broken_error()
+        # The writer may have posted its outcome and then ended (an orderly shutdown breaks
+        # the job too): read the outcome once more before blaming the job.
+        try:
+            raw = store.try_get(f"done/{writer}/{key}/{n}", 0.2 if broken is None else 0.05)
+        except errors.TfringError:
+            if broken is None:
+                raise
+            raw = None  # the store went with the writer
         if raw is not None:
             outcome = json.loads(raw)
             if "error" in outcome:
@@ -206,6 +224,8 @@ def _wait_done(store, writer, rank, key, n, what):
                     f"rank {rank}: the {_describe(what, key)} failed on rank {writer}, which writes it for "
                     f"every rank: {outcome['error']}")
             return
+        if broken is not None:
+            raise broken
         if time.monotonic() > deadline:
             raise errors.TimeoutError(
                 f"rank {rank}: rank {writer} started the {_describe(what, key)} but did not finish it within "
