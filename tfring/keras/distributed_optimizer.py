@@ -19,6 +19,7 @@ import tfring.tensorflow as hvd_tf
 from tfring.keras import jit
 from tfring.keras.gradient_accumulation import LocalGradientAccumulator
 from tfring.keras.saving import register_serialization_alias
+from tfring.tensorflow import grad_reduction
 from tfring.tensorflow.local_sources import LocalSources, layer_variables
 
 _class_cache = {}
@@ -89,38 +90,13 @@ class _DistributedOptimizerMixin:
                                               self._tfring_scale_local_gradients)
 
     def _tfring_reduce_shared(self, grads):
-        """Reduces every non-None gradient across ranks: dense ones in grouped allreduces of
-        about ``bucket_bytes`` each, last layers first (each bucket one negotiation, fused;
-        overlapping the backward pass inside ``fit``), ``tf.IndexedSlices`` one by one (as
-        gathered slices) unless ``sparse_as_dense``. With one rank there is nothing to reduce
-        (Horovod's rule too): the gradients are returned as they are, at no cost."""
-        if hvd_tf.is_initialized() and hvd_tf.size() == 1:
-            return list(grads)
-        out = list(grads)
-        dense_at, dense = [], []
-        common = {
-            "op": self._tfring_op,
-            "compression": self._tfring_compression,
-            "prescale_factor": self._tfring_prescale,
-            "postscale_factor": self._tfring_postscale,
-        }
-        for i, g in enumerate(grads):
-            if g is None:
-                continue
-            if isinstance(g, tf.IndexedSlices):
-                if self._tfring_sparse_as_dense:
-                    g = tf.convert_to_tensor(g)
-                else:
-                    out[i] = hvd_tf.allreduce(g, name=f"{self._tfring_name}.sparse.{i}", **common)
-                    continue
-            dense_at.append(i)
-            dense.append(g)
-        if dense:
-            reduced = hvd_tf.bucketed_allreduce(dense, name=f"{self._tfring_name}.grads",
-                                                bucket_bytes=self._tfring_bucket_bytes, **common)
-            for i, r in zip(dense_at, reduced):
-                out[i] = r
-        return out
+        """Reduces every non-None gradient across ranks (``grad_reduction.reduce_gradients``:
+        buckets of about ``bucket_bytes``, last layers first, each one negotiation, fused;
+        overlapping the backward pass inside ``fit``). With one rank: no cost."""
+        return grad_reduction.reduce_gradients(
+            grads, name=f"{self._tfring_name}.grads", sparse_as_dense=self._tfring_sparse_as_dense,
+            bucket_bytes=self._tfring_bucket_bytes, op=self._tfring_op, compression=self._tfring_compression,
+            prescale_factor=self._tfring_prescale, postscale_factor=self._tfring_postscale)
 
 
 def is_distributed(optimizer):

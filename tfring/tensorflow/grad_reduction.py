@@ -1,5 +1,5 @@
-"""Allreduce of a list of gradients, shared by DistributedGradientTape and the TF1
-DistributedOptimizer: dense gradients in grouped allreduces of about ``bucket_bytes`` each,
+"""Allreduce of a list of gradients, the one home for DistributedGradientTape, the TF1
+DistributedOptimizer and the Keras DistributedOptimizer: dense gradients in grouped allreduces of about ``bucket_bytes`` each,
 last layers first (``mpi_ops.bucketed_allreduce``: one negotiation per bucket, fused in the
 core, overlapping the backward pass inside a function), ``tf.IndexedSlices`` gathered (or
 densified with ``sparse_as_dense``), None left as None. With one rank the gradients are
@@ -23,26 +23,36 @@ def scale_factors(op, gradient_predivide_factor):
     return op, 1.0, 1.0
 
 
+def reduce_gradients(grads, *, name=None, sparse_as_dense=False, bucket_bytes=mpi_ops.DEFAULT_BUCKET_BYTES,
+                     **allreduce_kwargs):
+    """Reduces every non-None gradient of ``grads`` across ranks and returns the list in the
+    same order (None stays None). ``name``: the negotiation-name prefix (None: the ops'
+    scoped names in a graph, automatic names eagerly); ``allreduce_kwargs`` as
+    ``grouped_allreduce`` (op, compression, scale factors, devices)."""
+    grads = list(grads)
+    if basics.is_initialized() and basics.size() == 1:
+        return grads  # one rank: nothing to reduce, no cost (Horovod's rule too)
+    if sparse_as_dense:
+        grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
+    present = [i for i, g in enumerate(grads) if g is not None]
+    reduced = mpi_ops.bucketed_allreduce([grads[i] for i in present], name=name, bucket_bytes=bucket_bytes,
+                                         **allreduce_kwargs)
+    out = list(grads)
+    for i, r in zip(present, reduced):
+        out[i] = r
+    return out
+
+
 def make_allreduce_grads_fn(scope_name, device_dense="", device_sparse="", compression=Compression.none,
                             sparse_as_dense=False, op=mpi_ops.Average, gradient_predivide_factor=1.0,
                             bucket_bytes=mpi_ops.DEFAULT_BUCKET_BYTES):
     op, prescale, postscale = scale_factors(mpi_ops._check_op(op), float(gradient_predivide_factor))
 
     def allreduce_grads(grads):
-        grads = list(grads)
-        if basics.is_initialized() and basics.size() == 1:
-            return grads  # one rank: nothing to reduce, no cost (Horovod's rule too)
         with tf.name_scope(scope_name + "_Allreduce"):
-            if sparse_as_dense:
-                grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
-            present = [i for i, g in enumerate(grads) if g is not None]
-            reduced = mpi_ops.bucketed_allreduce([grads[i] for i in present], name=None, bucket_bytes=bucket_bytes,
-                                                 device_dense=device_dense, device_sparse=device_sparse,
-                                                 compression=compression, op=op, prescale_factor=prescale,
-                                                 postscale_factor=postscale)
-            out = list(grads)
-            for i, r in zip(present, reduced):
-                out[i] = r
-            return out
+            return reduce_gradients(grads, sparse_as_dense=sparse_as_dense, bucket_bytes=bucket_bytes,
+                                    device_dense=device_dense, device_sparse=device_sparse,
+                                    compression=compression, op=op, prescale_factor=prescale,
+                                    postscale_factor=postscale)
 
     return allreduce_grads
