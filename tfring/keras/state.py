@@ -39,8 +39,11 @@ def state_variables(model, include_optimizer=True):
     return variables
 
 
-def broadcast_variables(variables, root_rank, name):
-    """Assigns ``root_rank``'s values of ``variables`` on every other rank (one collective)."""
+def broadcast_as_one_buffer(variables, root_rank, name):
+    """Assigns ``root_rank``'s values of ``variables`` on every other rank in ONE collective
+    on host memory (their bytes packed together, any dtype). Eager, for callbacks; not
+    ``tfring.tensorflow.broadcast_variables``, which runs TF ops (one per dtype, on the
+    variables' device, in graphs too)."""
     if tfring.size() == 1:
         return
     arrays = [np.array(v.numpy(), order="C", copy=True) for v in variables]  # keeps 0-d shapes
@@ -60,4 +63,4 @@ def broadcast_variables(variables, root_rank, name):
 def broadcast_model_state(model, root_rank, name="tfring.keras.broadcast_model_state", exclude=()):
     """Broadcasts the model's and (built) optimizer's variables from ``root_rank``, except
     those ``in exclude`` (a rank's local variables)."""
-    broadcast_variables([v for v in state_variables(model) if v not in exclude], root_rank, name)
+    broadcast_as_one_buffer([v for v in state_variables(model) if v not in exclude], root_rank, name)
