@@ -75,3 +75,38 @@ def test_import_tfring_needs_no_tensorflow_and_ring_strategy_is_lazy():
     env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2")
     out = subprocess.run([sys.executable, "-c", code], check=False, env=env, capture_output=True, text=True, timeout=100)
     assert "lazy OK" in out.stdout, out.stdout + out.stderr
+
+
+def test_every_private_symbol_tfring_uses_is_in_the_checked_table():
+    """A module that starts using another private TF/Keras symbol must add it to
+    _tf_private's table, so that the check above covers it in CI."""
+    import ast
+
+    from tfring.distribute import _tf_private
+
+    table = [path for path, *_ in _tf_private._EXPECTED]
+
+    def covered(path):
+        return any(entry == path or entry.startswith(path + ".") for entry in table)
+
+    private = ("tensorflow.python", "keras.src")
+    unlisted = []
+    for folder, _, files in os.walk(os.path.join(ROOT, "tfring")):
+        for file in files:
+            if not file.endswith(".py") or file == "_tf_private.py":
+                continue
+            source_path = os.path.join(folder, file)
+            with open(source_path) as f:
+                tree = ast.parse(f.read())
+            imported = {}  # local name -> dotted path
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(private):
+                    for alias in node.names:
+                        imported[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            used = set()
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in imported:
+                    used.add(f"{imported[node.value.id]}.{node.attr}")
+            bare = {p for p in imported.values() if not any(u.startswith(p + ".") for u in used)}
+            unlisted += [f"{os.path.relpath(source_path, ROOT)}: {p}" for p in sorted(used | bare) if not covered(p)]
+    assert unlisted == [], "private TF/Keras symbols used but not in _tf_private._EXPECTED:\n" + "\n".join(unlisted)

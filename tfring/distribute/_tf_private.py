@@ -1,4 +1,9 @@
-"""The ONLY module of tfring.distribute that touches private TensorFlow and Keras APIs.
+"""The table of every private TensorFlow and Keras API tfring uses, and the only module of
+tfring.distribute that imports them. (A few other modules import one private symbol each
+where importing this module would be circular or heavy: tfring.tensorflow's naming, XLA
+check and op loader, tfring.keras' serialization aliases. Their symbols are in the table
+too, and tests/test_strategy_private_api.py fails when any module uses a private symbol
+the table lacks.)
 
 ``tf.distribute`` offers no public way to write a strategy: ``RingStrategy`` derives from
 ``one_device_strategy.OneDeviceExtended`` and calls a handful of internal helpers (input
@@ -90,6 +95,15 @@ _EXPECTED = [
      "Keras BackupAndRestore backups written by rank 0 only"),
     ("keras.src.callbacks.backup_and_restore.BackupAndRestore.on_train_end", _O, ("self", "logs"),
      "Keras BackupAndRestore backup removed by rank 0 only"),
+    # used outside tfring.distribute
+    ("tensorflow.python.framework.func_graph.FuncGraph", _E, None,
+     "tfring.tensorflow.naming: stable negotiation names inside tf.function"),
+    ("tensorflow.python.framework.auto_control_deps.MUST_RUN_ORDER_INSENSITIVE_STATEFUL_OPS", _E, None,
+     "tfring.tensorflow._loader: collectives inside tf.function run concurrently"),
+    ("keras.src.api_export.get_name_from_symbol", _C, ("symbol",),
+     "tfring.keras.saving: tfring optimizers saved under the Keras class's public name"),
+    ("keras.src.api_export.REGISTERED_OBJS_TO_NAMES", _E, None, "tfring.keras.saving"),
+    ("keras.src.saving.object_registration.GLOBAL_CUSTOM_NAMES", _E, None, "tfring.keras.saving"),
 ]
 
 

@@ -29,7 +29,6 @@ counters, like any other op (see ``naming``).
 """
 
 import tensorflow as tf
-from tensorflow.python.framework import ops
 
 from tfring import basics
 from tfring.tensorflow import mpi_ops
@@ -63,7 +62,7 @@ def _allreduce_like_grad(op, x, grad, reduce_op):
                                      float(op.get_attr("postscale_factor")))
 
 
-@ops.RegisterGradient("TfringAllreduce")
+@tf.RegisterGradient("TfringAllreduce")
 def _allreduce_grad(op, grad):
     reduce_op = op.get_attr("reduce_op")
     grad = _dense(grad, op.outputs[0])
@@ -73,7 +72,7 @@ def _allreduce_grad(op, grad):
     return _allreduce_like_grad(op, op.inputs[0], grad, reduce_op)
 
 
-@ops.RegisterGradient("TfringGroupedAllreduce")
+@tf.RegisterGradient("TfringGroupedAllreduce")
 def _grouped_allreduce_grad(op, *grads):
     reduce_op = op.get_attr("reduce_op")
     grads = [_dense(g, y) for g, y in zip(grads, op.outputs)]
@@ -83,7 +82,7 @@ def _grouped_allreduce_grad(op, *grads):
     return [_allreduce_like_grad(op, x, g, reduce_op) for x, g in zip(op.inputs, grads)]
 
 
-@ops.RegisterGradient("TfringAllgather")
+@tf.RegisterGradient("TfringAllgather")
 def _allgather_grad(op, grad):
     x = op.inputs[0]
     averaged = mpi_ops._allreduce(_dense(grad, op.outputs[0]), mpi_ops.Average)
@@ -92,7 +91,7 @@ def _allgather_grad(op, grad):
     return averaged[start : start + rows[basics.rank()]]
 
 
-@ops.RegisterGradient("TfringBroadcast")
+@tf.RegisterGradient("TfringBroadcast")
 def _broadcast_grad(op, grad):
     averaged = mpi_ops._allreduce(_dense(grad, op.outputs[0]), mpi_ops.Average)
     if basics.rank() == op.get_attr("root_rank"):
@@ -100,13 +99,13 @@ def _broadcast_grad(op, grad):
     return averaged * tf.zeros([], averaged.dtype)  # depends on the allreduce: it runs here too
 
 
-@ops.RegisterGradient("TfringAlltoall")
+@tf.RegisterGradient("TfringAlltoall")
 def _alltoall_grad(op, grad, grad_splits):
     returned, _ = mpi_ops._alltoall(_dense(grad, op.outputs[0]), splits=op.outputs[1])
     return [returned, None]
 
 
-@ops.RegisterGradient("TfringReducescatter")
+@tf.RegisterGradient("TfringReducescatter")
 def _reducescatter_grad(op, grad):
     reduce_op = op.get_attr("reduce_op")
     if reduce_op not in (mpi_ops.Sum, mpi_ops.Average):
@@ -118,4 +117,5 @@ def _reducescatter_grad(op, grad):
     return mpi_ops.allgather(grad)
 
 
-ops.NotDifferentiable("TfringBarrier")
+tf.no_gradient("TfringBarrier")
+tf.no_gradient("TfringJoin")

@@ -23,7 +23,7 @@ Grouped allreduce: member i is ``<name>.<i>``.
 import re
 
 import tensorflow as tf
-from tensorflow.python.framework import func_graph, ops
+from tensorflow.python.framework import func_graph  # private: listed in _tf_private
 
 from tfring import auto_names
 from tfring.tensorflow import xla
@@ -70,7 +70,7 @@ def resolve(kind, default_op_name, name):
     check_name(name)
     if tf.executing_eagerly():
         return None, eager_key(kind, name)
-    graph = ops.get_default_graph()
+    graph = tf.compat.v1.get_default_graph()
     xla.check_not_xla(graph, kind)
     scope = graph.unique_name(op_name_for(name) if name is not None else default_op_name)
     key = name if name is not None else function_prefix(graph) + scope
