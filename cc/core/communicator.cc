@@ -17,11 +17,17 @@ namespace {
 enum Channel : uint8_t { kData = 1, kControl = 2, kHeartbeat = 3 };
 constexpr double kHelloTimeoutS = 10.0;
 
-// A heartbeat hello also carries the hostname, for the messages that name a lost rank.
-std::string Hello(Channel channel, int rank, const std::string& hostname) {
+constexpr size_t kMaxHelloBytes = 1024;
+
+// Every hello names the init session it belongs to (CommunicatorOptions::session), so a
+// process of an earlier session (an elastic job's previous generation) that reaches a new
+// listener is refused instead of being mixed into the new mesh. A heartbeat hello also
+// carries the hostname, for the messages that name a lost rank.
+std::string Hello(Channel channel, int rank, const std::string& session, const std::string& hostname) {
   WireWriter w;
   w.U8(channel);
   w.I32(rank);
+  w.Str(session);
   if (channel == kHeartbeat) w.Str(hostname);
   return w.Take();
 }
@@ -85,7 +91,7 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
       }
       st = AuthenticateAsServer(s, opt.secret, Deadline::After(kHelloTimeoutS));
       std::string hello;
-      if (st.ok()) st = s.RecvMessage(&hello, 64, Deadline::After(kHelloTimeoutS));
+      if (st.ok()) st = s.RecvMessage(&hello, kMaxHelloBytes, Deadline::After(kHelloTimeoutS));
       if (!st.ok()) {
         TFRING_LOG(LogLevel::kWarning, "transport", "refused " << s.label() << ": "
                                                                << st.message());
@@ -94,7 +100,15 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
       WireReader r(hello);
       uint8_t channel = r.U8();
       int peer = r.I32();
+      std::string session = r.Str();
       std::string hostname = channel == kHeartbeat ? r.Str() : "";
+      if (r.ok() && session != opt.session) {
+        TFRING_LOG(LogLevel::kWarning, "transport",
+                   "refused " << s.label() << ": hello from rank " << peer << " of init session '"
+                              << session << "', this is '" << opt.session
+                              << "' (a process of an earlier generation of the job)");
+        continue;
+      }
       bool valid = r.ok() && r.AtEnd() && peer >= 0 && peer < opt.size && peer != opt.rank;
       if (valid && channel == kData && peer > opt.rank && !comm->data_[peer].socket.valid()) {
         s.set_label("rank " + std::to_string(peer) + " (" + s.PeerAddress() + ")");
@@ -131,7 +145,8 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
     s.set_label("rank " + std::to_string(peer) + " (" + addr + Suffix(channel));
     TFRING_RETURN_IF_ERROR(AuthenticateAsClient(s, opt.secret, Deadline::After(kHelloTimeoutS)));
     TFRING_RETURN_IF_ERROR(
-        s.SendMessage(Hello(channel, opt.rank, opt.hostname), Deadline::After(kHelloTimeoutS)));
+        s.SendMessage(Hello(channel, opt.rank, opt.session, opt.hostname),
+                      Deadline::After(kHelloTimeoutS)));
     *dest = std::move(s);
     return Status::OK();
   };

@@ -54,6 +54,9 @@ struct CommunicatorOptions {
   size_t cma_min_bytes = 1 << 20;             // ... of at least this many bytes
   double peer_timeout_s = 30;                 // TCP keepalive / user timeout (0 = kernel default)
   std::string hostname;                       // told to the peers watching this rank
+  // Names this init of the job (the store prefix of its rendezvous): a hello from another
+  // session, e.g. a process of an elastic job's earlier generation, is refused.
+  std::string session;
 };
 
 class Communicator {

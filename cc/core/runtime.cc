@@ -141,12 +141,15 @@ Status Runtime::Init(const std::map<std::string, std::string>& overrides, bool r
     const bool wildcard = bind == "0.0.0.0" || bind == "::" || bind == "[::]";
     opt.bind_host = bind;
     opt.advertise_host = (bind.empty() || wildcard) ? HostOf(st->store->LocalAddress()) : bind;
-    // Each Init of the job gets its own key space, so init/shutdown/init works.
+    // Each Init of the job gets its own key space, so init/shutdown/init works. The count
+    // lives under the job id: an elastic job gives each generation its own id, so ranks
+    // that were different processes (or none) before still agree on the count.
+    const std::string& job_id = c.String("TFRING_JOB_ID");
     int64_t generation = 0;
-    TFRING_RETURN_IF_ERROR(st->store->Add("generation/rank" + std::to_string(st->rank), 1,
+    TFRING_RETURN_IF_ERROR(st->store->Add(job_id + "/generation/rank" + std::to_string(st->rank), 1,
                                           &generation));
-    PrefixStore prefixed(c.String("TFRING_JOB_ID") + "/init" + std::to_string(generation) + "/",
-                         std::shared_ptr<Store>(st->store.get(), [](Store*) {}));
+    opt.session = job_id + "/init" + std::to_string(generation);
+    PrefixStore prefixed(opt.session + "/", std::shared_ptr<Store>(st->store.get(), [](Store*) {}));
     TFRING_RETURN_IF_ERROR(Communicator::Create(opt, prefixed, &st->comm)
                                .WithContext("tfring init on rank " + std::to_string(st->rank)));
   } else {
