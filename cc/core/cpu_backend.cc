@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "adasum.h"
 #include "cma.h"
 #include "collectives.h"
 #include "communicator.h"
@@ -45,7 +46,8 @@ char* CpuBackend::FusionBuffer(size_t bytes) {
 
 // One tensor: the ring reads the input in place and writes the output (out of place), or
 // works in the output when input and output are one buffer or a prescale needs a copy.
-// Several: packed into the fusion buffer, reduced once, unpacked.
+// Several: packed into the fusion buffer, reduced once, unpacked. Adasum (adasum.h) works
+// in place in the output or the fusion buffer, combining each tensor on its own.
 Status CpuBackend::Allreduce(const Response& r, const std::vector<Submission*>& group,
                              ExecutionTimings* timings) {
   Communicator& comm = *ctx_.comm;
@@ -61,7 +63,7 @@ Status CpuBackend::Allreduce(const Response& r, const std::vector<Submission*>& 
     buf = static_cast<char*>(s.output);
     if (total > 0 && s.input != s.output) {
       if (comm.cma_peers() > 0) AdviseHugePages(buf, total * es);  // before the first touch
-      if (r.prescale == 1.0) {
+      if (r.prescale == 1.0 && r.reduce_op != ReduceOp::kAdasum) {
         input = static_cast<const char*>(s.input);  // saves a full copy (~1 ms per 16 MiB)
       } else {
         std::memcpy(buf, s.input, total * es);
@@ -79,7 +81,12 @@ Status CpuBackend::Allreduce(const Response& r, const std::vector<Submission*>& 
   }
   const auto transfer_start = Clock::now();
   if (group.size() > 1) ctx_.timeline->Span(r.names[0], "FUSION_COPY_IN", copy_in_start, transfer_start);
-  if (input != nullptr) {
+  if (r.reduce_op == ReduceOp::kAdasum) {  // in place, each tensor with its own coefficients
+    std::vector<size_t> counts;
+    for (auto* s : group) counts.push_back(static_cast<size_t>(s->request.NumElements()));
+    ScaleInPlace(buf, total, dtype, r.prescale);
+    TFRING_RETURN_IF_ERROR(AdasumAllreduce(comm, buf, counts, dtype));
+  } else if (input != nullptr) {
     TFRING_RETURN_IF_ERROR(RingAllreduce(comm, input, buf, total, dtype, r.reduce_op, ctx_.chunk_bytes));
   } else {
     ScaleInPlace(buf, total, dtype, r.prescale);

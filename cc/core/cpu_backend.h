@@ -1,5 +1,6 @@
 // CpuBackend: collectives on host memory (device == -1), over the Communicator's links
-// (shared-memory rings with local peers, TCP otherwise): ring allreduce with fusion,
+// (shared-memory rings with local peers, TCP otherwise): ring allreduce with fusion (Adasum:
+// adasum.h, fused too, each tensor combined on its own),
 // ring allgatherv, chain broadcast, pairwise alltoallv, ring reduce-scatter.
 //
 // Threads: the runtime's background thread only. Owns the fusion buffer (scratch, grown

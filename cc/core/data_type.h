@@ -30,8 +30,11 @@ enum class ReduceOp : uint8_t {
   kMin = 2,
   kMax = 3,
   kProduct = 4,
+  // Horovod's adaptive summation (adasum.h): not element-wise; float tensors only, a
+  // power-of-two number of ranks, CPU only. Never reaches the ring's reduction kernels.
+  kAdasum = 5,
 };
-constexpr int kNumReduceOps = 5;
+constexpr int kNumReduceOps = 6;
 
 // Which collective a request asks for.
 enum class OpType : uint8_t {

@@ -89,6 +89,7 @@ inline T Combine(T a, T b, ReduceOp op) {
     case ReduceOp::kMin: return std::min(a, b);
     case ReduceOp::kMax: return std::max(a, b);
     case ReduceOp::kProduct: return static_cast<T>(a * b);
+    case ReduceOp::kAdasum: break;  // not element-wise (adasum.cc); never reaches a ring
   }
   return a;
 }
@@ -138,6 +139,8 @@ void ReduceTyped(T* dst, const T* a, const T* b, size_t n, ReduceOp op) {
       return;
     case ReduceOp::kProduct:
       Apply(dst, a, b, n, [](T x, T y) { return static_cast<T>(static_cast<W>(x) * static_cast<W>(y)); });
+      return;
+    case ReduceOp::kAdasum:  // not element-wise (adasum.cc): the CPU backend never rings it
       return;
   }
 }

@@ -4,6 +4,8 @@
 // bool: Sum/Max are logical OR, Min/Product logical AND; Average and scaling are refused.
 // Integer Sum and Product wrap around on overflow (two's complement, as in TF).
 // Integer scaling multiplies in double and truncates toward zero.
+// ReduceOp::kAdasum is not element-wise: adasum.h owns it, and these kernels leave `dst`
+// as it is for it (the CPU backend never hands it to a ring).
 // Thread-safety: pure functions.
 #pragma once
 

@@ -2,6 +2,7 @@
 // with a message that names the tensor and the fix.
 #include <numeric>
 
+#include "adasum.h"
 #include "backend.h"
 #include "reduce_kernels.h"
 #include "runtime_state.h"
@@ -25,6 +26,13 @@ Status ValidateSubmission(Submission& s, int rank, int size) {
   if (r.shape.size() > kMaxDims) return bad("more than 64 dimensions");
   for (int64_t d : r.shape) {
     if (d < 0) return bad("negative dimension in the shape");
+  }
+  if ((r.op == OpType::kAllreduce || r.op == OpType::kReducescatter) && r.reduce_op == ReduceOp::kAdasum) {
+    Status st = CheckAdasum(r.op, r.dtype, size, r.device >= 0);  // before the GPU checks: clearer
+    if (!st.ok()) {
+      return st.WithContext(std::string(OpTypeName(r.op)) + " of tensor '" + r.name + "' on rank " +
+                            std::to_string(rank));
+    }
   }
   if (r.device >= 0) {
     // GPU: a backend must be built in and loadable, and support this op/dtype/scaling.

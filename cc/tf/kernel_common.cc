@@ -112,7 +112,7 @@ absl::Status ReduceAttrs::Read(tensorflow::OpKernelConstruction* ctx) {
   TF_RETURN_IF_ERROR(ctx->GetAttr("postscale_factor", &post));
   if (!IsValidReduceOp(op)) {
     return absl::InvalidArgumentError("reduce_op=" + std::to_string(op) +
-                                      " is not one of Sum(0), Average(1), Min(2), Max(3), Product(4)");
+                                      " is not one of Sum(0), Average(1), Min(2), Max(3), Product(4), Adasum(5)");
   }
   reduce_op = static_cast<ReduceOp>(op);
   prescale = pre;

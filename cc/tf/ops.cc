@@ -48,7 +48,7 @@ REGISTER_OP("TfringAllreduce")
     .SetShapeFn(tensorflow::shape_inference::UnchangedShape)
     .Doc(R"doc(
 Reduces `tensor` across every rank of the tfring job (element-wise `reduce_op`: 0 Sum,
-1 Average, 2 Min, 3 Max, 4 Product), scaling the input by `prescale_factor` before and the
+1 Average, 2 Min, 3 Max, 4 Product; or 5 Adasum, Horovod's adaptive summation), scaling the input by `prescale_factor` before and the
 result by `postscale_factor` after. Same shape and dtype on every rank.
 )doc");
 

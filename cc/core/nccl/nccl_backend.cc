@@ -53,6 +53,11 @@ Status MapReduction(DataType dtype, ReduceOp op, double prescale, double postsca
   NcclReduction red;
   red.dtype = NcclType(dtype);
   const bool scaled = prescale != 1.0 || postscale != 1.0;
+  if (op == ReduceOp::kAdasum) {
+    return Status::Unimplemented("op=Adasum is implemented for host (CPU) tensors only, not by the NCCL "
+                                 "backend; place the tensor on the CPU (with tf.device('/CPU:0')) or use "
+                                 "op=Average");
+  }
   if (dtype == DataType::kBool) {
     if (op == ReduceOp::kAverage || scaled) {
       return Status::Unimplemented("Average and scale factors are not defined for bool tensors");
