@@ -271,8 +271,9 @@ def test_python_tables_come_from_the_core():
     for name, value in codes.items():
         assert errors.from_code(value, "m").code == name
     ops = _core.reduce_ops()
-    assert (tfring.Sum, tfring.Average, tfring.Min, tfring.Max, tfring.Product) == tuple(
-        ops[n] for n in ("Sum", "Average", "Min", "Max", "Product"))
+    assert (tfring.Sum, tfring.Average, tfring.Min, tfring.Max, tfring.Product, tfring.Adasum) == tuple(
+        ops[n] for n in ("Sum", "Average", "Min", "Max", "Product", "Adasum"))
+    assert sorted(ops.values()) == list(range(len(ops))), "reduce ops are numbered without gaps"
     assert set(_core.data_types()) == {"uint8", "int8", "int16", "uint16", "int32", "int64", "float16", "bfloat16",
                                        "float32", "float64", "bool"}
 

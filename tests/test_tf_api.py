@@ -277,19 +277,24 @@ def test_collectives_with_unused_results_still_run_in_a_function():
     assert tfring.stats()["tensors"] - before == 4
 
 
-def test_adasum_is_named_and_refused_loudly():
-    """Horovod's Adasum is not provided: naming it fails with NotImplementedError and the fix,
-    wherever an op is taken (not an AttributeError, never a silent other reduction)."""
+def test_adasum_on_one_rank_is_the_identity_and_accepted_where_horovod_takes_it():
+    """op=hvd.Adasum (issue 14) is the core's reduce op: with one rank the Adasum of one
+    tensor is the tensor (times the scale factors; no 1/size); the tape and the Keras
+    optimizer take it; sparse values and the TF1 delta optimizer are refused with the fix.
+    The multi-rank numbers are in test_adasum.py."""
     import keras
 
     import tfring.keras as hvd_keras
+    from tfring import _core
 
-    match = r"op=hvd.Adasum is not provided by tfring.*use op=hvd.Average"
-    with pytest.raises(NotImplementedError, match=match):
-        hvd.allreduce(tf.ones(2), op=hvd.Adasum)
-    with pytest.raises(NotImplementedError, match=match):
+    assert hvd.Adasum == hvd_keras.Adasum == tfring.Adasum == _core.reduce_ops()["Adasum"]
+    x = tf.constant([1.0, -2.0, 3.0])
+    np.testing.assert_array_equal(hvd.allreduce(x, op=hvd.Adasum), x)
+    np.testing.assert_array_equal(hvd.allreduce(x, op=hvd.Adasum, prescale_factor=2.0, postscale_factor=3.0), 6 * x)
+    np.testing.assert_array_equal(tf.function(lambda t: hvd.allreduce(t, op=hvd.Adasum))(x), x)
+    with pytest.raises(NotImplementedError, match="sparse_as_dense=True"):
         hvd.allreduce(tf.IndexedSlices(tf.ones((1, 3)), tf.constant([0])), op=hvd.Adasum)
-    with pytest.raises(NotImplementedError, match=match):
-        hvd.DistributedGradientTape(tf.GradientTape(), op=hvd.Adasum)
-    with pytest.raises(NotImplementedError, match=match):
-        hvd_keras.DistributedOptimizer(keras.optimizers.SGD(), op=hvd_keras.Adasum)
+    with pytest.raises(NotImplementedError, match="delta optimizer"):
+        hvd.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(0.1), op=hvd.Adasum)
+    hvd.DistributedGradientTape(tf.GradientTape(), op=hvd.Adasum)
+    hvd_keras.DistributedOptimizer(keras.optimizers.SGD(), op=hvd_keras.Adasum)

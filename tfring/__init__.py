@@ -23,6 +23,7 @@ from tfring.basics import (
     stop_timeline,
 )
 from tfring.ops import (
+    Adasum,
     Average,
     Max,
     Min,
@@ -54,6 +55,7 @@ def __getattr__(name):  # RingStrategy needs TensorFlow: imported on first use o
     raise AttributeError(f"module 'tfring' has no attribute {name!r}")
 
 __all__ = [
+    "Adasum",
     "Average",
     "Max",
     "Min",

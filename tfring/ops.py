@@ -21,6 +21,9 @@ Average = _REDUCE_OPS["Average"]
 Min = _REDUCE_OPS["Min"]
 Max = _REDUCE_OPS["Max"]
 Product = _REDUCE_OPS["Product"]
+# Horovod's adaptive summation (docs/tensorflow.md "Adasum"): allreduce of float arrays only,
+# a power-of-two number of ranks; the core refuses anything else with the reason.
+Adasum = _REDUCE_OPS["Adasum"]
 
 def _auto_name(op, name):
     if name is not None:
@@ -31,8 +34,8 @@ def _auto_name(op, name):
 
 
 def _check_op(op):
-    if op not in (Sum, Average, Min, Max, Product):
-        raise ValueError(f"op must be one of tfring.Sum, Average, Min, Max, Product. Received: {op!r}")
+    if isinstance(op, bool) or op not in (Sum, Average, Min, Max, Product, Adasum):
+        raise ValueError(f"op must be one of tfring.Sum, Average, Min, Max, Product, Adasum. Received: {op!r}")
     return op
 
 
@@ -45,6 +48,8 @@ def allreduce(array, *, op=Average, name=None, prescale_factor=1.0, postscale_fa
     """Reduces ``array`` across ranks; every rank gets the result (a new array, or ``out``).
 
     ``op=Average`` divides the sum by the world size (integers truncate toward zero).
+    ``op=Adasum`` combines the arrays pairwise by Horovod's adaptive summation (float arrays,
+    a power-of-two number of ranks; otherwise ``UnimplementedError``).
     ``prescale_factor`` multiplies the input before the reduction, ``postscale_factor`` the
     result after it. ``out``: a preallocated writeable C-contiguous array of the same shape
     and dtype that receives the result (and is returned), or ``array`` itself to reduce in

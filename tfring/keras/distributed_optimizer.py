@@ -176,7 +176,11 @@ def DistributedOptimizer(
       sparse_as_dense: reduce ``tf.IndexedSlices`` gradients (embeddings) as dense tensors.
       gradient_predivide_factor: with ``op=Average``, divide by this factor before the sum
         and by ``size / factor`` after it (helps with fp16 overflow).
-      op: ``tfring.keras.Average`` (default) or ``Sum``.
+      op: ``tfring.keras.Average`` (default) or ``Sum``, or ``Adasum``: Horovod's adaptive
+        summation of the gradients (float CPU gradients, a power-of-two number of ranks,
+        divided by nothing; sparse gradients need ``sparse_as_dense=True``; with
+        ``backward_passes_per_step > 1`` the accumulated sums are reduced, never averaged).
+        Scale the learning rate less than for Average: see docs/tensorflow.md "Adasum".
       backward_passes_per_step: accumulate this many steps' gradients locally and reduce
         and apply them on the last one (the optimizer's ``iterations`` counts every step).
       average_aggregated_gradients: with ``backward_passes_per_step > 1``, divide the
@@ -212,9 +216,8 @@ def DistributedOptimizer(
         )
     if is_distributed(optimizer):
         raise ValueError(f"Optimizer '{optimizer.name}' is already a tfring DistributedOptimizer.")
-    hvd_tf.mpi_ops.refuse_adasum(op)
-    if op not in (hvd_tf.Average, hvd_tf.Sum):
-        raise ValueError(f"op must be tfring.keras.Average or tfring.keras.Sum. Received: op={op!r}")
+    if isinstance(op, bool) or op not in (hvd_tf.Average, hvd_tf.Sum, hvd_tf.Adasum):
+        raise ValueError(f"op must be tfring.keras.Average, Sum or Adasum. Received: op={op!r}")
     if gradient_predivide_factor != 1.0 and op != hvd_tf.Average:
         raise ValueError(
             "gradient_predivide_factor is only supported with op=Average. "
@@ -222,6 +225,9 @@ def DistributedOptimizer(
         )
     if not gradient_predivide_factor > 0:
         raise ValueError(f"gradient_predivide_factor must be > 0. Received: {gradient_predivide_factor}")
+    if op == hvd_tf.Adasum and average_aggregated_gradients:
+        raise ValueError("op=Adasum does not support average_aggregated_gradients=True (Horovod's rule); "
+                         "leave it False")
     if average_aggregated_gradients and backward_passes_per_step == 1:
         # Horovod accepts and ignores it; nothing to average over.
         average_aggregated_gradients = False

@@ -47,7 +47,9 @@ def DistributedGradientTape(tape, device_dense="", device_sparse="", compression
       device_dense, device_sparse: devices for dense / sparse reductions.
       compression: ``Compression.none`` or ``Compression.fp16``.
       sparse_as_dense: convert ``tf.IndexedSlices`` gradients to dense tensors.
-      op: ``Average`` (default) or ``Sum`` (or Min/Max/Product for dense gradients).
+      op: ``Average`` (default) or ``Sum`` (or Min/Max/Product for dense gradients), or
+        ``Adasum`` (Horovod's adaptive summation of dense float CPU gradients, divided by
+        nothing; power-of-two world sizes; docs/tensorflow.md "Adasum").
       gradient_predivide_factor: with Average, divide by this before the sum and by
         ``size / factor`` after it.
       bucket_bytes: bucket size (default 4 MiB; 0: one group for all gradients).

@@ -12,6 +12,9 @@ Reductions (the mathematical gradient, the same as Horovod for Sum/Average):
   inputs are allgathered so every rank sees the same comparison. (Horovod returns the
   Min/Max allreduce of g here, which is not a gradient; docs/tensorflow.md lists this.)
 - Allreduce Product: S(g) * pre * post * prod_{j != i}(pre * x_j) (exact with zeros).
+- Allreduce Adasum: the Adasum allreduce of g with the same scales, Horovod's convention
+  (its ``_allreduce_grad`` repeats the op). Adasum is not linear, so this is not its exact
+  Jacobian; it is what Horovod code expects (docs/tensorflow.md "Adasum").
 - Alltoall: alltoall of g with the received splits (rows go back where they came from).
 
 Data movement, Horovod's convention (its PR #2687; docs/tensorflow.md derives it):
@@ -55,8 +58,13 @@ def _extremum_or_product_grad(x, grad, reduce_op, pre, post):
     return summed * local
 
 
+# Reduce ops whose gradient is the same allreduce of the upstream gradient: exact for Sum and
+# Average (linear); Horovod's convention for Adasum, which is not linear (module docstring).
+_SELF_GRADIENT_OPS = (mpi_ops.Sum, mpi_ops.Average, mpi_ops.Adasum)
+
+
 def _allreduce_like_grad(op, x, grad, reduce_op):
-    if reduce_op in (mpi_ops.Sum, mpi_ops.Average):
+    if reduce_op in _SELF_GRADIENT_OPS:
         return None  # handled by the caller (one allreduce or one group)
     return _extremum_or_product_grad(x, grad, reduce_op, float(op.get_attr("prescale_factor")),
                                      float(op.get_attr("postscale_factor")))
@@ -66,7 +74,7 @@ def _allreduce_like_grad(op, x, grad, reduce_op):
 def _allreduce_grad(op, grad):
     reduce_op = op.get_attr("reduce_op")
     grad = _dense(grad, op.outputs[0])
-    if reduce_op in (mpi_ops.Sum, mpi_ops.Average):
+    if reduce_op in _SELF_GRADIENT_OPS:
         return mpi_ops._allreduce(grad, reduce_op, op.get_attr("prescale_factor"),
                                   op.get_attr("postscale_factor"))
     return _allreduce_like_grad(op, op.inputs[0], grad, reduce_op)
@@ -76,7 +84,7 @@ def _allreduce_grad(op, grad):
 def _grouped_allreduce_grad(op, *grads):
     reduce_op = op.get_attr("reduce_op")
     grads = [_dense(g, y) for g, y in zip(grads, op.outputs)]
-    if reduce_op in (mpi_ops.Sum, mpi_ops.Average):
+    if reduce_op in _SELF_GRADIENT_OPS:
         return mpi_ops._grouped_allreduce(grads, reduce_op, op.get_attr("prescale_factor"),
                                           op.get_attr("postscale_factor"))
     return [_allreduce_like_grad(op, x, g, reduce_op) for x, g in zip(op.inputs, grads)]

@@ -23,27 +23,15 @@ Average = _np_ops.Average
 Min = _np_ops.Min
 Max = _np_ops.Max
 Product = _np_ops.Product
-_OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product"}
-# Horovod's Adasum reduction is not provided: the name exists so that Horovod code that
-# names it fails with NotImplementedError and the fix, not with an AttributeError.
-Adasum = 100  # never a core ReduceOp
-_ADASUM_MESSAGE = ("op=hvd.Adasum is not provided by tfring (it is a different reduction algorithm that the core "
-                   "does not implement); use op=hvd.Average, the default, which averages gradients like a "
-                   "single process on the global batch")
+Adasum = _np_ops.Adasum  # Horovod's adaptive summation: docs/tensorflow.md "Adasum"
+_OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product", Adasum: "Adasum"}
 
 _lib = op_library()
 
 
-def refuse_adasum(op):
-    """Raises ``NotImplementedError`` with the fix when ``op`` is ``Adasum``."""
-    if not isinstance(op, bool) and op == Adasum:
-        raise NotImplementedError(_ADASUM_MESSAGE)
-
-
 def _check_op(op):
-    refuse_adasum(op)
     if isinstance(op, bool) or op not in _OP_NAMES:
-        raise ValueError(f"op must be one of hvd.Sum, Average, Min, Max, Product. Received: {op!r}")
+        raise ValueError(f"op must be one of hvd.Sum, Average, Min, Max, Product, Adasum. Received: {op!r}")
     return int(op)
 
 
@@ -99,6 +87,11 @@ def _alltoall(tensor, splits=None, name=None):
 def _allreduce_indexed_slices(slices, op, prescale_factor, postscale_factor, name, device_sparse):
     """An IndexedSlices "allreduce": every rank's values and indices gathered (the sum of
     the dense tensors they stand for), values divided by the size for Average."""
+    if op == Adasum:  # Horovod's refusal and workaround
+        raise NotImplementedError(
+            "op=hvd.Adasum does not support tf.IndexedSlices (sparse gradients); pass "
+            "sparse_as_dense=True to DistributedOptimizer / DistributedGradientTape, or densify them "
+            "with tf.convert_to_tensor first")
     if op not in (Sum, Average):
         raise NotImplementedError(
             "Only Sum and Average are supported for tf.IndexedSlices (they are allgathered); "
@@ -131,8 +124,10 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="", compressi
         is refused (``hvd.allreduce(x, hvd.Max)`` would otherwise average).
       device_dense, device_sparse: devices to place the dense / sparse reduction on.
       compression: ``Compression.none`` or ``Compression.fp16`` (what travels).
-      op: ``Average`` (default), ``Sum``, ``Min``, ``Max`` or ``Product``. Integer averages
-        truncate toward zero.
+      op: ``Average`` (default), ``Sum``, ``Min``, ``Max``, ``Product`` or ``Adasum``. Integer
+        averages truncate toward zero. ``Adasum`` (Horovod's adaptive summation, see
+        docs/tensorflow.md) takes float CPU tensors and a power-of-two number of ranks, and
+        divides by nothing.
       prescale_factor, postscale_factor: multiply the input before / the result after the
         reduction.
       name: negotiation name (see ``naming``); generated when None.
@@ -143,6 +138,9 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="", compressi
     Raises:
       tf.errors.FailedPreconditionError: ranks disagree on shape/dtype/op, or not initialized.
       tf.errors.InvalidArgumentError: a collective of this name is already in flight.
+      tf.errors.UnimplementedError: ``Adasum`` on an integer or GPU tensor, or with a world size
+        that is not a power of two.
+      NotImplementedError: ``Adasum`` (or Min/Max/Product) on a ``tf.IndexedSlices``.
     """
     op = handle_average_backwards_compatibility(op, average)
     if isinstance(tensor, tf.IndexedSlices):

@@ -61,6 +61,13 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="
     for Keras optimizers.
     """
     if isinstance(optimizer, tf.compat.v1.train.Optimizer):
+        if op == mpi_ops.Adasum and not isinstance(op, bool):
+            # Horovod returns a different optimizer here (_DistributedAdasumOptimizer: a local
+            # step, then an Adasum allreduce of the model deltas), which tfring does not provide.
+            raise NotImplementedError(
+                "op=hvd.Adasum with a tf.compat.v1 optimizer (Horovod's delta optimizer) is not provided "
+                "by tfring; reduce the gradients with hvd.DistributedGradientTape(tape, op=hvd.Adasum) or "
+                "tfring.keras.DistributedOptimizer(op=hvd.Adasum), or use op=hvd.Average")
         if backward_passes_per_step != 1:
             raise ValueError("backward_passes_per_step > 1 is not supported for tf.compat.v1 optimizers; "
                              f"use tfring.keras.DistributedOptimizer. Received: {backward_passes_per_step}")

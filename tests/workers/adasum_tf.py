@@ -1,0 +1,94 @@
+"""Worker for tests/test_adasum.py at 2 ranks: op=Adasum through tfring.tensorflow (allreduce
+eagerly and in a tf.function for every float dtype, grouped_allreduce with per-tensor
+coefficients, the gradient, DistributedGradientTape) and tfring.keras (DistributedOptimizer),
+plus every refusal and its error class. Prints "rank R: adasum tf OK"."""
+
+import numpy as np
+import tensorflow as tf
+
+tf.config.threading.set_intra_op_parallelism_threads(1)
+tf.config.threading.set_inter_op_parallelism_threads(1)
+
+import keras
+
+import tfring.keras as hvd_keras
+import tfring.tensorflow as hvd
+from tests.workers.adasum_reference import assert_close, rank_input, tree
+
+hvd.init()
+r, n = hvd.rank(), hvd.size()
+assert hvd.Adasum == hvd_keras.Adasum == 5  # the core's ReduceOp, read by name
+
+
+def expect(exc_class, fn, *needles):
+    try:
+        fn()
+    except exc_class as e:
+        for needle in needles:
+            assert needle in str(e), f"rank {r}: {needle!r} not in: {e}"
+    else:
+        raise AssertionError(f"rank {r}: expected {exc_class.__name__} from {fn}")
+
+
+def everyone(shape, salt=0):
+    return [rank_input(j, shape, salt) for j in range(n)]
+
+
+# 1. allreduce, eagerly and in a tf.function, every float dtype.
+RTOL = {tf.float16: 1e-2, tf.bfloat16: 5e-2, tf.float32: 1e-5, tf.float64: 1e-12}
+reduce_in_function = tf.function(lambda x: hvd.allreduce(x, op=hvd.Adasum, name="in_function"))
+for dtype, rtol in RTOL.items():
+    for label, fn in (("eager", lambda x: hvd.allreduce(x, op=hvd.Adasum)), ("tf.function", reduce_in_function)):
+        x = tf.cast(rank_input(r, (3, 4)), dtype)
+        want = tree([tf.cast(v, dtype).numpy().astype(np.float64) for v in everyone((3, 4))])
+        got = fn(x)
+        assert got.dtype == dtype and got.shape == (3, 4)
+        assert_close(f"{label} {dtype.name}", tf.cast(got, tf.float64).numpy(), want, rtol)
+
+# 2. grouped_allreduce: one group, each tensor with its own coefficients (tensor 1 is the
+# same on both ranks: its Adasum is itself; a sum or a shared coefficient would not be).
+xs = [rank_input(r, (5,), 1), rank_input(0, (4,), 2), rank_input(r, (2, 3), 3)]
+wants = [tree(everyone((5,), 1)), rank_input(0, (4,), 2), tree(everyone((2, 3), 3))]
+for k, (got, want) in enumerate(zip(hvd.grouped_allreduce([tf.constant(x) for x in xs], op=hvd.Adasum), wants)):
+    assert_close(f"grouped tensor {k}", got.numpy(), want, 1e-12)
+
+# 3. The gradient of allreduce(op=Adasum) is the Adasum allreduce of the upstream gradients
+# (Horovod's convention): rank j's upstream gradient is c_j.
+x = tf.Variable(rank_input(r, (6,), 4))
+c = rank_input(r, (6,), 5)
+for label, run in (("eager", lambda f: f()), ("tf.function", lambda f: tf.function(f)())):
+    def grad():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(hvd.allreduce(x, op=hvd.Adasum) * c)
+        return tape.gradient(loss, x)
+    assert_close(f"gradient ({label})", run(grad).numpy(), tree(everyone((6,), 5)), 1e-12)
+
+# 4. DistributedGradientTape(op=Adasum): the local gradients (c_j) combined, not averaged.
+w = tf.Variable(np.zeros(6))
+with tf.GradientTape() as tape:
+    loss = tf.reduce_sum(w * c)
+tape = hvd.DistributedGradientTape(tape, op=hvd.Adasum)
+assert_close("DistributedGradientTape", tape.gradient(loss, w).numpy(), tree(everyone((6,), 5)), 1e-12)
+
+# 5. Keras DistributedOptimizer(op=Adasum): SGD applies the Adasum of the gradients.
+var = keras.Variable(np.zeros((2, 3), np.float32))
+opt = hvd_keras.DistributedOptimizer(keras.optimizers.SGD(0.5), op=hvd_keras.Adasum)
+opt.apply([tf.constant(rank_input(r, (2, 3), 6), tf.float32)], [var])
+assert_close("Keras DistributedOptimizer", var.numpy(), -0.5 * tree(everyone((2, 3), 6)), 1e-5)
+
+# 6. Refusals.
+expect(tf.errors.UnimplementedError, lambda: hvd.allreduce(tf.constant([1, 2]), op=hvd.Adasum), "int32", "float")
+expect(NotImplementedError, lambda: hvd.allreduce(tf.IndexedSlices(tf.ones((1, 3)), tf.constant([0])), op=hvd.Adasum),
+       "sparse_as_dense=True")
+expect(NotImplementedError, lambda: hvd.grouped_allreduce(
+    [tf.ones(2), tf.IndexedSlices(tf.ones((1, 3)), tf.constant([0]))], op=hvd.Adasum), "sparse_as_dense=True")
+expect(tf.errors.UnimplementedError, lambda: hvd.reducescatter(tf.ones((2, 2)), op=hvd.Adasum), "allreduce only")
+expect(NotImplementedError, lambda: hvd.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(0.1),
+                                                             op=hvd.Adasum), "delta optimizer")
+expect(ValueError, lambda: hvd_keras.DistributedOptimizer(keras.optimizers.SGD(), op=hvd.Adasum,
+                                                          backward_passes_per_step=2,
+                                                          average_aggregated_gradients=True),
+       "average_aggregated_gradients")
+expect(ValueError, lambda: hvd_keras.DistributedOptimizer(keras.optimizers.SGD(), op=hvd.Adasum,
+                                                          gradient_predivide_factor=2.0), "op=Average")
+print(f"rank {r}: adasum tf OK", flush=True)
