@@ -393,6 +393,12 @@ TEST_P(RuntimeJobTest, LocalArgumentErrorsAreImmediate) {
   Submission g = Allreduce("gpu", in, out, 6);
   g.request.device = 0;
   EXPECT_TRUE(HasError(try_enqueue(g), ErrorCode::kUnimplemented, {"'gpu'", "GPU:0"}));
+  Submission gada = Allreduce("gpu-adasum", in, out, 6, ReduceOp::kAdasum);
+  gada.request.device = 0;  // refused for Adasum before any GPU library is looked for
+  EXPECT_TRUE(HasError(try_enqueue(gada), ErrorCode::kUnimplemented, {"'gpu-adasum'", "rank 1", "CPU"}));
+  Submission iada = Allreduce("int-adasum", in, out, 6, ReduceOp::kAdasum);
+  iada.request.dtype = DataType::kInt32;
+  EXPECT_TRUE(HasError(try_enqueue(iada), ErrorCode::kUnimplemented, {"'int-adasum'", "int32"}));
   Submission bavg = Allreduce("flags", in, out, 6, ReduceOp::kAverage);
   bavg.request.dtype = DataType::kBool;
   EXPECT_TRUE(HasError(try_enqueue(bavg), ErrorCode::kUnimplemented, {"'flags'", "Average"}));
