@@ -33,7 +33,8 @@ LAUNCHER = [sys.executable, "-m", "tfring.runner.launch"]
 STOP_WAIT_S = 15  # after a timeout: how long the launcher gets to stop its workers
 MAX_LINES_PER_RANK = 200  # in failure messages
 
-_PREFIX = re.compile(r"^\[(\d+)\]<(stdout|stderr)>: ?(.*)$")
+# A rank (``[1]``), or an elastic job's worker id (``[w3]``).
+_PREFIX = re.compile(r"^\[(w?\d+)\]<(stdout|stderr)>: ?(.*)$")
 
 
 def job_env(env=None):
@@ -48,12 +49,13 @@ def job_env(env=None):
 
 
 def rank_output(text, rank, stream=None):
-    """The lines of ``rank`` in launcher output ``text`` (prefixes removed), optionally only
-    those of ``stream`` ("stdout" or "stderr"), joined with newlines."""
+    """The lines of ``rank`` (or elastic worker id, e.g. ``"w1"``) in launcher output
+    ``text`` (prefixes removed), optionally only those of ``stream`` ("stdout" or "stderr"),
+    joined with newlines."""
     lines = []
     for line in text.splitlines():
         m = _PREFIX.match(line)
-        if m and int(m.group(1)) == rank and stream in (None, m.group(2)):
+        if m and m.group(1) == str(rank) and stream in (None, m.group(2)):
             lines.append(m.group(3))
     return "\n".join(lines)
 
@@ -66,15 +68,16 @@ def format_job_output(stdout, stderr):
         for line in text.splitlines():
             m = _PREFIX.match(line)
             if m:
-                by_rank.setdefault(int(m.group(1)), []).append(f"<{m.group(2)}> {m.group(3)}")
+                by_rank.setdefault(m.group(1), []).append(f"<{m.group(2)}> {m.group(3)}")
             else:
                 launcher.append(f"<{stream}> {line}")
     parts = []
-    for rank in sorted(by_rank):
+    for rank in sorted(by_rank, key=lambda r: (r.startswith("w"), int(r.lstrip("w")))):
         lines = by_rank[rank]
         cut = len(lines) - MAX_LINES_PER_RANK
         head = [f"... ({cut} earlier lines)"] if cut > 0 else []
-        parts.append(f"----- rank {rank} -----\n" + "\n".join(head + lines[-MAX_LINES_PER_RANK:]))
+        label = f"worker {rank}" if rank.startswith("w") else f"rank {rank}"
+        parts.append(f"----- {label} -----\n" + "\n".join(head + lines[-MAX_LINES_PER_RANK:]))
     parts.append("----- launcher and unprefixed lines -----\n" + "\n".join(launcher[-MAX_LINES_PER_RANK:]))
     return "\n".join(parts)
 
@@ -114,11 +117,18 @@ def run_job(np, script_text, timeout=120, args=(), env=None, script_args=(), che
       AssertionError: the job timed out, or failed with ``check=True``; the message holds
         the exit code, the command and every rank's output.
     """
+    return run_launcher(["-np", str(np), *args], script_text, timeout=timeout, env=env, script_args=script_args,
+                        check=check)
+
+
+def run_launcher(launcher_args, script_text, timeout=120, env=None, script_args=(), check=True):
+    """``run_job`` with the launcher's options given in full (e.g. an elastic job's
+    ``--min-np 2 --max-np 3 -H ...`` instead of ``-np N``)."""
     with tempfile.TemporaryDirectory(prefix="tfring_job_") as tmp:
         script = os.path.join(tmp, "job.py")
         with open(script, "w") as f:
             f.write(script_text)
-        cmd = [*LAUNCHER, "-np", str(np), *args, sys.executable, script, *script_args]
+        cmd = [*LAUNCHER, *launcher_args, sys.executable, script, *script_args]
         proc = subprocess.Popen(cmd, env=job_env(env), cwd=REPO_ROOT, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 encoding="utf-8", errors="replace", start_new_session=True)

@@ -55,7 +55,7 @@ def test_public_api():
         "allgather", "allgather_object", "allreduce", "broadcast", "broadcast_model_state", "broadcast_object",
         "broadcast_variables", "callbacks", "cross_rank", "cross_size", "init", "is_distributed",
         "is_initialized", "load_model", "local_rank", "local_size", "rank", "shutdown", "size", "verbose",
-        "ccl_built", "cuda_built", "ddl_built", "gloo_built", "gloo_enabled", "mpi_built", "mpi_enabled",
+        "ccl_built", "cuda_built", "ddl_built", "elastic", "gloo_built", "gloo_enabled", "mpi_built", "mpi_enabled",
         "mpi_threads_supported", "nccl_built", "rocm_built",
     }
     assert set(hvd.callbacks.__all__) == {

@@ -23,7 +23,7 @@ PUBLIC_API = [
     "start_timeline", "stop_timeline", "summary",
     # Horovod API (issue 14)
     "broadcast_", "broadcast_object_fn", "grouped_allgather", "grouped_reducescatter", "rank_op", "local_rank_op",
-    "size_op", "local_size_op", "cross_rank_op", "cross_size_op", "ccl_built", "cuda_built", "ddl_built", "gloo_built",
+    "size_op", "local_size_op", "cross_rank_op", "cross_size_op", "ccl_built", "cuda_built", "ddl_built", "elastic", "gloo_built",
     "gloo_enabled", "mpi_built", "mpi_enabled", "mpi_threads_supported", "nccl_built", "rocm_built",
 ]
 

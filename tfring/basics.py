@@ -30,7 +30,9 @@ def init(**settings):
 
     Without TFRING_RANK (no tfringrun), the identity comes from ``mpirun`` / ``srun``
     variables and, with mpi4py, rank 0 serves the store and shares it through MPI: see
-    ``tfring.environment_discovery``.
+    ``tfring.environment_discovery``. A worker of an elastic job (started by ``tfringrun
+    --min-np/--max-np/--host-discovery-script``) gets its identity from the driver's next
+    generation that includes it instead, waiting for it (docs/elastic.md).
 
     Raises:
       tfring.errors.InvalidArgumentError: a setting has a bad value (the message names it).
@@ -58,10 +60,21 @@ def init(**settings):
         _atexit_registered = True
 
 
+def reinit():
+    """``init()`` again with the settings of the last explicit ``init(...)`` call: after
+    ``shutdown()``, an elastic worker joins the job's next generation this way."""
+    init(**(_explicit_overrides or {}))
+
+
 def _discovered(overrides):
-    """Identity and store from mpirun / srun when neither tfringrun nor the caller gave a rank."""
+    """Identity and store: from the elastic driver's next generation (an elastic worker),
+    else from mpirun / srun when neither tfringrun nor the caller gave a rank."""
     if "TFRING_RANK" in overrides:
         return {}
+    from tfring.elastic import worker as elastic_worker
+
+    if elastic_worker.worker_id() is not None:
+        return elastic_worker.join_settings()
     from tfring import environment_discovery
 
     return environment_discovery.discover() or {}

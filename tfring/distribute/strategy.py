@@ -50,6 +50,16 @@ class RingStrategy(_tf_private.Strategy):
 
     def __init__(self, device=None):
         _tf_private.check_private_apis()
+        from tfring.elastic import worker as elastic_worker
+
+        if elastic_worker.worker_id() is not None:
+            from tfring.errors import UnimplementedError
+
+            raise UnimplementedError(
+                "RingStrategy cannot run in an elastic job (tfringrun --min-np/--max-np/--host-discovery-script): "
+                "its replica count and rank are fixed when it is created, and an elastic job changes them. Use "
+                "tfring.keras.DistributedOptimizer with tfring.keras.elastic (docs/elastic.md), or start the job "
+                "without the elastic flags")
         tft.init()  # no-op when already initialized
         self._rank = tft.rank()
         self._size = tft.size()

@@ -16,7 +16,7 @@ from tfring.capabilities import (
     nccl_built,
     rocm_built,
 )
-from tfring.keras import callbacks
+from tfring.keras import callbacks, elastic
 from tfring.keras.collectives import allgather, allreduce, broadcast, reducescatter
 from tfring.keras.distributed_optimizer import (
     DistributedOptimizer,
@@ -76,6 +76,7 @@ __all__ = [
     "cross_size",
     "cuda_built",
     "ddl_built",
+    "elastic",
     "gloo_built",
     "gloo_enabled",
     "init",

@@ -55,6 +55,26 @@ def build_parser():
     multi.add_argument("--network-interface", metavar="IFACE",
                        help="the store and every worker listen on this interface's address on their "
                             "host (e.g. eth0; same name on every host)")
+    elastic = p.add_argument_group("elastic jobs (see docs/elastic.md); any of --min-np, --max-np, "
+                                   "--host-discovery-script makes the job elastic")
+    elastic.add_argument("--min-np", type=int, metavar="N",
+                         help="fewest workers the job runs with; below it, it waits --elastic-timeout for "
+                              "hosts (default: -np, else 1)")
+    elastic.add_argument("--max-np", type=int, metavar="N", help="most workers the job grows to (default: no limit)")
+    elastic.add_argument("--host-discovery-script", metavar="FILE",
+                         help="executable printing the usable hosts, one 'host' or 'host:slots' per line; run "
+                              "again every --discovery-interval-s (default: the hosts of -H / --hostfile / -np)")
+    elastic.add_argument("--slots", type=int, default=1, metavar="N",
+                         help="slots of a host the discovery script lists without ':slots' (default 1)")
+    elastic.add_argument("--reset-limit", type=int, metavar="N",
+                         help="end the job instead of re-forming it more than N times (default: no limit)")
+    elastic.add_argument("--elastic-timeout", type=float, default=600.0, metavar="S",
+                         help="how long to wait for --min-np workers before ending the job (default 600)")
+    elastic.add_argument("--blacklist-cooldown-range", type=float, nargs=2, metavar=("MIN", "MAX"),
+                         help="a host whose worker failed comes back after MIN s, doubling per failure up to "
+                              "MAX s (default: it stays out for the rest of the job)")
+    elastic.add_argument("--discovery-interval-s", type=float, default=1.0, metavar="S",
+                         help="how often the discovery script runs (default 1)")
     p.add_argument("--bind-to", choices=binding.MODES, default="core",
                    help="CPUs of each local rank: core (default: an equal share of whole cores of the "
                         "launcher's affinity mask; no binding when there are fewer cores than local ranks), "
@@ -88,10 +108,42 @@ def parse(argv):
         return ns
     if not ns.command:
         raise UsageError("no command given: tfringrun -np N [--] command [args...]")
-    if ns.num_proc is None and ns.hosts is None and ns.hostfile is None:
+    if ns.num_proc is None and ns.hosts is None and ns.hostfile is None and not is_elastic(ns):
         raise UsageError("give the number of processes with -np N (or hosts with -H / --hostfile)")
     if ns.ssh_port is not None and not 0 < ns.ssh_port < 65536:
         raise UsageError(f"--ssh-port must be in 1..65535. Received: {ns.ssh_port}")
     if not (math.isfinite(ns.grace_period_s) and ns.grace_period_s >= 0):
         raise UsageError(f"--grace-period-s must be a finite number >= 0. Received: {ns.grace_period_s}")
+    _check_elastic(ns)
     return ns
+
+
+def is_elastic(ns):
+    """True when the command line asks for an elastic job."""
+    return ns.min_np is not None or ns.max_np is not None or ns.host_discovery_script is not None
+
+
+def _check_elastic(ns):
+    if not is_elastic(ns):
+        return
+    for flag, value in (("--min-np", ns.min_np), ("--max-np", ns.max_np), ("-np", ns.num_proc),
+                        ("--slots", ns.slots)):
+        if value is not None and value < 1:
+            raise UsageError(f"{flag} must be at least 1. Received: {value}")
+    if ns.reset_limit is not None and ns.reset_limit < 0:
+        raise UsageError(f"--reset-limit must be >= 0. Received: {ns.reset_limit}")
+    if ns.min_np is None:
+        ns.min_np = ns.num_proc or 1
+    if ns.max_np is not None and ns.max_np < ns.min_np:
+        raise UsageError(f"--max-np {ns.max_np} is below --min-np {ns.min_np}")
+    if ns.num_proc is not None and (ns.num_proc < ns.min_np or (ns.max_np is not None and ns.num_proc > ns.max_np)):
+        raise UsageError(f"-np {ns.num_proc} must lie between --min-np {ns.min_np} and --max-np {ns.max_np}")
+    if ns.host_discovery_script is not None and (ns.hosts is not None or ns.hostfile is not None):
+        raise UsageError("give the hosts either with --host-discovery-script or with -H / --hostfile, not both")
+    for flag, value in (("--elastic-timeout", ns.elastic_timeout), ("--discovery-interval-s", ns.discovery_interval_s)):
+        if not (math.isfinite(value) and value > 0):
+            raise UsageError(f"{flag} must be a finite number > 0. Received: {value}")
+    if ns.blacklist_cooldown_range is not None:
+        lo, hi = ns.blacklist_cooldown_range
+        if not (0 < lo <= hi and math.isfinite(hi)):
+            raise UsageError(f"--blacklist-cooldown-range needs 0 < MIN <= MAX. Received: {lo:g} {hi:g}")

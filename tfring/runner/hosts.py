@@ -149,7 +149,11 @@ def plan(hosts, num_proc=None):
         if n:
             counts.append((h.name, n))
         left -= n
-    host_of_rank = [name for name, n in counts for _ in range(n)]
+    return slots_of([name for name, n in counts for _ in range(n)])
+
+
+def slots_of(host_of_rank):
+    """``[Slot]`` by rank for ``host_of_rank[r]``, the host of rank r (``rank_identities``)."""
     return [Slot(host=host, rank=int(ids["TFRING_RANK"]), size=int(ids["TFRING_SIZE"]),
                  local_rank=int(ids["TFRING_LOCAL_RANK"]), local_size=int(ids["TFRING_LOCAL_SIZE"]),
                  cross_rank=int(ids["TFRING_CROSS_RANK"]), cross_size=int(ids["TFRING_CROSS_SIZE"]))

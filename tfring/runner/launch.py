@@ -92,6 +92,10 @@ def launch(argv=None):
         return _error(f"{e} (see tfringrun --help)")
     if ns.check_build:
         return check_build()
+    if args_lib.is_elastic(ns):
+        from tfring.runner.elastic_launch import launch_elastic
+
+        return launch_elastic(ns, _error)
     try:
         slots, place, job_settings = _plan(ns)
         blame = Blame()

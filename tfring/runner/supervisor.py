@@ -85,7 +85,7 @@ class Failure:
         return f"rank {self.rank} (pid {self.pid}) {describe_exit(self.returncode)}"
 
 
-def _killpg(pgid, signum):
+def killpg(pgid, signum):
     """Signals a process group; False when the group no longer exists."""
     try:
         os.killpg(pgid, signum)
@@ -94,13 +94,13 @@ def _killpg(pgid, signum):
         return False
 
 
-def _signal_worker(worker, signum):
+def signal_worker(worker, signum):
     """Signals a worker's process group: through its handle's ``signal_group`` when it has
     one (remote workers, see remote.py), else ``os.killpg``. False when it is gone."""
     signal_group = getattr(worker.proc, "signal_group", None)
     if signal_group is not None:
         return signal_group(signum)
-    return _killpg(worker.pid, signum)
+    return killpg(worker.pid, signum)
 
 
 class _Stopper:
@@ -307,26 +307,26 @@ class Job:
             self.output.message(f"sending {signal_name(signum)} to rank(s) "
                                 + ", ".join(str(w.rank) for w in workers))
         for w in workers:
-            if _signal_worker(w, signum) and signum != signal.SIGKILL and not hasattr(w.proc, "signal_group"):
-                _killpg(w.pid, signal.SIGCONT)  # a stopped worker acts on it only when resumed
+            if signal_worker(w, signum) and signum != signal.SIGKILL and not hasattr(w.proc, "signal_group"):
+                killpg(w.pid, signal.SIGCONT)  # a stopped worker acts on it only when resumed
 
     def _reap_leftovers(self):
         """Stops whatever the workers left running in their process groups (SIGTERM, then
         SIGKILL after the grace period)."""
         # Remote workers' bootstraps reap their own leftovers (remote_boot.py).
         groups = [w.pid for w in self.workers
-                  if not hasattr(w.proc, "signal_group") and _killpg(w.pid, signal.SIGTERM)]
+                  if not hasattr(w.proc, "signal_group") and killpg(w.pid, signal.SIGTERM)]
         if groups and self.verbose:
             self.output.message(f"sent SIGTERM to {len(groups)} process group(s) the workers left behind")
         deadline = time.monotonic() + self.grace
         while groups and time.monotonic() < deadline:
             time.sleep(TICK_S)
-            groups = [g for g in groups if _killpg(g, 0)]
+            groups = [g for g in groups if killpg(g, 0)]
         if groups:
             self.output.message(f"killing {len(groups)} process group(s) the workers left behind "
                                 f"(pgid {', '.join(map(str, groups))})")
         for g in groups:
-            _killpg(g, signal.SIGKILL)
+            killpg(g, signal.SIGKILL)
 
     def _summary(self):
         parts = []

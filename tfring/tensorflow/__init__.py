@@ -30,8 +30,8 @@ from tfring.capabilities import (
     nccl_built,
     rocm_built,
 )
+from tfring.tensorflow import elastic, summary  # elastic training; tfring's metrics as tf.summary scalars
 from tfring.tensorflow import gradients as _gradients  # noqa: F401 - registers the gradients
-from tfring.tensorflow import summary  # tfring's metrics as tf.summary scalars
 from tfring.tensorflow.compression import Compression, Compressor, FP16Compressor, NoneCompressor
 from tfring.tensorflow.functions import (
     allgather_object,
@@ -110,6 +110,7 @@ __all__ = [
     "cross_size_op",
     "cuda_built",
     "ddl_built",
+    "elastic",
     "gloo_built",
     "gloo_enabled",
     "grouped_allgather",

@@ -9,6 +9,7 @@ returned as they are.
 import tensorflow as tf
 
 from tfring import basics
+from tfring.elastic import worker as elastic_worker
 from tfring.tensorflow import mpi_ops
 from tfring.tensorflow.compression import Compression
 
@@ -30,8 +31,10 @@ def reduce_gradients(grads, *, name=None, sparse_as_dense=False, bucket_bytes=mp
     scoped names in a graph, automatic names eagerly); ``allreduce_kwargs`` as
     ``grouped_allreduce`` (op, compression, scale factors, devices)."""
     grads = list(grads)
-    if basics.is_initialized() and basics.size() == 1:
-        return grads  # one rank: nothing to reduce, no cost (Horovod's rule too)
+    if basics.is_initialized() and basics.size() == 1 and not elastic_worker.worker_id():
+        # One rank: nothing to reduce, no cost (Horovod's rule too). Not in an elastic job,
+        # where a function traced with one rank must still reduce once the job grows.
+        return grads
     if sparse_as_dense:
         grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
     present = [i for i, g in enumerate(grads) if g is not None]

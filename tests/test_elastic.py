@@ -1,0 +1,158 @@
+"""Elastic jobs end to end (issue 18): tfringrun --min-np/--max-np with 2-3 real workers,
+each test bounded in time. Hosts are loopback addresses (127.0.0.x: started here, but
+separate hosts to tfring: own cross rank, TCP between them), given with -H or by a
+discovery script the test rewrites.
+
+What each test pins: the survivors of a SIGKILLed worker (rank 1, or rank 0) restore the
+last commit, re-form without it and finish every epoch with equal weights, and the
+launcher names the lost rank and the new size; a discovery script's new host joins at the
+next commit and starts from the synced weights; a host whose worker keeps crashing is
+blacklisted while the job goes on; too few workers end the job with a clear error after
+--elastic-timeout; a custom loop with TensorFlowKerasState does the same as fit.
+"""
+
+import glob
+import json
+import os
+import re
+
+import numpy as np
+import pytest
+
+from tests.helpers import REPO_ROOT, format_job_output, rank_output, run_launcher
+
+pytestmark = pytest.mark.multiprocess
+
+WORKER = os.path.join(REPO_ROOT, "tests", "workers", "elastic_train.py")
+THREE_HOSTS = "127.0.0.1:1,127.0.0.2:1,127.0.0.3:1"
+FAST = ("--discovery-interval-s", "0.2", "--start-timeout", "60")
+
+
+def _script():
+    with open(WORKER) as f:
+        return f.read()
+
+
+def _run(launcher_args, cfg, tmp_path, timeout=150, check=True):
+    return run_launcher([*launcher_args, *FAST], _script(), timeout=timeout, check=check,
+                        script_args=(json.dumps(cfg), str(tmp_path)))
+
+
+def _finals(result):
+    """{worker: (rank, size, epoch, iterations)} from the FINAL lines."""
+    out = {}
+    for m in re.finditer(r"FINAL worker=(w\d+) rank=(\d+) size=(\d+) epoch=(\d+) iterations=(\d+)", result.stdout):
+        out[m.group(1)] = tuple(int(v) for v in m.groups()[1:])
+    return out
+
+
+def _weights(tmp_path):
+    return {os.path.basename(p)[len("final_"):-len(".npy")]: np.load(p)
+            for p in glob.glob(os.path.join(tmp_path, "final_*.npy"))}
+
+
+def _assert_equal_weights(tmp_path, workers, report):
+    weights = _weights(tmp_path)
+    assert sorted(weights) == sorted(workers), report
+    first = weights[workers[0]]
+    for w in workers[1:]:
+        np.testing.assert_array_equal(weights[w], first, err_msg=f"{w} vs {workers[0]}\n{report}")
+
+
+@pytest.mark.parametrize("victim", ["w1", "w0"], ids=["rank1", "rank0"])
+def test_sigkill_mid_fit_survivors_restore_and_finish(tmp_path, victim):
+    cfg = {"mode": "fit", "epochs": 4, "commit_every": 1, "sleep_s": 0.02,
+           "die_worker": victim, "die_epoch": 1, "die_batch": 3}
+    result = _run(["-np", "3", "--min-np", "2", "-H", THREE_HOSTS], cfg, tmp_path)
+    report = format_job_output(result.stdout, result.stderr)
+    lost_rank = int(victim[1:])
+    lost_host = f"127.0.0.{lost_rank + 1}"
+    assert f"lost worker {victim} (rank {lost_rank} of 3 in generation 1, host {lost_host}" in result.stderr, report
+    assert "killed by signal 9 (SIGKILL)" in result.stderr, report
+    assert f"generation 2: 2 worker(s) (lost rank {lost_rank} on host {lost_host})" in result.stderr, report
+    survivors = [w for w in ("w0", "w1", "w2") if w != victim]
+    finals = _finals(result)
+    assert sorted(finals) == survivors, report
+    # Every survivor finished all 4 epochs at world size 2. The commit after batch 3 of epoch
+    # 1 (12 steps) is where they went on from; fit then ran epoch 1 again in full: 12 + 3 * 8.
+    assert {f[1:] for f in finals.values()} == {(2, 4, 36)}, report
+    assert sorted(f[0] for f in finals.values()) == [0, 1], report
+    for w in survivors:
+        assert "restoring the last commit" in rank_output(result.stdout + result.stderr, w), report
+    _assert_equal_weights(tmp_path, survivors, report)
+
+
+def test_discovery_adds_a_host_and_the_new_worker_starts_from_synced_state(tmp_path):
+    hosts_file = tmp_path / "hosts.txt"
+    hosts_file.write_text("127.0.0.1\n127.0.0.2\n")
+    script = tmp_path / "discover.sh"
+    script.write_text(f"#!/bin/sh\ncat {hosts_file}\n")
+    script.chmod(0o755)
+    # Generation 1 runs slowly (0.25 s per batch, 80 batches at most) until the new worker,
+    # which imports TF first, is ready and joins at the next commit.
+    cfg = {"mode": "fit", "epochs": 10, "commit_every": 1, "slow_until_generation": 2, "slow_s": 0.25,
+           "grow_file": str(hosts_file), "grow_host": "127.0.0.3", "grow_epoch": 0}
+    result = _run(["--min-np", "2", "--max-np", "3", "--host-discovery-script", str(script)], cfg, tmp_path)
+    report = format_job_output(result.stdout, result.stderr)
+    assert "generation 1: 2 worker(s)" in result.stderr, report
+    assert "generation 2: 3 worker(s) (worker w2 on host 127.0.0.3 is ready)" in result.stderr, report
+    finals = _finals(result)
+    assert sorted(finals) == ["w0", "w1", "w2"], report
+    assert {f[1:3] for f in finals.values()} == {(3, 10)}, report
+    assert "re-forming the job at this commit" in rank_output(result.stderr, "w0"), report
+    _assert_equal_weights(tmp_path, ["w0", "w1", "w2"], report)
+
+
+def test_a_host_whose_worker_keeps_crashing_is_blacklisted_and_the_job_goes_on(tmp_path):
+    cfg = {"mode": "fit", "epochs": 4, "commit_every": 4, "sleep_s": 0.15, "crash_hosts": ["127.0.0.3"]}
+    result = _run(["--min-np", "2", "--max-np", "3", "-H", THREE_HOSTS, "--blacklist-cooldown-range", "0.5", "1"],
+                  cfg, tmp_path)
+    report = format_job_output(result.stdout, result.stderr)
+    blacklisted = re.findall(r"host 127\.0\.0\.3 blacklisted for ([\d.]+) s", result.stderr)
+    assert len(blacklisted) >= 2, report  # it came back after its cooldown and crashed again
+    assert blacklisted[:2] == ["0.5", "1"], report  # the cooldown doubles, capped at MAX
+    finals = _finals(result)
+    assert sorted(finals) == ["w0", "w1"], report
+    assert {f[1:] for f in finals.values()} == {(2, 4, 32)}, report  # never interrupted
+
+
+def test_below_min_np_the_job_ends_with_a_clear_error_after_the_timeout(tmp_path):
+    cfg = {"mode": "fit", "epochs": 2, "commit_every": 1, "crash_hosts": ["127.0.0.3"]}
+    result = _run(["--min-np", "3", "-H", THREE_HOSTS, "--elastic-timeout", "3"], cfg, tmp_path, check=False)
+    report = format_job_output(result.stdout, result.stderr)
+    assert result.returncode == 1, report
+    assert "2 worker(s) ready, below --min-np 3; waiting up to 3 s" in result.stderr, report
+    assert re.search(r"ending the elastic job: .*below --min-np 3", result.stderr), report
+    for w in ("w0", "w1"):  # the waiting workers learn why through the store, or are stopped
+        out = rank_output(result.stdout + result.stderr, w)
+        assert "FINAL" not in out, report
+
+
+def test_custom_loop_with_tensorflow_keras_state_survives_a_lost_worker(tmp_path):
+    cfg = {"mode": "loop", "epochs": 3, "batches": 6, "commit_every": 2, "sleep_s": 0.02,
+           "die_worker": "w2", "die_epoch": 1, "die_batch": 3}
+    result = _run(["-np", "3", "--min-np", "2", "-H", THREE_HOSTS], cfg, tmp_path)
+    report = format_job_output(result.stdout, result.stderr)
+    assert "generation 2: 2 worker(s) (lost rank 2 on host 127.0.0.3)" in result.stderr, report
+    finals = _finals(result)
+    assert sorted(finals) == ["w0", "w1"], report
+    # The loop leaves state.epoch at the last epoch (2). Commits after batches 0, 2, 4: the
+    # survivors went on from the one after batch 2 of epoch 1 (9 steps) and ran batches 2-5
+    # of epoch 1 and all 6 of epoch 2: 9 + 4 + 6.
+    assert {f[1:] for f in finals.values()} == {(2, 2, 19)}, report
+    _assert_equal_weights(tmp_path, ["w0", "w1"], report)
+
+
+def test_elastic_flags_are_checked_before_anything_starts():
+    from tfring.runner import args
+
+    for argv, message in ((["--min-np", "3", "--max-np", "2", "python", "x.py"], "--max-np 2 is below --min-np 3"),
+                          (["-np", "1", "--min-np", "2", "python", "x.py"], "-np 1 must lie between"),
+                          (["--min-np", "2", "--host-discovery-script", "d.sh", "-H", "a:1", "python", "x.py"],
+                           "not both"),
+                          (["--max-np", "2", "--blacklist-cooldown-range", "5", "1", "python", "x.py"],
+                           "0 < MIN <= MAX")):
+        with pytest.raises(args.UsageError, match=re.escape(message)):
+            args.parse(argv)
+    ns = args.parse(["-np", "2", "python", "x.py"])
+    assert not args.is_elastic(ns)

@@ -1,0 +1,97 @@
+"""The elastic ``run`` wrapper: train, and when the job loses or gains a member, re-form
+it and go on from the last commit (Horovod's ``hvd.elastic.run``).
+
+    @run_fn(reset=...)                        # tfring.tensorflow.elastic.run binds reset
+    def train(state): ...                     # called with the synced state
+
+Loop: sync the state from rank 0, call the function. When it raises
+- ``HostsUpdatedInterrupt`` (every rank, same commit): re-form the job, sync, call again;
+- an error while this rank's runtime has lost the job (a dead or frozen peer, a peer that
+  left: ``_core.check_health()`` names it): restore the last commit, re-form, sync, call
+  again;
+- anything else: raised as it is (a bug in the training function is not retried here; the
+  driver sees the worker fail).
+Outside an elastic job (no ``TFRING_ELASTIC_WORKER``) every error is raised as it is: a
+non-elastic job keeps failing fast. How many times the job may re-form is the driver's
+``--reset-limit``.
+"""
+
+import functools
+import sys
+
+from tfring import _core, basics, errors
+from tfring.elastic import worker
+from tfring.elastic.exceptions import HostsUpdatedInterrupt, JobEndedError
+
+
+def _say(text):
+    print(f"tfring elastic: {text}", file=sys.stderr, flush=True)
+
+
+def lost_job_member(exc):
+    """True when ``exc`` happened because this rank's runtime lost the job (a peer died,
+    froze or left), in an elastic worker. Never blocks."""
+    if worker.worker_id() is None or not basics.is_initialized():
+        return False
+    try:
+        _core.check_health()
+    except errors.TfringError:
+        return True
+    return False
+
+
+def _first_line(exc):
+    """The exception's type and its most telling line: tfring's own (a TF op error buries it
+    under "Graph execution error:" and the node), else the first."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    ours = [line for line in lines if line.startswith("tfring")]
+    return f"{type(exc).__name__}: {(ours or lines or [''])[0]}"[:300]
+
+
+def reset():
+    """Leaves the current generation and joins the next one (blocking: until the driver
+    publishes it, bounded by TFRING_ELASTIC_TIMEOUT_S). When the rendezvous of a generation
+    fails (a member died or froze during it), joins the one after: the driver publishes it
+    once it has seen that member go.
+
+    Raises:
+      JobEndedError: the driver ended the job, left this worker out, or published no new
+        generation in time.
+    """
+    basics.shutdown()
+    while True:
+        try:
+            basics.reinit()
+            return
+        except JobEndedError:
+            raise
+        except errors.TfringError as e:
+            _say(f"joining generation {worker.joined_generation()} failed ({_first_line(e)}); "
+                 "waiting for the next one")
+            basics.shutdown()
+
+
+def run_fn(func, reset_fn=reset):
+    """Wraps ``func(state, *args, **kwargs)`` in the elastic loop (module docstring)."""
+
+    @functools.wraps(func)
+    def wrapper(state, *args, **kwargs):
+        reset_required = False
+        while True:
+            if reset_required:
+                reset_fn()
+                _say(f"rank {basics.rank()} of {basics.size()} after the reset; syncing the state from rank 0")
+                state.on_reset()
+            try:
+                state.sync()
+                return func(state, *args, **kwargs)
+            except HostsUpdatedInterrupt:
+                _say("the driver published a new membership; re-forming the job at this commit")
+            except Exception as e:
+                if not lost_job_member(e):
+                    raise
+                _say(f"rank {basics.rank()} lost the job ({_first_line(e)}); restoring the last commit")
+                state.restore()
+            reset_required = True
+
+    return wrapper

@@ -1,0 +1,107 @@
+"""An elastic worker's side of the rendezvous: which generation to join, and as which rank.
+
+``tfring.init()`` calls ``join_settings()`` when the process was started by an elastic
+driver (``TFRING_ELASTIC_WORKER`` set): it waits for a generation newer than the last one
+this process joined that includes it, and returns the init settings of its assignment
+(identity and the generation's job id). See protocol.py for the keys.
+
+Blocking, bounded by ``TFRING_ELASTIC_TIMEOUT_S`` (set by the driver to its own wait for
+enough workers, plus a margin). Thread-safety: called from ``init()`` only.
+"""
+
+import os
+import sys
+import time
+
+from tfring import _core, errors
+from tfring.elastic import protocol
+from tfring.elastic.exceptions import JobEndedError
+
+POLL_S = 0.05
+DEFAULT_TIMEOUT_S = 630.0
+_joined = 0  # the generation this process joined last (0: none)
+_client = None
+
+
+def worker_id(environ=None):
+    """This process's elastic worker id, or None when it is not an elastic worker."""
+    return (os.environ if environ is None else environ).get(protocol.WORKER_ENV) or None
+
+
+def joined_generation():
+    """The generation of the elastic job this process joined last (0 before the first, and
+    outside an elastic job)."""
+    return _joined
+
+
+def _store():
+    global _client
+    if _client is None:
+        address = os.environ.get("TFRING_STORE_ADDR", "")
+        secret = os.environ.get("TFRING_SECRET", "")
+        if not address or not secret:
+            raise errors.PreconditionError(
+                f"{protocol.WORKER_ENV} is set but TFRING_STORE_ADDR or TFRING_SECRET is not: an elastic "
+                "worker is started by tfringrun --min-np/--max-np/--host-discovery-script, which sets them")
+        host, _, port = address.rpartition(":")
+        _client = _core.StoreClient(host.strip("[]"), int(port), secret, 30.0)
+    return _client
+
+
+def current_generation():
+    """The latest generation the driver published (a store read, no wait)."""
+    return _store().add(protocol.CURRENT, 0)
+
+
+def _check_not_ended(store):
+    if store.add(protocol.ENDED, 0):
+        reason = store.get(protocol.END_REASON, 5.0).decode(errors="replace")
+        raise JobEndedError(f"the elastic driver ended the job: {reason}")
+
+
+def join_settings(timeout_s=None):
+    """Waits for the next generation that includes this worker; returns its init settings.
+
+    Raises:
+      JobEndedError: the driver ended the job, left this worker out of the newest
+        generation (it stops such workers itself), or published no new generation within
+        the timeout.
+    """
+    global _joined
+    me = worker_id()
+    if timeout_s is None:
+        timeout_s = float(os.environ.get("TFRING_ELASTIC_TIMEOUT_S", DEFAULT_TIMEOUT_S))
+    store = _store()
+    if _joined == 0:
+        store.add(protocol.ready_key(me), 1)  # the driver may now put this worker in a generation
+    deadline = time.monotonic() + timeout_s
+    checked = _joined  # generations up to this one do not include this worker
+    while True:
+        _check_not_ended(store)
+        generation = store.add(protocol.CURRENT, 0)
+        if generation > checked:
+            checked = generation
+            try:
+                data = store.get(protocol.assignment_key(generation, me), POLL_S)
+            except errors.TimeoutError:
+                if _joined == 0:
+                    continue  # a new worker: a generation formed before it was ready; wait for the next
+                raise JobEndedError(f"worker {me} is not part of generation {generation} of the job "
+                                    "(its host was removed or blacklisted)") from None
+            assignment = protocol.Assignment.decode(data)
+            _joined = generation
+            base = os.environ.get("TFRING_JOB_ID", "default")
+            slot = assignment.slot
+            print(f"tfring elastic: worker {me} joins generation {generation} as rank {slot.rank} of "
+                  f"{slot.size} (host {slot.host})", file=sys.stderr, flush=True)
+            return assignment.settings(base)
+        if time.monotonic() > deadline:
+            raise JobEndedError(
+                f"worker {me} waited {timeout_s:g} s for generation {_joined + 1} of the elastic job "
+                "(TFRING_ELASTIC_TIMEOUT_S); the driver published none")
+        time.sleep(POLL_S)
+
+
+def reset_for_tests():
+    global _joined, _client
+    _joined, _client = 0, None

@@ -1,0 +1,401 @@
+"""The elastic driver: runs a job whose membership changes while it trains
+(``tfringrun --min-np N --max-np M [--host-discovery-script S] ...``).
+
+Policy:
+- Start as many workers as the hosts allow (``-np`` if given, at most ``--max-np``). A
+  started worker joins a generation only once it is *ready* (it called ``init()``), so one
+  that crashes while starting never holds up the others. Generation 1 forms once every
+  first worker is ready (or gone) and at least ``--min-np`` are.
+- A worker that exits non-zero or is killed (or stays stopped for TFRING_PEER_TIMEOUT_S,
+  then is killed) is *lost*: its host is blacklisted (for good, or for a cooldown with
+  ``--blacklist-cooldown-range``); its peers notice within milliseconds, restore their
+  last commit and wait for the next generation.
+- The next generation: the surviving workers keep their order (the lowest surviving rank
+  becomes rank 0, so rank 0 always holds the committed state) and new workers on free,
+  non-blacklisted slots follow, up to ``--max-np``. Published in the store (protocol.py),
+  then the new workers start. Running workers learn of a generation that adds workers at
+  their next commit (``HostsUpdatedInterrupt``).
+- Fewer than ``--min-np`` possible workers: wait up to ``--elastic-timeout`` for hosts; then
+  end the job (the reason goes to the workers through the store and to the console), exit 1.
+  More than ``--reset-limit`` re-formations end the job the same way.
+- Once a worker exits 0 the job is finishing: no more generations; the job exits 0 when
+  every worker has, else with the first later failure's code.
+- SIGINT/SIGTERM/SIGHUP go to every worker (SIGKILL after the grace period); exit 128+N.
+
+Every wait is bounded. Main thread only; one waiter thread per worker reports its exit
+through a queue.
+"""
+
+import dataclasses
+import queue
+import signal
+import threading
+import time
+
+from tfring.elastic import protocol
+from tfring.runner.discovery import FixedDiscovery
+from tfring.runner.hosts import slots_of
+from tfring.runner.signals import signal_name
+from tfring.runner.stopped import stop_signal
+from tfring.runner.supervisor import describe_exit, exit_status, killpg, signal_worker
+
+TICK_S = 0.05
+STOPPED_CHECK_S = 0.25
+KILL_WAIT_S = 5.0
+
+
+@dataclasses.dataclass
+class ElasticWorker:
+    wid: str
+    host: str
+    proc: object
+    started: float
+    generation: int = 0  # the latest generation it belongs to
+    rank: int = None  # its rank there
+    returncode: int = None
+    removed: bool = False  # left out of the newest generation: stopped by the driver
+    ready: bool = False  # it waits for a generation (protocol.ready_key)
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def describe(self, size_of):
+        where = (f"rank {self.rank} of {size_of(self.generation)} in generation {self.generation}"
+                 if self.rank is not None else "not yet in a generation")
+        return f"worker {self.wid} ({where}, host {self.host}, pid {self.pid})"
+
+
+@dataclasses.dataclass
+class ElasticSettings:
+    min_np: int
+    max_np: int  # None: no limit
+    initial_np: int  # None: as many as the hosts allow
+    reset_limit: int  # None: no limit
+    elastic_timeout_s: float
+    discovery_interval_s: float
+    grace_period_s: float
+    stopped_limit_s: float  # a worker stopped this long is killed (None/0: never)
+    ready_timeout_s: float  # a started worker not ready by then is killed
+
+
+class ElasticJob:
+    """The workers of one elastic job.
+
+    Args:
+      output: ``Output`` copying worker output (labelled by worker id) and printing messages.
+      store: a ``_core.StoreClient`` of the job's store.
+      discovery: ``discovery.FixedDiscovery`` or ``ScriptDiscovery``.
+      blacklist: ``discovery.Blacklist``.
+      start_worker: ``f(wid, host) -> Popen-like`` (raises OSError when it cannot start).
+      settings: ``ElasticSettings``.
+      verbose: report every start and exit.
+    """
+
+    def __init__(self, output, store, discovery, blacklist, start_worker, settings, verbose=False):
+        self.output = output
+        self.store = store
+        self.discovery = discovery
+        self.blacklist = blacklist
+        self._start_worker = start_worker
+        self.cfg = settings
+        self.verbose = verbose
+        self.workers = []
+        self.generation = 0
+        self._sizes = {}  # generation -> size
+        self._next_wid = 0
+        self._exits = queue.Queue()
+        self._hosts = []  # the latest discovered [Host]
+        self._next_discovery = 0.0
+        self._change = "start"  # why a new generation is needed (None: none is)
+        self._waiting_since = None  # below --min-np since
+        self.finishing = False
+        self.end_reason = None
+        self.first_signal = None
+        self.failure_after_finish = None
+        self._kill_at = None
+        self._stopped_since = {}
+        self._next_stopped_check = 0.0
+
+    # ---- bookkeeping ------------------------------------------------------------------
+    def _size_of(self, generation):
+        return self._sizes.get(generation, "?")
+
+    def _live(self):
+        return [w for w in self.workers if w.returncode is None and not w.removed]
+
+    def _members(self):
+        """Live workers that can be in the next generation, current members first (in rank
+        order, so the lowest surviving rank becomes rank 0), then the newly ready ones."""
+        ready = [w for w in self._live() if w.ready]
+        return sorted(ready, key=lambda w: (w.rank is None, w.rank if w.rank is not None else int(w.wid[1:])))
+
+    def _pending(self):
+        return [w for w in self._live() if not w.ready]
+
+    def _running(self):
+        return [w for w in self.workers if w.returncode is None]
+
+    def _free_slots(self, now):
+        """``[host, ...]``, one entry per free slot on a usable host, in discovery order."""
+        used = {}
+        for w in self._live():
+            used[w.host] = used.get(w.host, 0) + 1
+        free = []
+        for h in self._hosts:
+            if not self.blacklist.blocked(h.name, now):
+                free += [h.name] * max(0, h.slots - used.get(h.name, 0))
+        return free
+
+    # ---- events -----------------------------------------------------------------------
+    def _wait(self, worker):
+        self._exits.put((worker, worker.proc.wait()))
+
+    def _on_exit(self, worker, code):
+        worker.returncode = code
+        if self.verbose:
+            self.output.message(f"{worker.describe(self._size_of)} {describe_exit(code)} "
+                                f"after {time.monotonic() - worker.started:.2f} s")
+        if worker.removed or self.end_reason is not None or self.first_signal is not None:
+            return
+        if code == 0:
+            if not self.finishing:
+                self.finishing = True
+                self.output.message(f"{worker.describe(self._size_of)} finished; no more re-formations, "
+                                    "waiting for the other workers to finish")
+                self._stop_newcomers()
+            return
+        if worker.rank is None:
+            self._lost(worker, describe_exit(code))  # never in a generation: the job goes on without it
+            return
+        if self.finishing:
+            if self.failure_after_finish is None:
+                self.failure_after_finish = worker
+                self.output.message(f"{worker.describe(self._size_of)} {describe_exit(code)} after another "
+                                    "worker had finished")
+            return
+        self._lost(worker, describe_exit(code))
+
+    def _lost(self, worker, how):
+        wait = self.blacklist.record_failure(worker.host, time.monotonic())
+        out = "for the rest of the job" if wait == float("inf") else f"for {wait:g} s"
+        self.output.message(f"lost {worker.describe(self._size_of)}: it {how}; host {worker.host} "
+                            f"blacklisted {out}")
+        if worker.rank is not None:  # a worker not yet in a generation holds up no one
+            self._change = f"lost rank {worker.rank} on host {worker.host}"
+
+    def _stop_newcomers(self):
+        """Once the job finishes, workers not in its last generation have nothing to join."""
+        for w in self._live():
+            if w.rank is None:
+                w.removed = True
+                self.output.message(f"stopping {w.describe(self._size_of)}: the job is finishing")
+                _signal(w, signal.SIGTERM)
+
+    def _watch_stopped(self, now):
+        """Kills a local worker stopped for ``stopped_limit_s`` (frozen: its peers lose it,
+        and it would hold up the next generation's rendezvous)."""
+        if not self.cfg.stopped_limit_s or now < self._next_stopped_check:
+            return
+        self._next_stopped_check = now + STOPPED_CHECK_S
+        for w in self._live():
+            if hasattr(w.proc, "signal_group"):
+                continue  # remote: its peers' heartbeats notice it
+            signum = stop_signal(w.pid)
+            if signum is None:
+                self._stopped_since.pop(w.wid, None)
+                continue
+            since = self._stopped_since.setdefault(w.wid, now)
+            if now - since >= self.cfg.stopped_limit_s:
+                self.output.message(f"{w.describe(self._size_of)} has been stopped by {signal_name(signum)} "
+                                    f"for {now - since:.1f} s; killing it")
+                _signal(w, signal.SIGKILL)
+                self._stopped_since.pop(w.wid, None)
+
+    def _discover(self, now):
+        if now < self._next_discovery:
+            return
+        self._next_discovery = now + self.cfg.discovery_interval_s
+        self._hosts = self.discovery.hosts()
+        listed = {h.name for h in self._hosts}
+        for w in self._live():
+            if w.host not in listed:
+                w.removed = True
+                self.output.message(f"host {w.host} is no longer listed by the {self.discovery.describe()}; "
+                                    f"stopping {w.describe(self._size_of)}")
+                _signal(w, signal.SIGTERM)
+                self._change = f"host {w.host} removed"
+
+    def _check_ready(self, now):
+        """Marks started workers that became ready; kills one not ready in time."""
+        for w in self._pending():
+            if self.store.add(protocol.ready_key(w.wid), 0):
+                w.ready = True
+                self._change = self._change or f"worker {w.wid} on host {w.host} is ready"
+            elif now - w.started > self.cfg.ready_timeout_s:
+                self.output.message(f"{w.describe(self._size_of)} did not call init() within "
+                                    f"{self.cfg.ready_timeout_s:g} s (TFRING_START_TIMEOUT_S); killing it")
+                _signal(w, signal.SIGKILL)
+                w.started = float("inf")  # reported once; its exit counts as a loss
+
+    def _grow(self, now):
+        """Starts workers on free slots, up to ``--max-np`` (``-np`` for the first ones)."""
+        if self.finishing or self.end_reason is not None:
+            return
+        limit = self.cfg.max_np if self.cfg.max_np is not None else float("inf")
+        if self.generation == 0 and self.cfg.initial_np is not None:
+            limit = min(limit, self.cfg.initial_np)
+        free = self._free_slots(now)
+        for host in free[: max(0, int(min(limit, len(self._live()) + len(free))) - len(self._live()))]:
+            wid = f"w{self._next_wid}"
+            self._next_wid += 1
+            self._spawn(wid, host)
+
+    # ---- generations ------------------------------------------------------------------
+    def _form_generation(self, now):
+        if self._change is None or self.finishing or self.end_reason is not None:
+            return
+        if self.generation == 0 and self._pending():
+            return  # the first generation waits for every first worker (bounded by ready_timeout_s)
+        members = self._members()
+        if len(members) < self.cfg.min_np:
+            self._below_min_np(now, len(members))
+            return
+        self._waiting_since = None
+        if (self.generation > 0 and all(w.generation == self.generation for w in members)
+                and len(members) == self._sizes.get(self.generation)):
+            self._change = None  # the same membership: nothing to re-form
+            return
+        if self.cfg.reset_limit is not None and self.generation > self.cfg.reset_limit:
+            self._end(f"the job re-formed {self.generation - 1} time(s) and may not again "
+                      f"(--reset-limit {self.cfg.reset_limit})")
+            return
+        self._publish(members, self._change)
+
+    def _below_min_np(self, now, ready):
+        if self._waiting_since is None:
+            self._waiting_since = now
+            self.output.message(f"{ready} worker(s) ready, below --min-np {self.cfg.min_np}; waiting up to "
+                                f"{self.cfg.elastic_timeout_s:g} s (--elastic-timeout) for more")
+        if (not self._live() and not self._free_slots(now) and self.blacklist.permanent()
+                and isinstance(self.discovery, FixedDiscovery)):
+            self._end(f"no worker is left and every host of the job is blacklisted ({self.discovery.describe()}): "
+                      f"fewer than --min-np {self.cfg.min_np} workers can ever run")
+        elif now - self._waiting_since > self.cfg.elastic_timeout_s:
+            self._end(f"only {ready} worker(s) could run for {self.cfg.elastic_timeout_s:g} s "
+                      f"(--elastic-timeout), below --min-np {self.cfg.min_np}")
+
+    def _publish(self, members, reason):
+        """Writes generation g's assignments, then raises the current generation to g."""
+        g = self.generation + 1
+        for w, slot in zip(members, slots_of([w.host for w in members])):
+            self.store.set(protocol.assignment_key(g, w.wid), protocol.Assignment(g, slot).encode())
+        published = self.store.add(protocol.CURRENT, 1)
+        if published != g:
+            raise RuntimeError(f"the elastic store's generation is {published}, expected {g}: is another "
+                               "driver using this store?")
+        self.generation = g
+        self._sizes[g] = len(members)
+        for rank, w in enumerate(members):
+            w.generation, w.rank = g, rank
+        self._change = None
+        plan = ", ".join(f"{w.rank}={w.wid}@{w.host}" for w in members)
+        self.output.message(f"generation {g}: {len(members)} worker(s) ({reason}); ranks {plan}")
+
+    def _spawn(self, wid, host):
+        try:
+            proc = self._start_worker(wid, host)
+        except OSError as e:
+            self.output.message(f"worker {wid} could not be started on {host}: {e.strerror or e}")
+            self.blacklist.record_failure(host, time.monotonic())
+            self._change = f"worker {wid} could not start on {host}"
+            return
+        w = ElasticWorker(wid, host, proc, time.monotonic())
+        self.workers.append(w)
+        self.output.attach(wid, "stdout", proc.stdout)
+        self.output.attach(wid, "stderr", proc.stderr)
+        threading.Thread(target=self._wait, args=(w,), daemon=True, name=f"tfringrun-wait-{wid}").start()
+        if self.verbose:
+            self.output.message(f"{w.describe(self._size_of)} started")
+
+    def _end(self, reason):
+        """Ends the job: tells the workers why (through the store), stops them."""
+        self.end_reason = reason
+        self.output.message(f"ending the elastic job: {reason}")
+        try:
+            self.store.set(protocol.END_REASON, reason.encode())
+            self.store.add(protocol.ENDED, 1)
+        except Exception as e:  # noqa: BLE001 - the store is ours; report and stop anyway
+            self.output.message(f"could not tell the workers through the store: {e}")
+        self._stop_all(signal.SIGTERM)
+
+    def _stop_all(self, signum):
+        for w in self._running():
+            _signal(w, signum)
+        if self._kill_at is None:
+            self._kill_at = time.monotonic() + self.cfg.grace_period_s
+
+    # ---- main loop ----------------------------------------------------------------------
+    def run(self, relay):
+        """Supervises until the job ends. Returns the launcher's exit code."""
+        kill_sent = None
+        while True:
+            for signum in relay.take():
+                self._on_signal(signum)
+            now = time.monotonic()
+            ending = self.end_reason is not None or self.first_signal is not None
+            if not self._running() and (ending or self.finishing):
+                break
+            try:
+                self._on_exit(*self._exits.get(timeout=TICK_S))
+                continue
+            except queue.Empty:
+                pass
+            now = time.monotonic()
+            if ending:
+                if self._kill_at is not None and now >= self._kill_at and kill_sent is None:
+                    for w in self._running():
+                        _signal(w, signal.SIGKILL)
+                    kill_sent = now
+                if kill_sent is not None and now - kill_sent > KILL_WAIT_S:
+                    self.output.message(f"{len(self._running())} worker(s) still running {KILL_WAIT_S:g} s after "
+                                        "SIGKILL; giving up")
+                    break
+                continue
+            self._watch_stopped(now)
+            self._check_ready(now)
+            self._discover(now)
+            self._grow(now)
+            self._form_generation(now)
+        self._reap_leftovers()
+        if self.end_reason is not None:
+            return 1
+        if self.first_signal is not None:
+            return 128 + self.first_signal
+        if self.failure_after_finish is not None:
+            return exit_status(self.failure_after_finish.returncode) or 1
+        return 0
+
+    def _on_signal(self, signum):
+        if self.first_signal is not None or self.end_reason is not None:
+            self.output.message(f"got {signal_name(signum)} again; killing every worker now")
+            for w in self._running():
+                _signal(w, signal.SIGKILL)
+            return
+        self.first_signal = signum
+        self.output.message(f"got {signal_name(signum)}; passing it on to {len(self._running())} worker(s), "
+                            f"SIGKILL in {self.cfg.grace_period_s:g} s")
+        self._stop_all(signum)
+
+    def _reap_leftovers(self):
+        for w in self.workers:
+            if not hasattr(w.proc, "signal_group"):
+                killpg(w.pid, signal.SIGKILL)
+
+
+def _signal(worker, signum):
+    """Signals a worker's process group (SIGCONT after it, so a stopped worker acts on it)."""
+    sent = signal_worker(worker, signum)
+    if sent and signum != signal.SIGKILL and not hasattr(worker.proc, "signal_group"):
+        killpg(worker.pid, signal.SIGCONT)
+    return sent
