@@ -280,7 +280,7 @@ def test_collectives_with_unused_results_still_run_in_a_function():
 def test_adasum_on_one_rank_is_the_identity_and_accepted_where_horovod_takes_it():
     """op=hvd.Adasum (issue 14) is the core's reduce op: with one rank the Adasum of one
     tensor is the tensor (times the scale factors; no 1/size); the tape and the Keras
-    optimizer take it; sparse values and the TF1 delta optimizer are refused with the fix.
+    optimizer take it, a TF1 optimizer becomes the delta optimizer; sparse values are refused.
     The multi-rank numbers are in test_adasum.py."""
     import keras
 
@@ -294,7 +294,7 @@ def test_adasum_on_one_rank_is_the_identity_and_accepted_where_horovod_takes_it(
     np.testing.assert_array_equal(tf.function(lambda t: hvd.allreduce(t, op=hvd.Adasum))(x), x)
     with pytest.raises(NotImplementedError, match="sparse_as_dense=True"):
         hvd.allreduce(tf.IndexedSlices(tf.ones((1, 3)), tf.constant([0])), op=hvd.Adasum)
-    with pytest.raises(NotImplementedError, match="delta optimizer"):
-        hvd.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(0.1), op=hvd.Adasum)
+    delta = hvd.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(0.1), op=hvd.Adasum)
+    assert type(delta).__name__ == "DistributedAdasumOptimizer"  # Horovod's delta optimizer
     hvd.DistributedGradientTape(tf.GradientTape(), op=hvd.Adasum)
     hvd_keras.DistributedOptimizer(keras.optimizers.SGD(), op=hvd_keras.Adasum)

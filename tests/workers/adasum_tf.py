@@ -1,7 +1,7 @@
 """Worker for tests/test_adasum.py at 2 ranks: op=Adasum through tfring.tensorflow (allreduce
 eagerly and in a tf.function for every float dtype, grouped_allreduce with per-tensor
-coefficients, the gradient, DistributedGradientTape) and tfring.keras (DistributedOptimizer),
-plus every refusal and its error class. Prints "rank R: adasum tf OK"."""
+coefficients, the gradient, DistributedGradientTape, the TF1 delta optimizer) and tfring.keras
+(DistributedOptimizer), plus every refusal and its error class. Prints "rank R: adasum tf OK"."""
 
 import numpy as np
 import tensorflow as tf
@@ -76,15 +76,47 @@ opt = hvd_keras.DistributedOptimizer(keras.optimizers.SGD(0.5), op=hvd_keras.Ada
 opt.apply([tf.constant(rank_input(r, (2, 3), 6), tf.float32)], [var])
 assert_close("Keras DistributedOptimizer", var.numpy(), -0.5 * tree(everyone((2, 3), 6)), 1e-5)
 
-# 6. Refusals.
+# 6. hvd.DistributedOptimizer(v1 optimizer, op=Adasum): Horovod's delta optimizer, a local
+# step then the Adasum of the deltas. Rank j's gradient is c_j (constant), lr 0.5: after one
+# step w = -0.5 adasum(c); GradientDescent's second step adds the same again; Momentum(0.9)'s
+# second local step is 1.9 times its first (its accumulator stays local).
+c7 = rank_input(r, (4,), 7)
+step1 = -0.5 * tree(everyone((4,), 7))
+graph = tf.Graph()
+with graph.as_default():
+    w = tf.compat.v1.get_variable("w", initializer=np.zeros(4))
+    opt = hvd.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(0.5), op=hvd.Adasum)
+    assert type(opt).__name__ == "DistributedAdasumOptimizer", type(opt)
+    train = opt.minimize(tf.reduce_sum(w * c7))
+    init = tf.compat.v1.global_variables_initializer()
+config = tf.compat.v1.ConfigProto(operation_timeout_in_ms=20000)
+with tf.compat.v1.Session(graph=graph, config=config) as sess:
+    sess.run(init)
+    sess.run(train)
+    assert_close("TF1 delta optimizer, graph, step 1", sess.run(w), step1, 1e-12)
+    sess.run(train)
+    assert_close("TF1 delta optimizer, graph, step 2", sess.run(w), 2 * step1, 1e-12)
+w = tf.Variable(np.zeros(4))
+opt = hvd.DistributedOptimizer(tf.compat.v1.train.MomentumOptimizer(0.5, 0.9), op=hvd.Adasum)
+for _ in range(2):
+    opt.minimize(lambda: tf.reduce_sum(w * c7), var_list=[w])
+assert_close("TF1 delta optimizer, eager Momentum", w.numpy(), 2.9 * step1, 1e-6)  # 0.9 as float32
+# Adam's first local step is about -lr * sign(c_j) on each rank: the Adasum of those deltas,
+# not the step Adam would take on Adasum-combined gradients (which the cases above cannot
+# tell apart, their optimizers being linear in the gradient).
+w = tf.Variable(np.zeros(4))
+hvd.DistributedOptimizer(tf.compat.v1.train.AdamOptimizer(0.1), op=hvd.Adasum).minimize(
+    lambda: tf.reduce_sum(w * c7), var_list=[w])
+adam_delta = [-0.1 * np.sqrt(0.001) * c / (np.sqrt(0.001 * c * c) + 1e-8) for c in everyone((4,), 7)]
+assert_close("TF1 delta optimizer, eager Adam", w.numpy(), tree(adam_delta), 1e-6)
+
+# 7. Refusals.
 expect(tf.errors.UnimplementedError, lambda: hvd.allreduce(tf.constant([1, 2]), op=hvd.Adasum), "int32", "float")
 expect(NotImplementedError, lambda: hvd.allreduce(tf.IndexedSlices(tf.ones((1, 3)), tf.constant([0])), op=hvd.Adasum),
        "sparse_as_dense=True")
 expect(NotImplementedError, lambda: hvd.grouped_allreduce(
     [tf.ones(2), tf.IndexedSlices(tf.ones((1, 3)), tf.constant([0]))], op=hvd.Adasum), "sparse_as_dense=True")
 expect(tf.errors.UnimplementedError, lambda: hvd.reducescatter(tf.ones((2, 2)), op=hvd.Adasum), "allreduce only")
-expect(NotImplementedError, lambda: hvd.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(0.1),
-                                                             op=hvd.Adasum), "delta optimizer")
 expect(ValueError, lambda: hvd_keras.DistributedOptimizer(keras.optimizers.SGD(), op=hvd.Adasum,
                                                           backward_passes_per_step=2,
                                                           average_aggregated_gradients=True),

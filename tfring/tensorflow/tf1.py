@@ -13,29 +13,18 @@ import tensorflow as tf
 from tfring.tensorflow import mpi_ops
 from tfring.tensorflow.compression import Compression
 from tfring.tensorflow.functions import broadcast_variables
-from tfring.tensorflow.grad_reduction import make_allreduce_grads_fn
+from tfring.tensorflow.grad_reduction import make_allreduce_grads_fn, reduce_gradients
 
 
-class _DistributedOptimizer(tf.compat.v1.train.Optimizer):
-    """A v1 optimizer whose ``compute_gradients`` allreduces the gradients of the wrapped
-    one (one grouped allreduce); everything else is delegated."""
+class _WrappedOptimizer(tf.compat.v1.train.Optimizer):
+    """A v1 optimizer that hands everything to the wrapped one; subclasses change one step."""
 
-    def __init__(self, optimizer, name=None, use_locking=False, device_dense="", device_sparse="",
-                 compression=Compression.none, sparse_as_dense=False, op=mpi_ops.Average,
-                 gradient_predivide_factor=1.0):
-        if name is None:
-            name = f"Distributed{type(optimizer).__name__}"
+    def __init__(self, optimizer, name, use_locking):
         super().__init__(name=name, use_locking=use_locking)
         self._optimizer = optimizer
-        self._allreduce_grads = make_allreduce_grads_fn(name, device_dense, device_sparse, compression,
-                                                        sparse_as_dense, op, gradient_predivide_factor)
 
     def compute_gradients(self, *args, **kwargs):
-        grads_and_vars = self._optimizer.compute_gradients(*args, **kwargs)
-        if not grads_and_vars:
-            return grads_and_vars
-        grads, variables = zip(*grads_and_vars)
-        return list(zip(self._allreduce_grads(grads), variables))
+        return self._optimizer.compute_gradients(*args, **kwargs)
 
     def apply_gradients(self, *args, **kwargs):
         return self._optimizer.apply_gradients(*args, **kwargs)
@@ -50,6 +39,62 @@ class _DistributedOptimizer(tf.compat.v1.train.Optimizer):
         return self._optimizer.variables(*args, **kwargs)
 
 
+class _DistributedOptimizer(_WrappedOptimizer):
+    """A v1 optimizer whose ``compute_gradients`` allreduces the gradients of the wrapped
+    one (one grouped allreduce); everything else is delegated."""
+
+    def __init__(self, optimizer, name=None, use_locking=False, device_dense="", device_sparse="",
+                 compression=Compression.none, sparse_as_dense=False, op=mpi_ops.Average,
+                 gradient_predivide_factor=1.0):
+        if name is None:
+            name = f"Distributed{type(optimizer).__name__}"
+        super().__init__(optimizer, name, use_locking)
+        self._allreduce_grads = make_allreduce_grads_fn(name, device_dense, device_sparse, compression,
+                                                        sparse_as_dense, op, gradient_predivide_factor)
+
+    def compute_gradients(self, *args, **kwargs):
+        grads_and_vars = self._optimizer.compute_gradients(*args, **kwargs)
+        if not grads_and_vars:
+            return grads_and_vars
+        grads, variables = zip(*grads_and_vars)
+        return list(zip(self._allreduce_grads(grads), variables))
+
+
+class DistributedAdasumOptimizer(_WrappedOptimizer):
+    """Horovod's delta optimizer for ``op=hvd.Adasum`` (its Adasum guide): each rank applies the
+    wrapped optimizer to its own gradients (a local step), then every variable with a
+    gradient becomes start + Adasum over ranks of (its value after the step - start), where
+    start is its value before. Adasum so sees whole optimizer steps (momentum, Adam's
+    scaling), not raw gradients; ``compute_gradients`` reduces nothing.
+
+    Differs from Horovod 0.28's ``_DistributedAdasumOptimizer``, whose ``apply_gradients``
+    (so ``minimize``) is the wrapped optimizer's own and never exchanges the deltas: here it
+    does. Graph mode, ``tf.function`` and eager. Not thread-safe (like any v1 optimizer).
+    """
+
+    def __init__(self, optimizer, name=None, use_locking=False, device_dense="", device_sparse="",
+                 compression=Compression.none):
+        if name is None:
+            name = f"DistributedDelta{type(optimizer).__name__}"  # Horovod's default name
+        super().__init__(optimizer, name, use_locking)
+        self._locking = use_locking
+        self._reduce_kwargs = {"op": mpi_ops.Adasum, "compression": compression,
+                               "device_dense": device_dense, "device_sparse": device_sparse}
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        """The local step, then the Adasum of the deltas. Returns the op (eagerly: runs it)."""
+        grads_and_vars = list(grads_and_vars)
+        variables = [v for g, v in grads_and_vars if g is not None]
+        starts = [tf.identity(v.read_value()) for v in variables]
+        with tf.control_dependencies(starts):
+            step = self._optimizer.apply_gradients(grads_and_vars, global_step=global_step, name=name)
+        with tf.control_dependencies([step] if step is not None else []):
+            deltas = [v.read_value() - s for v, s in zip(variables, starts)]
+        combined = reduce_gradients(deltas, name=None, **self._reduce_kwargs)
+        return tf.group(*[v.assign(s + d, use_locking=self._locking) for v, s, d in
+                          zip(variables, starts, combined)])
+
+
 def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="", device_sparse="",
                          compression=Compression.none, sparse_as_dense=False, op=mpi_ops.Average,
                          gradient_predivide_factor=1.0, backward_passes_per_step=1):
@@ -58,19 +103,19 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="
     ``tfring.keras.DistributedOptimizer``).
 
     ``backward_passes_per_step`` other than 1 (local gradient accumulation) is supported only
-    for Keras optimizers.
+    for Keras optimizers. With ``op=Adasum`` a v1 optimizer becomes Horovod's delta optimizer
+    (``DistributedAdasumOptimizer``: a local step, then the Adasum of the variables' deltas).
     """
     if isinstance(optimizer, tf.compat.v1.train.Optimizer):
-        if op == mpi_ops.Adasum and not isinstance(op, bool):
-            # Horovod returns a different optimizer here (_DistributedAdasumOptimizer: a local
-            # step, then an Adasum allreduce of the model deltas), which tfring does not provide.
-            raise NotImplementedError(
-                "op=hvd.Adasum with a tf.compat.v1 optimizer (Horovod's delta optimizer) is not provided "
-                "by tfring; reduce the gradients with hvd.DistributedGradientTape(tape, op=hvd.Adasum) or "
-                "tfring.keras.DistributedOptimizer(op=hvd.Adasum), or use op=hvd.Average")
         if backward_passes_per_step != 1:
             raise ValueError("backward_passes_per_step > 1 is not supported for tf.compat.v1 optimizers; "
                              f"use tfring.keras.DistributedOptimizer. Received: {backward_passes_per_step}")
+        if op == mpi_ops.Adasum and not isinstance(op, bool):
+            # Horovod's delta optimizer: a local step, then the Adasum of the deltas.
+            if gradient_predivide_factor != 1.0:
+                raise ValueError("gradient_predivide_factor is only supported with op=hvd.Average. "
+                                 f"Received: gradient_predivide_factor={gradient_predivide_factor}")
+            return DistributedAdasumOptimizer(optimizer, name, use_locking, device_dense, device_sparse, compression)
         return _DistributedOptimizer(optimizer, name, use_locking, device_dense, device_sparse, compression,
                                      sparse_as_dense, op, gradient_predivide_factor)
     try:
