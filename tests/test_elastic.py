@@ -15,11 +15,16 @@ import glob
 import json
 import os
 import re
+import signal
+import subprocess
+import sys
+import threading
+import time
 
 import numpy as np
 import pytest
 
-from tests.helpers import REPO_ROOT, format_job_output, rank_output, run_launcher
+from tests.helpers import LAUNCHER, REPO_ROOT, format_job_output, job_env, rank_output, run_launcher
 
 pytestmark = pytest.mark.multiprocess
 
@@ -156,3 +161,37 @@ def test_elastic_flags_are_checked_before_anything_starts():
             args.parse(argv)
     ns = args.parse(["-np", "2", "python", "x.py"])
     assert not args.is_elastic(ns)
+
+
+def test_the_example_goes_on_when_a_worker_is_killed_mid_training():
+    """examples/keras_elastic.py as a user runs it; the test SIGKILLs worker w1 from outside
+    once rank 0 has started epoch 3."""
+    example = os.path.join(REPO_ROOT, "examples", "keras_elastic.py")
+    cmd = [*LAUNCHER, "-np", "3", "--min-np", "2", "-H", THREE_HOSTS, "-v", sys.executable, example,
+           "--epochs", "30"]
+    proc = subprocess.Popen(cmd, env=job_env(), cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)  # one line at a time
+    reader.start()
+    deadline = time.monotonic() + 240
+    killed = None
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            text = "".join(lines)
+            if killed is None and "[w0]<stdout>: Epoch 3/30" in text:
+                killed = int(re.search(r"worker w1 \(.*pid (\d+)\) started", text).group(1))
+                os.kill(killed, signal.SIGKILL)
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        reader.join(10)
+    output = "".join(lines)
+    assert killed is not None, output
+    assert proc.returncode == 0, output
+    assert "generation 2: 2 worker(s) (lost rank 1 on host 127.0.0.2)" in output, output
+    accuracy = float(re.search(r"Test accuracy: ([\d.]+) \(world size 2 at the end\)", output).group(1))
+    assert accuracy > 0.9, output
+    assert "reset: rank 1 of 2, learning rate 0.002" in output, output  # the reset callback scaled it

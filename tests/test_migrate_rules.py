@@ -51,11 +51,18 @@ def test_from_import_of_a_module_keeps_the_name_the_script_uses():
 
 
 def test_unsupported_horovod_modules_are_left_with_the_reason():
-    source = "import horovod.torch as hvd\nfrom horovod.tensorflow.elastic import run\n"
+    source = "import horovod.torch as hvd\nimport horovod.spark\n"
     new, notes = migrate(source)
     assert new == source
     assert [(n.line, n.rewritten) for n in notes] == [(1, False), (2, False)]
-    assert "torch.distributed" in notes[0].message and "elastic" in notes[1].message
+    assert "torch.distributed" in notes[0].message and "tfringrun" in notes[1].message
+
+
+def test_horovod_elastic_modules_become_tfring_elastic():
+    new, _ = migrate("import horovod.tensorflow.keras as hvd\nfrom horovod.tensorflow.elastic import run\n"
+                     "import horovod.keras.elastic\n")
+    assert new == ("import tfring.keras as hvd\nfrom tfring.tensorflow.elastic import run\n"
+                   "import tfring.keras.elastic\n")
 
 
 def test_keras2_optimizer_lr_is_renamed_and_decay_is_explained():

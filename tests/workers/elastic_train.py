@@ -9,7 +9,9 @@ crash_hosts (a worker on one of them exits 3 before init, every time), grow_file
 grow_host + grow_epoch (rank 0 of generation 1 appends the host line there, once),
 slow_until_generation + slow_s (sleep that long per batch before that generation).
 Each worker writes OUT_DIR/final_<worker>.npy (its final weights) and prints
-``FINAL worker=... rank=... size=... epoch=... iterations=...``.
+``FINAL worker=... rank=... size=... epoch=... iterations=...``; ``T_KILL``, ``T_RESET``
+(the job re-formed, before the sync) and ``T_RESUME`` (the first step after a reset ended)
+lines carry wall-clock times for benchmarks/elastic_recovery.py.
 """
 
 import json
@@ -42,6 +44,7 @@ keras.utils.set_random_seed(hvd.rank() + 1)  # different initial weights: sync m
 model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)])
 epochs = cfg["epochs"]
 grown = False
+timestamps = {}
 
 
 def chaos(epoch, batch):
@@ -52,7 +55,11 @@ def chaos(epoch, batch):
         time.sleep(cfg.get("slow_s", 0.0))  # leave time for a new worker to start (it imports TF)
     if worker == cfg.get("die_worker") and epoch == cfg["die_epoch"] and batch == cfg["die_batch"]:
         print(f"worker {worker} (rank {hvd.rank()}) kills itself at epoch {epoch} batch {batch}", flush=True)
+        print(f"T_KILL {time.time():.6f}", flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
+    if hvd.elastic.generation() > 1 and "resumed" not in timestamps:
+        timestamps["resumed"] = time.time()
+        print(f"T_RESUME {timestamps['resumed']:.6f}", flush=True)  # the first step after a reset
     if (cfg.get("grow_file") and not grown and hvd.rank() == 0 and epoch == cfg["grow_epoch"]
             and hvd.elastic.generation() == 1):
         with open(cfg["grow_file"], "a") as f:
@@ -62,6 +69,7 @@ def chaos(epoch, batch):
 
 def on_reset():
     print(f"RESET worker={worker} rank={hvd.rank()} size={hvd.size()}", flush=True)
+    print(f"T_RESET {time.time():.6f}", flush=True)
 
 
 if cfg["mode"] == "fit":

@@ -9,6 +9,9 @@ tables to readers; tests/test_migrate_rules.py keeps the two in step.
 # Horovod modules -> tfring modules (longest prefix wins). Imports and dotted uses
 # (``horovod.tensorflow.allreduce``) are both rewritten.
 MODULES = {
+    "horovod.tensorflow.keras.elastic": "tfring.keras.elastic",
+    "horovod.keras.elastic": "tfring.keras.elastic",
+    "horovod.tensorflow.elastic": "tfring.tensorflow.elastic",
     "horovod.tensorflow.keras.callbacks": "tfring.keras.callbacks",
     "horovod.tensorflow.keras": "tfring.keras",
     "horovod.keras.callbacks": "tfring.keras.callbacks",
@@ -19,11 +22,6 @@ MODULES = {
 
 # Horovod modules with no tfring counterpart, and what to do instead.
 UNSUPPORTED_MODULES = {
-    "horovod.tensorflow.elastic": "tfring has no elastic API yet: drop hvd.elastic.run and the State object "
-                                  "and train with the plain loop (a lost rank fails the job, naming it)",
-    "horovod.tensorflow.keras.elastic": "tfring has no elastic API yet: drop the elastic callbacks and "
-                                        "hvd.elastic.run",
-    "horovod.keras.elastic": "tfring has no elastic API yet: drop the elastic callbacks and hvd.elastic.run",
     "horovod.torch": "tfring is for TensorFlow and Keras; PyTorch scripts keep torch.distributed",
     "horovod.mxnet": "tfring is for TensorFlow and Keras",
     "horovod.spark": "tfring has no Spark runner: launch with tfringrun, mpirun or Slurm (docs/launcher.md)",
@@ -180,6 +178,9 @@ LAUNCHER_OPTIONS = {
     "--hierarchical-allreduce": (False, None), "--no-hierarchical-allreduce": (False, None),
     "--hierarchical-allgather": (False, None), "--no-hierarchical-allgather": (False, None),
     "--mpi-threads-disable": (False, None),
+    "--min-np": (True, "--min-np"), "--max-np": (True, "--max-np"),
+    "--host-discovery-script": (True, "--host-discovery-script"), "--slots": (True, "--slots"),
+    "--elastic-timeout": (True, "--elastic-timeout"), "--reset-limit": (True, "--reset-limit"),
 }
 # Options with no tfringrun counterpart that matter: the line is left unchanged.
 LAUNCHER_UNSUPPORTED_OPTIONS = {
@@ -189,8 +190,4 @@ LAUNCHER_UNSUPPORTED_OPTIONS = {
     "--mpi-args": "tfringrun does not start MPI; launch with mpirun directly if you need its options",
     "-x": "tfringrun passes the launcher's whole environment to local workers; export the variable",
     "--binding-args": "use tfringrun --bind-to core|socket|numa|none",
-    "--elastic-timeout": "tfring has no elastic mode yet",
-    "--min-np": "tfring has no elastic mode yet",
-    "--max-np": "tfring has no elastic mode yet",
-    "--host-discovery-script": "tfring has no elastic mode yet",
 }
