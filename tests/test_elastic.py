@@ -87,6 +87,20 @@ def test_sigkill_mid_fit_survivors_restore_and_finish(tmp_path, victim):
     _assert_equal_weights(tmp_path, survivors, report)
 
 
+def test_a_frozen_worker_is_killed_after_the_peer_timeout_and_the_job_goes_on(tmp_path):
+    cfg = {"mode": "fit", "epochs": 3, "commit_every": 1, "sleep_s": 0.02, "freeze": True,
+           "die_worker": "w1", "die_epoch": 1, "die_batch": 3}
+    result = _run(["-np", "3", "--min-np", "2", "-H", THREE_HOSTS, "--peer-timeout-s", "3"], cfg, tmp_path)
+    report = format_job_output(result.stdout, result.stderr)
+    assert re.search(r"worker w1 \(rank 1 of 3 in generation 1, host 127\.0\.0\.2, pid \d+\) has been stopped by "
+                     r"SIGSTOP for [\d.]+ s; killing it", result.stderr), report
+    assert "generation 2: 2 worker(s) (lost rank 1 on host 127.0.0.2)" in result.stderr, report
+    finals = _finals(result)
+    assert sorted(finals) == ["w0", "w2"], report
+    assert {f[1:] for f in finals.values()} == {(2, 3, 28)}, report  # 12 + epochs 1 and 2 in full
+    _assert_equal_weights(tmp_path, ["w0", "w2"], report)
+
+
 def test_discovery_adds_a_host_and_the_new_worker_starts_from_synced_state(tmp_path):
     hosts_file = tmp_path / "hosts.txt"
     hosts_file.write_text("127.0.0.1\n127.0.0.2\n")

@@ -4,7 +4,8 @@
     python elastic_train.py '<json config>' OUT_DIR
 
 Config keys: mode ("fit" | "loop"), epochs, batches (per epoch, loop mode), commit_every,
-sleep_s (per batch), die_worker + die_epoch + die_batch (that worker SIGKILLs itself there),
+sleep_s (per batch), die_worker + die_epoch + die_batch (that worker SIGKILLs itself there,
+or SIGSTOPs itself with freeze=true),
 crash_hosts (a worker on one of them exits 3 before init, every time), grow_file +
 grow_host + grow_epoch (rank 0 of generation 1 appends the host line there, once),
 slow_until_generation + slow_s (sleep that long per batch before that generation).
@@ -56,7 +57,7 @@ def chaos(epoch, batch):
     if worker == cfg.get("die_worker") and epoch == cfg["die_epoch"] and batch == cfg["die_batch"]:
         print(f"worker {worker} (rank {hvd.rank()}) kills itself at epoch {epoch} batch {batch}", flush=True)
         print(f"T_KILL {time.time():.6f}", flush=True)
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGSTOP if cfg.get("freeze") else signal.SIGKILL)
     if hvd.elastic.generation() > 1 and "resumed" not in timestamps:
         timestamps["resumed"] = time.time()
         print(f"T_RESUME {timestamps['resumed']:.6f}", flush=True)  # the first step after a reset
