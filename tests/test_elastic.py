@@ -122,6 +122,30 @@ def test_discovery_adds_a_host_and_the_new_worker_starts_from_synced_state(tmp_p
     _assert_equal_weights(tmp_path, ["w0", "w1", "w2"], report)
 
 
+def test_a_host_the_discovery_script_drops_leaves_at_the_next_commit_without_loss(tmp_path):
+    hosts_file = tmp_path / "hosts.txt"
+    hosts_file.write_text("127.0.0.1\n127.0.0.2\n127.0.0.3\n")
+    script = tmp_path / "discover.sh"
+    script.write_text(f"#!/bin/sh\ncat {hosts_file}\n")
+    script.chmod(0o755)
+    cfg = {"mode": "fit", "epochs": 4, "commit_every": 1, "slow_until_generation": 2, "slow_s": 0.2,
+           "shrink_file": str(hosts_file), "shrink_host": "127.0.0.2"}
+    result = _run(["--min-np", "2", "--max-np", "3", "--host-discovery-script", str(script)], cfg, tmp_path)
+    report = format_job_output(result.stdout, result.stderr)
+    assert "worker w1 (rank 1 of 3 in generation 1, host 127.0.0.2" in result.stderr, report
+    assert "leaves at the job's next commit" in result.stderr, report
+    assert "generation 2: 2 worker(s) (host 127.0.0.2 removed)" in result.stderr, report
+    assert "is not part of generation 2" in rank_output(result.stderr, "w1"), report
+    for w in ("w0", "w2"):  # no member was lost: they re-formed at a commit, nothing restored
+        out = rank_output(result.stderr, w)
+        assert "re-forming the job at this commit" in out and "restoring" not in out, report
+    finals = _finals(result)
+    assert sorted(finals) == ["w0", "w2"], report
+    assert len({f[1:] for f in finals.values()}) == 1 and finals["w0"][1:3] == (2, 4), report
+    assert "has not left; stopping it" not in result.stderr, report
+    _assert_equal_weights(tmp_path, ["w0", "w2"], report)
+
+
 def test_a_host_whose_worker_keeps_crashing_is_blacklisted_and_the_job_goes_on(tmp_path):
     cfg = {"mode": "fit", "epochs": 4, "commit_every": 4, "sleep_s": 0.15, "crash_hosts": ["127.0.0.3"]}
     result = _run(["--min-np", "2", "--max-np", "3", "-H", THREE_HOSTS, "--blacklist-cooldown-range", "0.5", "1"],

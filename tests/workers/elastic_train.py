@@ -8,7 +8,8 @@ sleep_s (per batch), die_worker + die_epoch + die_batch (that worker SIGKILLs it
 or SIGSTOPs itself with freeze=true),
 crash_hosts (a worker on one of them exits 3 before init, every time), grow_file +
 grow_host + grow_epoch (rank 0 of generation 1 appends the host line there, once),
-slow_until_generation + slow_s (sleep that long per batch before that generation).
+slow_until_generation + slow_s (sleep that long per batch before that generation),
+shrink_file + shrink_host (rank 0 of generation 1 removes that host line after batch 2).
 Each worker writes OUT_DIR/final_<worker>.npy (its final weights) and prints
 ``FINAL worker=... rank=... size=... epoch=... iterations=...``; ``T_KILL``, ``T_RESET``
 (the job re-formed, before the sync) and ``T_RESUME`` (the first step after a reset ended)
@@ -65,6 +66,12 @@ def chaos(epoch, batch):
             and hvd.elastic.generation() == 1):
         with open(cfg["grow_file"], "a") as f:
             f.write(cfg["grow_host"] + "\n")
+        grown = True
+    if cfg.get("shrink_file") and not grown and hvd.rank() == 0 and hvd.elastic.generation() == 1 and batch == 2:
+        with open(cfg["shrink_file"]) as f:
+            kept = [line for line in f if line.strip() != cfg["shrink_host"]]
+        with open(cfg["shrink_file"], "w") as f:
+            f.writelines(kept)
         grown = True
 
 

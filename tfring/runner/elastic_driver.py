@@ -15,6 +15,9 @@ Policy:
   non-blacklisted slots follow, up to ``--max-np``. Published in the store (protocol.py),
   then the new workers start. Running workers learn of a generation that adds workers at
   their next commit (``HostsUpdatedInterrupt``).
+- A host the discovery script stops listing: its workers leave at the job's next commit
+  (the others re-form without them, nothing is lost); SIGTERM if they have not left
+  TFRING_START_TIMEOUT_S later.
 - Fewer than ``--min-np`` possible workers: wait up to ``--elastic-timeout`` for hosts; then
   end the job (the reason goes to the workers through the store and to the console), exit 1.
   More than ``--reset-limit`` re-formations end the job the same way.
@@ -54,6 +57,7 @@ class ElasticWorker:
     rank: int = None  # its rank there
     returncode: int = None
     removed: bool = False  # left out of the newest generation: stopped by the driver
+    leave_by: float = None  # removed but still in the running generation: SIGTERM at this time
     ready: bool = False  # it waits for a generation (protocol.ready_key)
 
     @property
@@ -220,11 +224,30 @@ class ElasticJob:
         listed = {h.name for h in self._hosts}
         for w in self._live():
             if w.host not in listed:
-                w.removed = True
-                self.output.message(f"host {w.host} is no longer listed by the {self.discovery.describe()}; "
-                                    f"stopping {w.describe(self._size_of)}")
+                self._remove(w, now)
+
+    def _remove(self, w, now):
+        """Leaves ``w`` (whose host is no longer listed) out of the next generation. A member
+        of the running generation leaves gracefully: the others re-form at their next commit
+        (``HostsUpdatedInterrupt``), nothing is lost, and ``w`` learns at its reset that it is
+        out; it gets SIGTERM only if it is still running ``ready_timeout_s`` later."""
+        w.removed = True
+        where = f"host {w.host} is no longer listed by the {self.discovery.describe()}"
+        if w.rank is None:
+            self.output.message(f"{where}; stopping {w.describe(self._size_of)}")
+            _signal(w, signal.SIGTERM)
+            return
+        w.leave_by = now + self.cfg.ready_timeout_s
+        self.output.message(f"{where}; {w.describe(self._size_of)} leaves at the job's next commit (SIGTERM in "
+                            f"{self.cfg.ready_timeout_s:g} s if it is still running then)")
+        self._change = f"host {w.host} removed"
+
+    def _stop_leavers(self, now):
+        for w in self.workers:
+            if w.leave_by is not None and w.returncode is None and now >= w.leave_by:
+                w.leave_by = None
+                self.output.message(f"{w.describe(self._size_of)} has not left; stopping it")
                 _signal(w, signal.SIGTERM)
-                self._change = f"host {w.host} removed"
 
     def _check_ready(self, now):
         """Marks started workers that became ready; kills one not ready in time."""
@@ -363,6 +386,7 @@ class ElasticJob:
                     break
                 continue
             self._watch_stopped(now)
+            self._stop_leavers(now)
             self._check_ready(now)
             self._discover(now)
             self._grow(now)
