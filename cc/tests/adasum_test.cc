@@ -1,7 +1,7 @@
 // Adasum (adasum.h) with ranks as threads over a real Communicator mesh on 127.0.0.1, for
-// world sizes 1, 2, 4 and 8 (TCP, and shared memory at 4), against a straightforward
-// double-precision reference of the pairwise tree; every rank must end with bitwise the
-// same bytes. A world of 3 ranks is refused, never answered.
+// world sizes 1, 2, 4 and 8 (TCP; shared memory at 4; single-copy at 2), against a
+// straightforward double-precision reference of the pairwise tree; every rank must end with
+// bitwise the same bytes. A world of 3 ranks is refused, never answered.
 #include "adasum.h"
 
 #include <gtest/gtest.h>
@@ -96,18 +96,28 @@ std::vector<Case> Cases() {
   return out;
 }
 
-class AdasumTest : public ::testing::TestWithParam<std::pair<int, bool>> {
+struct AdasumMesh {
+  int size;
+  bool shm;
+  bool cma;  // single-copy sends above 1 KiB (both partners post at once on one link)
+};
+
+class AdasumTest : public ::testing::TestWithParam<AdasumMesh> {
  protected:
   void SetUp() override {
     MeshOptions o;
     o.size = size();
-    o.shm = GetParam().second;
+    o.shm = GetParam().shm;
     o.shm_ring_bytes = 1 << 14;
     o.timeout_s = 20;
+    if (GetParam().cma) {
+      o.cma = CmaMode::kOn;
+      o.cma_min_bytes = 1024;
+    }
     Status st = MakeMesh(o, &mesh_);
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
-  int size() const { return GetParam().first; }
+  int size() const { return GetParam().size; }
   std::vector<Status> Run(const std::function<Status(int, Communicator&)>& fn) {
     return RunRanks(size(), 60,
                     [&](int r) {
@@ -204,11 +214,12 @@ TEST_P(AdasumTest, OrthogonalVectorsAddAndZerosAreNeutral) {
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, AdasumTest,
-                         ::testing::Values(std::make_pair(1, false), std::make_pair(2, false),
-                                           std::make_pair(4, false), std::make_pair(8, false),
-                                           std::make_pair(4, true)),
-                         [](const ::testing::TestParamInfo<std::pair<int, bool>>& info) {
-                           return "np" + std::to_string(info.param.first) + (info.param.second ? "_shm" : "_tcp");
+                         ::testing::Values(AdasumMesh{1, false, false}, AdasumMesh{2, false, false},
+                                           AdasumMesh{4, false, false}, AdasumMesh{8, false, false},
+                                           AdasumMesh{4, true, false}, AdasumMesh{2, true, true}),
+                         [](const ::testing::TestParamInfo<AdasumMesh>& info) {
+                           return "np" + std::to_string(info.param.size) + (info.param.shm ? "_shm" : "_tcp") +
+                                  (info.param.cma ? "_cma" : "");
                          });
 
 TEST(AdasumRulesTest, CoefficientIsHorovods) {
