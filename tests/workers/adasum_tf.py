@@ -1,7 +1,8 @@
 """Worker for tests/test_adasum.py at 2 ranks: op=Adasum through tfring.tensorflow (allreduce
 eagerly and in a tf.function for every float dtype, grouped_allreduce with per-tensor
-coefficients, the gradient, DistributedGradientTape, the TF1 delta optimizer) and tfring.keras
-(DistributedOptimizer), plus every refusal and its error class. Prints "rank R: adasum tf OK"."""
+coefficients, the gradient, DistributedGradientTape, the TF1 delta optimizer) and
+tfring.keras (DistributedOptimizer.apply and one model.fit step), plus every refusal and its
+error class. Prints "rank R: adasum tf OK"."""
 
 import numpy as np
 import tensorflow as tf
@@ -75,6 +76,22 @@ var = keras.Variable(np.zeros((2, 3), np.float32))
 opt = hvd_keras.DistributedOptimizer(keras.optimizers.SGD(0.5), op=hvd_keras.Adasum)
 opt.apply([tf.constant(rank_input(r, (2, 3), 6), tf.float32)], [var])
 assert_close("Keras DistributedOptimizer", var.numpy(), -0.5 * tree(everyone((2, 3), 6)), 1e-5)
+
+# One model.fit step (the whole batch) with DistributedOptimizer(op=Adasum): each variable
+# moves by -lr * the Adasum of the ranks' gradients of that variable.
+xs = rank_input(r, (8, 3), 8).astype(np.float32)
+ys = rank_input(r, (8, 1), 9).astype(np.float32)
+
+model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1, kernel_initializer="ones")])
+model.compile(optimizer=hvd_keras.DistributedOptimizer(keras.optimizers.SGD(0.1), op=hvd_keras.Adasum), loss="mse")
+with tf.GradientTape() as tape:
+    local_loss = keras.losses.MeanSquaredError()(ys, model(xs))
+local = [g.numpy().ravel() for g in tape.gradient(local_loss, model.trainable_variables)]
+gathered = [hvd.allgather(tf.constant(g[None, :])).numpy() for g in local]  # rows: ranks
+start = [v.numpy().ravel() for v in model.trainable_variables]
+model.fit(xs, ys, batch_size=8, epochs=1, verbose=0, shuffle=False)
+for v, s0, rows in zip(model.trainable_variables, start, gathered):
+    assert_close(f"fit: {v.name}", v.numpy().ravel(), s0 - 0.1 * tree(list(rows)), 1e-5)
 
 # 6. hvd.DistributedOptimizer(v1 optimizer, op=Adasum): Horovod's delta optimizer, a local
 # step then the Adasum of the deltas. Rank j's gradient is c_j (constant), lr 0.5: after one
