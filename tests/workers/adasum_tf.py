@@ -140,4 +140,11 @@ expect(ValueError, lambda: hvd_keras.DistributedOptimizer(keras.optimizers.SGD()
        "average_aggregated_gradients")
 expect(ValueError, lambda: hvd_keras.DistributedOptimizer(keras.optimizers.SGD(), op=hvd.Adasum,
                                                           gradient_predivide_factor=2.0), "op=Average")
+strategy = tf.distribute.OneDeviceStrategy("/cpu:0")  # it would reduce instead of Adasum
+with strategy.scope():
+    var = keras.Variable(np.zeros(3, np.float32))
+    opt = hvd_keras.DistributedOptimizer(keras.optimizers.SGD(1.0), op=hvd_keras.Adasum)
+    opt.build([var])
+expect(ValueError, lambda: strategy.run(tf.function(lambda: opt.apply([tf.ones(3)], [var]))),
+       "tf.distribute strategy", "OneDeviceStrategy")
 print(f"rank {r}: adasum tf OK", flush=True)

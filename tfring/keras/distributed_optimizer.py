@@ -59,6 +59,12 @@ class _DistributedOptimizerMixin:
 
     def apply(self, grads, trainable_variables=None):
         grads = list(grads)
+        if grads and tf.distribute.has_strategy() and self._tfring_op == hvd_tf.Adasum:
+            raise ValueError(
+                "DistributedOptimizer(op=Adasum) cannot run under a tf.distribute strategy: the strategy "
+                f"reduces the gradients itself (Sum or Mean), so Adasum would be silently replaced. Received "
+                f"strategy {type(tf.distribute.get_strategy()).__name__}; create the model and optimizer "
+                "outside the strategy's scope (the optimizer then reduces), or use op=Average")
         if not grads or tf.distribute.has_strategy():
             return super().apply(grads, trainable_variables)
         jit.raise_if_in_xla_context("tfring.keras.DistributedOptimizer")
