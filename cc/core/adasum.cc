@@ -136,7 +136,7 @@ double AdasumCoefficient(double dot, double anorm_sq) {
   return anorm_sq >= kAdasumMinNormSq ? 1.0 - dot / anorm_sq * 0.5 : 1.0;
 }
 
-Status AdasumAllreduce(Communicator& comm, char* buf, const std::vector<size_t>& tensor_counts,
+Status AdasumAllreduce(const Group& comm, char* buf, const std::vector<size_t>& tensor_counts,
                        DataType dtype) {
   const int n = comm.size(), me = comm.rank();
   TFRING_RETURN_IF_ERROR(CheckAdasum(OpType::kAllreduce, dtype, n, false));

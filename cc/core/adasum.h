@@ -43,7 +43,7 @@ double AdasumCoefficient(double dot, double anorm_sq);
 // back to back (tensor_counts[t] elements each, any of them 0). Every rank passes the same
 // counts and ends with bitwise identical contents. kUnimplemented for a world size that is
 // not a power of two (CheckAdasum refuses those requests before they get here).
-Status AdasumAllreduce(Communicator& comm, char* buf, const std::vector<size_t>& tensor_counts,
+Status AdasumAllreduce(const Group& comm, char* buf, const std::vector<size_t>& tensor_counts,
                        DataType dtype);
 
 }  // namespace tfring

@@ -14,7 +14,7 @@
 
 namespace tfring {
 
-Status ChainBroadcast(Communicator& comm, void* buf, size_t bytes, int root, size_t chunk_bytes) {
+Status ChainBroadcast(const Group& comm, void* buf, size_t bytes, int root, size_t chunk_bytes) {
   const int n = comm.size(), r = comm.rank();
   if (n == 1 || bytes == 0) return Status::OK();
   chunk_bytes = (std::max<size_t>(chunk_bytes, 1) + 7) & ~size_t{7};

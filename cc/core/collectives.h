@@ -26,40 +26,40 @@ struct Segment {
 std::vector<Segment> EvenSegments(size_t count, int parts);
 
 // In-place allreduce of `count` elements (see ring_allreduce.cc for the algorithm).
-Status RingAllreduce(Communicator& comm, void* buf, size_t count, DataType dtype, ReduceOp op,
+Status RingAllreduce(const Group& comm, void* buf, size_t count, DataType dtype, ReduceOp op,
                      size_t chunk_bytes);
 
 // Out-of-place allreduce: `output` gets the reduction of every rank's `input`, which is
 // only read; no copy of `input` into `output` is made (input == output is in place).
 // Partial results pass through `output`, so the two must not overlap otherwise.
-Status RingAllreduce(Communicator& comm, const void* input, void* output, size_t count,
+Status RingAllreduce(const Group& comm, const void* input, void* output, size_t count,
                      DataType dtype, ReduceOp op, size_t chunk_bytes);
 
 // Ring reduce-scatter phase over caller-chosen segments (one per rank). On return rank r
 // holds the fully reduced segments[(r + 1) % size] in `buf`; other segments are partial.
 // `input` (null: in place) holds this rank's data; `buf` is then only written, never read
 // before it is written, and segments[r] of `buf` is left untouched.
-Status RingReduceScatterPhase(Communicator& comm, char* buf, const std::vector<Segment>& segments,
+Status RingReduceScatterPhase(const Group& comm, char* buf, const std::vector<Segment>& segments,
                               DataType dtype, ReduceOp op, size_t chunk_bytes,
                               const char* input = nullptr);
 
 // Ring allgather phase over the same segments: on entry rank r holds segments[(r+1) % size];
 // on return every rank holds all of them.
-Status RingAllgatherPhase(Communicator& comm, char* buf, const std::vector<Segment>& segments,
+Status RingAllgatherPhase(const Group& comm, char* buf, const std::vector<Segment>& segments,
                           size_t element_size);
 
 // Allgather with a different byte count per rank: rank r's `input` (bytes_per_rank[r]
 // bytes) lands at offset sum(bytes_per_rank[0..r)) of `output` on every rank.
-Status RingAllgatherv(Communicator& comm, const void* input, void* output,
+Status RingAllgatherv(const Group& comm, const void* input, void* output,
                       const std::vector<size_t>& bytes_per_rank);
 
 // Pipelined chain broadcast of `bytes` bytes from `root` along the ring, in chunks of
 // chunk_bytes rounded up to a multiple of 8 (see chain_broadcast.cc).
-Status ChainBroadcast(Communicator& comm, void* buf, size_t bytes, int root, size_t chunk_bytes);
+Status ChainBroadcast(const Group& comm, void* buf, size_t bytes, int root, size_t chunk_bytes);
 
 // Alltoall with per-peer byte counts: send_bytes[p] bytes (at their prefix-sum offset in
 // `input`) go to rank p; recv_bytes[p] bytes from rank p land at their offset in `output`.
-Status PairwiseAlltoallv(Communicator& comm, const void* input,
+Status PairwiseAlltoallv(const Group& comm, const void* input,
                          const std::vector<size_t>& send_bytes, void* output,
                          const std::vector<size_t>& recv_bytes);
 
@@ -67,7 +67,7 @@ Status PairwiseAlltoallv(Communicator& comm, const void* input,
 // (each `row_elements` elements) at their prefix-sum offset; written to `output`.
 // With `input`, this rank's data is read from there and `buf` is scratch of the same size
 // (its contents on entry do not matter).
-Status RingReducescatter(Communicator& comm, char* buf, const std::vector<size_t>& rows_per_rank,
+Status RingReducescatter(const Group& comm, char* buf, const std::vector<size_t>& rows_per_rank,
                          size_t row_elements, DataType dtype, ReduceOp op, size_t chunk_bytes,
                          void* output, const char* input = nullptr);
 

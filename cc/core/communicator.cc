@@ -305,4 +305,17 @@ char* Communicator::Scratch(size_t bytes) {
   return scratch_.data();
 }
 
+Group::Group(Communicator& comm, const std::vector<int32_t>& members)
+    : comm_(&comm), members_(&members), rank_(-1), size_(static_cast<int>(members.size())) {
+  rank_ = local_index(comm.rank());
+}
+
+int Group::local_index(int global) const {
+  if (members_ == nullptr) return global >= 0 && global < size_ ? global : -1;
+  for (size_t i = 0; i < members_->size(); ++i) {
+    if ((*members_)[i] == global) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 }  // namespace tfring

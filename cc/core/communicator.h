@@ -22,6 +22,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -117,6 +118,37 @@ class Communicator {
   std::atomic<bool> aborted_{false};
   std::atomic<bool> shut_down_{false};  // Abort() closed the connections
   std::vector<char> scratch_;
+};
+
+// Group: the ranks a collective runs on, as the algorithms (collectives.h, adasum.h) see
+// them: rank()/size()/left()/right()/data(i) in set-local indices 0..size()-1, mapped onto
+// the parent Communicator's links. Built implicitly from a Communicator (the whole job,
+// identity mapping: one pointer test per data() call, no allocation), or over a process
+// set's sorted global ranks (`members`, which must contain comm.rank() and outlive the
+// Group). Cheap to copy; background thread only, like the links.
+class Group {
+ public:
+  Group(Communicator& comm) : comm_(&comm), rank_(comm.rank()), size_(comm.size()) {}  // NOLINT
+  Group(Communicator& comm, const std::vector<int32_t>& members);
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int right() const { return (rank_ + 1) % size_; }
+  int left() const { return (rank_ + size_ - 1) % size_; }
+  // The global rank of set-local index i.
+  int global_rank(int i) const { return members_ == nullptr ? i : (*members_)[static_cast<size_t>(i)]; }
+  // Set-local index of a global rank, -1 when it is not a member.
+  int local_index(int global) const;
+  Link& data(int i) const { return comm_->data(global_rank(i)); }
+  Deadline TransferDeadline() const { return comm_->TransferDeadline(); }
+  const std::atomic<bool>* abort_flag() const { return comm_->abort_flag(); }
+  char* Scratch(size_t bytes) const { return comm_->Scratch(bytes); }
+
+ private:
+  Communicator* comm_;
+  const std::vector<int32_t>* members_ = nullptr;  // null: every rank, identity
+  int rank_;
+  int size_;
 };
 
 }  // namespace tfring

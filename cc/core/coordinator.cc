@@ -48,9 +48,20 @@ void Coordinator::Add(int rank, const Request& request, Clock::time_point now) {
     p.submitted.assign(size_, false);
     p.arrived.resize(size_);
     p.first_seen = now;
+    p.set_id = request.process_set_id;
+    if (p.set_id != 0 && (sets_ == nullptr || !sets_->Members(p.set_id, &p.members))) {
+      p.set_error = "tensor '" + request.name + "': process set id " + std::to_string(p.set_id) +
+                    " is not registered on rank 0; add_process_set() must be called on every rank, "
+                    "in the same order";
+    }
     it = pending_.emplace(request.name, std::move(p)).first;
   }
   Pending& p = it->second;
+  if (p.set_id != 0 && p.set_error.empty() && request.process_set_id == p.set_id &&
+      !std::binary_search(p.members.begin(), p.members.end(), rank)) {
+    p.set_error = "tensor '" + request.name + "': rank " + std::to_string(rank) + " is not a member of process set " +
+                  std::to_string(p.set_id) + " " + RanksList(p.members);
+  }
   if (p.submitted[rank]) {
     p.duplicate_error = "tensor '" + request.name + "': rank " + std::to_string(rank) +
                         " submitted it twice while the first was still in flight; names of "
@@ -75,6 +86,16 @@ void Coordinator::Add(int rank, const Request& request, Clock::time_point now) {
 }
 
 bool Coordinator::Complete(const Pending& p) const {
+  if (!p.set_error.empty()) return true;  // an error response at once
+  if (!p.members.empty()) {
+    // Every member submitted it, or a member joined without it (then an error response).
+    bool all = true;
+    for (int32_t m : p.members) {
+      if (!p.submitted[m] && joined_[m]) return true;
+      all = all && p.submitted[m];
+    }
+    return all;
+  }
   const bool is_join = std::any_of(p.by_rank.begin(), p.by_rank.end(),
                                    [](const Request& r) { return r.op == OpType::kJoin; });
   for (int r = 0; r < size_; ++r) {
@@ -89,7 +110,7 @@ void Coordinator::MaybeReady(std::map<std::string, Pending>::iterator it, Clock:
   Response resp = Validate(it->first, p);
   // No cache ids while ranks have joined: a joined rank's missing request is no request to
   // remember, and it must learn every name in full.
-  if (resp.kind == Response::Kind::kCollective && joined_count_ == 0) {
+  if (resp.kind == Response::Kind::kCollective && joined_count_ == 0 && p.set_id == 0) {
     bool is_new = false;
     const int32_t id = cache_.Assign(resp.names[0], p.by_rank, &is_new);
     if (id >= 0) {
@@ -145,6 +166,21 @@ Response Coordinator::Validate(const std::string& name, const Pending& p) const 
     return resp;
   };
   if (!p.duplicate_error.empty()) return fail(ErrorCode::kInvalidArgument, p.duplicate_error);
+  if (!p.set_error.empty()) return fail(ErrorCode::kInvalidArgument, p.set_error);
+  if (p.set_id != 0) {
+    resp.process_set_id = p.set_id;
+    resp.members = p.members;
+    std::vector<int> joined_members;
+    for (int32_t m : p.members) {
+      if (joined_[m]) joined_members.push_back(m);
+    }
+    if (!joined_members.empty()) {
+      return fail(ErrorCode::kPrecondition,
+                  "tensor '" + name + "': rank(s) " + RanksString(joined_members) + " of process set " +
+                      std::to_string(p.set_id) + " " + RanksList(p.members) +
+                      " have joined; join (hvd.join()) is supported on the global process set only");
+    }
+  }
 
   auto op_name = [](OpType o) { return std::string(OpTypeName(o)); };
   auto dtype_name = [](DataType d) { return std::string(DataTypeName(d)); };
@@ -152,8 +188,9 @@ Response Coordinator::Validate(const std::string& name, const Pending& p) const 
   auto num = [](auto v) { std::ostringstream os; os << v; return os.str(); };
   auto device_name = [](int32_t d) { return d < 0 ? std::string("CPU") : "GPU:" + std::to_string(d); };
 
-  std::string err = Disagreement(name, "the operation", reqs, present,
-                                 +[](const Request& r) { return r.op; }, op_name);
+  std::string err = Disagreement(name, "the process set id", reqs, present,
+                                 +[](const Request& r) { return r.process_set_id; }, num);
+  if (err.empty()) err = Disagreement(name, "the operation", reqs, present, +[](const Request& r) { return r.op; }, op_name);
   if (err.empty()) err = Disagreement(name, "the dtype", reqs, present, +[](const Request& r) { return r.dtype; }, dtype_name);
   // Host memory or GPU must agree; GPU ordinals may differ (each rank drives its own GPU;
   // the response carries rank 0's as the label of the communicator every rank uses).
@@ -185,8 +222,8 @@ Response Coordinator::Validate(const std::string& name, const Pending& p) const 
     }
   }
   if (!err.empty()) return fail(ErrorCode::kMismatch, err);
-  std::vector<int> absent;
-  for (int r = 0; r < size_; ++r) {
+  std::vector<int> absent;  // ranks of the global set that joined without this tensor
+  for (int r = 0; r < size_ && p.set_id == 0; ++r) {
     if (!present[r]) absent.push_back(r);
   }
   if (!absent.empty() && first.op != OpType::kAllreduce && first.op != OpType::kBarrier) {
@@ -208,10 +245,13 @@ Response Coordinator::Validate(const std::string& name, const Pending& p) const 
     if (first.shape.empty()) {
       return fail(ErrorCode::kInvalidArgument, "tensor '" + name + "': allgather needs a tensor of rank >= 1");
     }
-    for (const auto& r : reqs) resp.sizes.push_back(r.shape[0]);
+    for (size_t r = 0; r < reqs.size(); ++r) {
+      if (p.set_id == 0 || present[r]) resp.sizes.push_back(reqs[r].shape[0]);  // set members only
+    }
   } else if (first.op == OpType::kAlltoall) {
-    for (const auto& r : reqs) {
-      for (int64_t s : r.splits) resp.sizes.push_back(s);
+    for (size_t r = 0; r < reqs.size(); ++r) {
+      if (p.set_id != 0 && !present[r]) continue;
+      for (int64_t s : reqs[r].splits) resp.sizes.push_back(s);
     }
   }
   return resp;
@@ -233,7 +273,7 @@ std::vector<Response> Coordinator::TakeReady() {
     int64_t bytes = r.sizes.empty() ? 0 : r.sizes[0];
     std::ostringstream key;
     key << int(r.dtype) << "/" << int(r.reduce_op) << "/" << r.prescale << "/" << r.postscale
-        << "/" << r.device;
+        << "/" << r.device << "/" << r.process_set_id;
     auto it = open.find(key.str());
     if (it != open.end() && fused_bytes[it->second] + bytes <= fusion_threshold_) {
       Response& target = out[it->second];
@@ -265,7 +305,9 @@ std::vector<StalledTensor> Coordinator::Stalled(double min_wait_s, Clock::time_p
     StalledTensor s;
     s.name = kv.first;
     s.waited_s = waited;
+    const auto& members = kv.second.members;  // a process set: its missing members only
     for (int r = 0; r < size_; ++r) {
+      if (!members.empty() && !std::binary_search(members.begin(), members.end(), r)) continue;
       (kv.second.submitted[r] ? s.submitted_ranks : s.missing_ranks).push_back(r);
     }
     out.push_back(std::move(s));

@@ -13,6 +13,11 @@
 // tensor is complete once every rank that has not joined submitted it; only allreduce (the
 // joined ranks add zeros) and barrier may run so, anything else is an error response. The
 // join itself completes when every rank joined, with Response::root = the last rank to join.
+// Process sets (process_sets.h): a request with process_set_id != 0 is complete when every
+// member of that set submitted it; only the members are compared, the response carries the
+// set's id and members, fusion stays within one set, and no cache ids are assigned. Join
+// is supported on the global set only: a set's tensor that a joined member did not submit
+// becomes an error response (kPrecondition) instead of waiting forever.
 // Pure logic, no I/O: unit-tested directly.
 // Thread-safety: not thread-safe; owned by the runtime's background thread on rank 0.
 #pragma once
@@ -23,6 +28,7 @@
 #include <vector>
 
 #include "messages.h"
+#include "process_sets.h"
 #include "response_cache.h"
 
 namespace tfring {
@@ -38,8 +44,11 @@ class Coordinator {
  public:
   using Clock = std::chrono::steady_clock;
 
-  Coordinator(int world_size, int64_t fusion_threshold_bytes, size_t cache_capacity = 0)
-      : size_(world_size), fusion_threshold_(fusion_threshold_bytes), cache_(cache_capacity) {}
+  // `sets` (may be null: the global set only) is read when a tensor of another set first
+  // arrives; it must outlive the coordinator.
+  Coordinator(int world_size, int64_t fusion_threshold_bytes, size_t cache_capacity = 0,
+              const ProcessSetTable* sets = nullptr)
+      : size_(world_size), fusion_threshold_(fusion_threshold_bytes), cache_(cache_capacity), sets_(sets) {}
 
   // Records `request` from `rank`. A second request with the same name from the same rank
   // while the first is pending becomes an error response for that name.
@@ -67,6 +76,9 @@ class Coordinator {
     int count = 0;
     Clock::time_point first_seen;
     std::string duplicate_error;
+    int32_t set_id = 0;              // the first request's process set
+    std::vector<int32_t> members;    // its sorted global ranks; empty: every rank
+    std::string set_error;           // unknown set, or a submitter outside it
   };
   // Every rank submitted it, or joined (a join itself needs every rank).
   bool Complete(const Pending& p) const;
@@ -82,6 +94,7 @@ class Coordinator {
   int joined_count_ = 0;
   int last_joined_ = -1;
   std::vector<Response> ready_;
+  const ProcessSetTable* sets_;
 };
 
 // "'name' waited 61 s: submitted by rank(s) 0, 2, missing from rank(s) 1"

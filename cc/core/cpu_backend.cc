@@ -18,12 +18,17 @@ CpuBackend::CpuBackend(const BackendContext& context) : ctx_(context) {}
 
 Status CpuBackend::Execute(const Response& r, const std::vector<Submission*>& group,
                            ExecutionTimings* timings) {
+  const Group g = r.members.empty() ? Group(*ctx_.comm) : Group(*ctx_.comm, r.members);
+  if (g.rank() < 0) {
+    return Status::Internal("rank " + std::to_string(ctx_.rank) + " was asked to run '" + r.names[0] +
+                            "' of process set " + std::to_string(r.process_set_id) + ", which it is not in");
+  }
   switch (r.op) {
-    case OpType::kAllreduce: return Allreduce(r, group, timings);
-    case OpType::kAllgather: return Allgather(r, *group[0]);
-    case OpType::kBroadcast: return Broadcast(r, *group[0]);
-    case OpType::kAlltoall: return Alltoall(r, *group[0]);
-    case OpType::kReducescatter: return Reducescatter(r, *group[0]);
+    case OpType::kAllreduce: return Allreduce(g, r, group, timings);
+    case OpType::kAllgather: return Allgather(g, r, *group[0]);
+    case OpType::kBroadcast: return Broadcast(g, r, *group[0]);
+    case OpType::kAlltoall: return Alltoall(g, r, *group[0]);
+    case OpType::kReducescatter: return Reducescatter(g, r, *group[0]);
     case OpType::kBarrier: return Status::OK();  // negotiation itself was the barrier
     case OpType::kJoin:  // negotiation was the work; the answer is the last rank to join
       for (auto* s : group) *static_cast<int32_t*>(s->output) = r.root;
@@ -48,9 +53,8 @@ char* CpuBackend::FusionBuffer(size_t bytes) {
 // works in the output when input and output are one buffer or a prescale needs a copy.
 // Several: packed into the fusion buffer, reduced once, unpacked. Adasum (adasum.h) works
 // in place in the output or the fusion buffer, combining each tensor on its own.
-Status CpuBackend::Allreduce(const Response& r, const std::vector<Submission*>& group,
+Status CpuBackend::Allreduce(const Group& comm, const Response& r, const std::vector<Submission*>& group,
                              ExecutionTimings* timings) {
-  Communicator& comm = *ctx_.comm;
   const DataType dtype = r.dtype;
   const size_t es = DataTypeSize(dtype);
   size_t total = 0;
@@ -62,7 +66,7 @@ Status CpuBackend::Allreduce(const Response& r, const std::vector<Submission*>& 
     Submission& s = *group[0];
     buf = static_cast<char*>(s.output);
     if (total > 0 && s.input != s.output) {
-      if (comm.cma_peers() > 0) AdviseHugePages(buf, total * es);  // before the first touch
+      if (ctx_.comm->cma_peers() > 0) AdviseHugePages(buf, total * es);  // before the first touch
       if (r.prescale == 1.0 && r.reduce_op != ReduceOp::kAdasum) {
         input = static_cast<const char*>(s.input);  // saves a full copy (~1 ms per 16 MiB)
       } else {
@@ -92,7 +96,7 @@ Status CpuBackend::Allreduce(const Response& r, const std::vector<Submission*>& 
     ScaleInPlace(buf, total, dtype, r.prescale);
     TFRING_RETURN_IF_ERROR(RingAllreduce(comm, buf, total, dtype, r.reduce_op, ctx_.chunk_bytes));
   }
-  ScaleInPlace(buf, total, dtype, r.EffectivePostscale(ctx_.size));
+  ScaleInPlace(buf, total, dtype, r.EffectivePostscale(comm.size()));
   const auto transfer_end = Clock::now();
   timings->transfer_s = std::chrono::duration<double>(transfer_end - transfer_start).count();
   ctx_.timeline->Span(r.names[0], "TRANSFER", transfer_start, transfer_end);
@@ -108,28 +112,29 @@ Status CpuBackend::Allreduce(const Response& r, const std::vector<Submission*>& 
   return Status::OK();
 }
 
-Status CpuBackend::Allgather(const Response& r, Submission& s) {
+Status CpuBackend::Allgather(const Group& g, const Response& r, Submission& s) {
   const size_t row = s.request.RowBytes();
-  std::vector<size_t> bytes(ctx_.size);
+  std::vector<size_t> bytes(g.size());
   std::vector<int64_t> out_shape = s.request.shape;
   out_shape[0] = 0;
-  for (int p = 0; p < ctx_.size; ++p) {
+  for (int p = 0; p < g.size(); ++p) {
     bytes[p] = static_cast<size_t>(r.AllgatherRows(p)) * row;
     out_shape[0] += r.AllgatherRows(p);
   }
   void* out = nullptr;
   TFRING_RETURN_IF_ERROR(s.allocate_output(out_shape, &out));
-  return RingAllgatherv(*ctx_.comm, s.input, out, bytes);
+  return RingAllgatherv(g, s.input, out, bytes);
 }
 
-Status CpuBackend::Broadcast(const Response& r, Submission& s) {
+// root is a global rank; the chain runs over the set's indices.
+Status CpuBackend::Broadcast(const Group& g, const Response& r, Submission& s) {
   const size_t bytes = s.request.Bytes();
   if (ctx_.rank == r.root && bytes > 0 && s.input != s.output) std::memcpy(s.output, s.input, bytes);
-  return ChainBroadcast(*ctx_.comm, s.output, bytes, r.root, ctx_.chunk_bytes);
+  return ChainBroadcast(g, s.output, bytes, g.local_index(r.root), ctx_.chunk_bytes);
 }
 
-Status CpuBackend::Alltoall(const Response& r, Submission& s) {
-  const int n = ctx_.size, me = ctx_.rank;
+Status CpuBackend::Alltoall(const Group& g, const Response& r, Submission& s) {
+  const int n = g.size(), me = g.rank();
   const size_t row = s.request.RowBytes();
   std::vector<size_t> send(n), recv(n);
   std::vector<int64_t> received(n);
@@ -144,16 +149,16 @@ Status CpuBackend::Alltoall(const Response& r, Submission& s) {
   void* out = nullptr;
   TFRING_RETURN_IF_ERROR(s.allocate_output(out_shape, &out));
   if (s.on_received_splits) s.on_received_splits(received);
-  return PairwiseAlltoallv(*ctx_.comm, s.input, send, out, recv);
+  return PairwiseAlltoallv(g, s.input, send, out, recv);
 }
 
-Status CpuBackend::Reducescatter(const Response& r, Submission& s) {
+Status CpuBackend::Reducescatter(const Group& g, const Response& r, Submission& s) {
   const size_t bytes = s.request.Bytes();
   const size_t es = DataTypeSize(r.dtype);
   const size_t row_elements = s.request.RowBytes() / es;
-  std::vector<size_t> rows(ctx_.size);
-  for (int p = 0; p < ctx_.size; ++p) {
-    rows[p] = static_cast<size_t>(ReducescatterRows(s.request.shape[0], ctx_.size, p));
+  std::vector<size_t> rows(g.size());
+  for (int p = 0; p < g.size(); ++p) {
+    rows[p] = static_cast<size_t>(ReducescatterRows(s.request.shape[0], g.size(), p));
   }
   char* buf = FusionBuffer(bytes);
   // Without a prescale the ring reads the input where it is; with one, a scaled copy.
@@ -163,9 +168,9 @@ Status CpuBackend::Reducescatter(const Response& r, Submission& s) {
     ScaleInPlace(buf, bytes / es, r.dtype, r.prescale);
     input = nullptr;
   }
-  TFRING_RETURN_IF_ERROR(RingReducescatter(*ctx_.comm, buf, rows, row_elements, r.dtype, r.reduce_op,
+  TFRING_RETURN_IF_ERROR(RingReducescatter(g, buf, rows, row_elements, r.dtype, r.reduce_op,
                                            ctx_.chunk_bytes, s.output, input));
-  ScaleInPlace(s.output, rows[ctx_.rank] * row_elements, r.dtype, r.EffectivePostscale(ctx_.size));
+  ScaleInPlace(s.output, rows[g.rank()] * row_elements, r.dtype, r.EffectivePostscale(g.size()));
   return Status::OK();
 }
 

@@ -1,7 +1,9 @@
 // CpuBackend: collectives on host memory (device == -1), over the Communicator's links
 // (shared-memory rings with local peers, TCP otherwise): ring allreduce with fusion (Adasum:
 // adasum.h, fused too, each tensor combined on its own),
-// ring allgatherv, chain broadcast, pairwise alltoallv, ring reduce-scatter.
+// ring allgatherv, chain broadcast, pairwise alltoallv, ring reduce-scatter. A response
+// on a process set (Response::members) runs the same algorithms on a Group of the members'
+// links (communicator.h); the runtime calls Execute on members only.
 //
 // Threads: the runtime's background thread only. Owns the fusion buffer (scratch, grown
 // to the largest fused group and kept).
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "communicator.h"
 
 namespace tfring {
 
@@ -22,11 +25,12 @@ class CpuBackend : public Backend {
                  ExecutionTimings* timings) override;
 
  private:
-  Status Allreduce(const Response& r, const std::vector<Submission*>& group, ExecutionTimings* timings);
-  Status Allgather(const Response& r, Submission& s);
-  Status Broadcast(const Response& r, Submission& s);
-  Status Alltoall(const Response& r, Submission& s);
-  Status Reducescatter(const Response& r, Submission& s);
+  Status Allreduce(const Group& g, const Response& r, const std::vector<Submission*>& group,
+                   ExecutionTimings* timings);
+  Status Allgather(const Group& g, const Response& r, Submission& s);
+  Status Broadcast(const Group& g, const Response& r, Submission& s);
+  Status Alltoall(const Group& g, const Response& r, Submission& s);
+  Status Reducescatter(const Group& g, const Response& r, Submission& s);
   // The fusion buffer with at least `bytes` (contents are scratch).
   char* FusionBuffer(size_t bytes);
 

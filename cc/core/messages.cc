@@ -31,6 +31,7 @@ void EncodeRequest(WireWriter& w, const Request& r) {
   w.F64(r.postscale);
   w.I64s(r.shape);
   w.I64s(r.splits);
+  w.I32(r.process_set_id);
 }
 
 bool DecodeRequest(WireReader& rd, int world_size, Request* r) {
@@ -42,6 +43,8 @@ bool DecodeRequest(WireReader& rd, int world_size, Request* r) {
   r->postscale = rd.F64();
   r->shape = rd.I64s();
   r->splits = rd.I64s();
+  r->process_set_id = rd.I32();
+  if (r->process_set_id < 0) return false;
   if (!rd.ok() || !IsValidOpType(op) || !IsValidDataType(dtype) || !IsValidReduceOp(reduce)) {
     return false;
   }
@@ -82,6 +85,9 @@ void EncodeResponse(WireWriter& w, const Response& r) {
   w.F64(r.postscale);
   w.I64s(r.sizes);
   w.F64s(r.ready_wait_s);
+  w.I32(r.process_set_id);
+  w.U32(static_cast<uint32_t>(r.members.size()));
+  for (int32_t m : r.members) w.I32(m);
   w.U8(static_cast<uint8_t>(r.error_code));
   w.Str(r.error_message);
 }
@@ -118,6 +124,16 @@ bool DecodeResponse(WireReader& rd, int world_size, Response* r) {
   r->postscale = rd.F64();
   r->sizes = rd.I64s();
   r->ready_wait_s = rd.F64s();
+  r->process_set_id = rd.I32();
+  const uint32_t members = rd.Count(4);
+  r->members.clear();
+  for (uint32_t i = 0; i < members && rd.ok(); ++i) {
+    r->members.push_back(rd.I32());
+    // sorted, distinct ranks of the job
+    if (r->members.back() < 0 || r->members.back() >= world_size) return false;
+    if (i > 0 && r->members[i] <= r->members[i - 1]) return false;
+  }
+  if (r->process_set_id < 0 || (r->process_set_id == 0) != r->members.empty()) return false;
   int code = rd.U8();
   r->error_message = rd.Str();
   if (!rd.ok() || kind > 1 || !IsValidOpType(op) || !IsValidDataType(dtype) ||
@@ -162,6 +178,14 @@ std::string Request::Describe() const {
   if (op == OpType::kAllreduce || op == OpType::kReducescatter) os << " " << ReduceOpName(reduce_op);
   if (op == OpType::kBroadcast) os << " root=" << root;
   return os.str();
+}
+
+bool Response::Includes(int rank) const {
+  if (members.empty()) return true;
+  for (int32_t m : members) {
+    if (m == rank) return true;
+  }
+  return false;
 }
 
 int32_t CacheIdAt(const Response& r, size_t i) { return i < r.cache_ids.size() ? r.cache_ids[i] : -1; }

@@ -25,7 +25,10 @@ struct Request {
   double prescale = 1.0;
   double postscale = 1.0;
   std::vector<int64_t> shape;
-  std::vector<int64_t> splits;  // alltoall: rows to each rank (size == world size)
+  std::vector<int64_t> splits;  // alltoall: rows to each rank (size == the set's size)
+  // The process set (process_sets.h) the collective runs on: 0 = every rank. Only the
+  // set's members submit it; root stays a global rank.
+  int32_t process_set_id = 0;
 
   int64_t NumElements() const;
   size_t Bytes() const;     // payload bytes: NumElements() x the dtype's size
@@ -54,7 +57,13 @@ struct Response {
   int32_t device = -1;
   double prescale = 1.0;
   double postscale = 1.0;
-  // Per op (read it through the accessors below):
+  // The process set: 0 and no members = every rank. Otherwise the set's sorted global
+  // ranks, told by rank 0 so that no rank needs its table to execute: a rank not in
+  // `members` skips the response (it submitted nothing for it).
+  int32_t process_set_id = 0;
+  std::vector<int32_t> members;
+  // Per op (read it through the accessors below), n = the set's size and ranks as indices
+  // into the set (global ranks for the global set):
   //   allreduce: payload bytes of each of `names` (fusion adds them up);
   //   allgather: first dimension of every rank's tensor (size n);
   //   alltoall: row-major n x n matrix, sizes[i * n + j] = rows rank i sends to rank j.
@@ -70,7 +79,10 @@ struct Response {
   int64_t AlltoallRows(int from, int to, int world_size) const {
     return sizes[static_cast<size_t>(from) * static_cast<size_t>(world_size) + static_cast<size_t>(to)];
   }
-  // The factor applied after the reduction: postscale, with Average's 1/world_size folded in.
+  // Whether global rank `rank` takes part (every rank for the global set).
+  bool Includes(int rank) const;
+  // The factor applied after the reduction: postscale, with Average's 1/world_size folded in
+  // (world_size: the set's size).
   double EffectivePostscale(int world_size) const {
     return postscale * (reduce_op == ReduceOp::kAverage ? 1.0 / world_size : 1.0);
   }

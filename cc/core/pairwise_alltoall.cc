@@ -10,7 +10,7 @@
 
 namespace tfring {
 
-Status PairwiseAlltoallv(Communicator& comm, const void* input,
+Status PairwiseAlltoallv(const Group& comm, const void* input,
                          const std::vector<size_t>& send_bytes, void* output,
                          const std::vector<size_t>& recv_bytes) {
   const int n = comm.size(), r = comm.rank();

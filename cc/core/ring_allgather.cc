@@ -9,7 +9,7 @@
 
 namespace tfring {
 
-Status RingAllgatherv(Communicator& comm, const void* input, void* output,
+Status RingAllgatherv(const Group& comm, const void* input, void* output,
                       const std::vector<size_t>& bytes_per_rank) {
   const int n = comm.size(), r = comm.rank();
   std::vector<size_t> offsets(n, 0);

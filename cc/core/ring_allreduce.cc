@@ -28,7 +28,7 @@ std::vector<Segment> EvenSegments(size_t count, int parts) {
   return segments;
 }
 
-Status RingReduceScatterPhase(Communicator& comm, char* buf, const std::vector<Segment>& segments,
+Status RingReduceScatterPhase(const Group& comm, char* buf, const std::vector<Segment>& segments,
                               DataType dtype, ReduceOp op, size_t chunk_bytes, const char* input) {
   const int n = comm.size(), r = comm.rank();
   const size_t es = DataTypeSize(dtype);
@@ -50,7 +50,7 @@ Status RingReduceScatterPhase(Communicator& comm, char* buf, const std::vector<S
   return Status::OK();
 }
 
-Status RingAllgatherPhase(Communicator& comm, char* buf, const std::vector<Segment>& segments,
+Status RingAllgatherPhase(const Group& comm, char* buf, const std::vector<Segment>& segments,
                           size_t es) {
   const int n = comm.size(), r = comm.rank();
   Link& right = comm.data(comm.right());
@@ -65,12 +65,12 @@ Status RingAllgatherPhase(Communicator& comm, char* buf, const std::vector<Segme
   return Status::OK();
 }
 
-Status RingAllreduce(Communicator& comm, void* buf, size_t count, DataType dtype, ReduceOp op,
+Status RingAllreduce(const Group& comm, void* buf, size_t count, DataType dtype, ReduceOp op,
                      size_t chunk_bytes) {
   return RingAllreduce(comm, buf, buf, count, dtype, op, chunk_bytes);
 }
 
-Status RingAllreduce(Communicator& comm, const void* input, void* output, size_t count,
+Status RingAllreduce(const Group& comm, const void* input, void* output, size_t count,
                      DataType dtype, ReduceOp op, size_t chunk_bytes) {
   const size_t es = DataTypeSize(dtype);
   if (count == 0) return Status::OK();
@@ -87,7 +87,7 @@ Status RingAllreduce(Communicator& comm, const void* input, void* output, size_t
   return RingAllgatherPhase(comm, data, segments, es);
 }
 
-Status RingReducescatter(Communicator& comm, char* buf, const std::vector<size_t>& rows_per_rank,
+Status RingReducescatter(const Group& comm, char* buf, const std::vector<size_t>& rows_per_rank,
                          size_t row_elements, DataType dtype, ReduceOp op, size_t chunk_bytes,
                          void* output, const char* input) {
   const int n = comm.size(), r = comm.rank();

@@ -165,7 +165,8 @@ Status Runtime::Init(const std::map<std::string, std::string>& overrides, bool r
                              .WithContext("tfring init on rank " + std::to_string(st->rank)));
   if (st->rank == 0) {
     st->coordinator = std::make_unique<Coordinator>(st->size, c.Int("TFRING_FUSION_THRESHOLD"),
-                                                    static_cast<size_t>(c.Int("TFRING_CACHE_CAPACITY")));
+                                                    static_cast<size_t>(c.Int("TFRING_CACHE_CAPACITY")),
+                                                    &st->process_sets);
     st->stall_inspector = std::make_unique<StallInspector>(
         c.Float("TFRING_STALL_WARNING_S"), c.Float("TFRING_STALL_SHUTDOWN_S"), &st->stats);
   }
@@ -283,6 +284,44 @@ Status Runtime::Health() const {
   return Status::OK();
 }
 
+Status Runtime::AddProcessSet(int32_t id, const std::vector<int32_t>& ranks) {
+  std::shared_ptr<State> st;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    st = state_;
+  }
+  if (!st) return Status::Precondition("tfring is not initialized: call tfring.init() first");
+  return st->process_sets.Add(id, ranks, st->size);
+}
+
+Status Runtime::RemoveProcessSet(int32_t id) {
+  std::shared_ptr<State> st;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    st = state_;
+  }
+  if (!st) return Status::Precondition("tfring is not initialized: call tfring.init() first");
+  return st->process_sets.Remove(id);
+}
+
+Status Runtime::ProcessSetMembers(int32_t id, std::vector<int32_t>* ranks) const {
+  std::shared_ptr<State> st;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    st = state_;
+  }
+  if (!st) return Status::Precondition("tfring is not initialized: call tfring.init() first");
+  if (id == 0) {
+    ranks->resize(static_cast<size_t>(st->size));
+    for (int r = 0; r < st->size; ++r) (*ranks)[static_cast<size_t>(r)] = r;
+    return Status::OK();
+  }
+  if (!st->process_sets.Members(id, ranks)) {
+    return Status::InvalidArgument("process set id " + std::to_string(id) + " is not registered");
+  }
+  return Status::OK();
+}
+
 Status Runtime::StartTimeline(const std::string& path) {
   std::shared_ptr<State> st;
   {
@@ -323,7 +362,7 @@ Status Runtime::EnqueueGroup(std::vector<Submission> group) {
 }
 
 Status Runtime::State::Submit(std::vector<Submission> group) {
-  for (auto& s : group) TFRING_RETURN_IF_ERROR(ValidateSubmission(s, rank, size));
+  for (auto& s : group) TFRING_RETURN_IF_ERROR(ValidateSubmission(s, rank, size, process_sets));
   {
     std::lock_guard<std::mutex> lock(mu);
     if (broken) return fatal;

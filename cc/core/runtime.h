@@ -69,6 +69,17 @@ class Runtime {
   Status StartTimeline(const std::string& path);
   Status StopTimeline();
 
+  // Process sets (process_sets.h). Every rank registers the same sets under the same ids,
+  // in the same order, and meets the others at a barrier before using a new id (the Python
+  // layer, tfring/process_sets.py, does both). Never block; any thread. kPrecondition
+  // before Init; kInvalidArgument for a bad id or list (message names them). Removing a set
+  // with collectives in flight on it is the caller's error (they may fail or hang until
+  // TFRING_TIMEOUT_S). Shutdown() forgets every set.
+  Status AddProcessSet(int32_t id, const std::vector<int32_t>& ranks);
+  Status RemoveProcessSet(int32_t id);
+  // Sorted global ranks of `id` (0: every rank); kInvalidArgument for an unknown id.
+  Status ProcessSetMembers(int32_t id, std::vector<int32_t>* ranks) const;
+
   Status Enqueue(Submission submission);
   // Submits several tensors at once: they reach the coordinator together and are fused.
   Status EnqueueGroup(std::vector<Submission> group);

@@ -73,6 +73,8 @@ Status Runtime::State::Execute(const Response& r, Clock::time_point scheduled_at
     for (const auto& name : r.names) Complete(name, Status(r.error_code, r.error_message));
     return Status::OK();
   }
+  // A process set this rank is not in: it submitted nothing, and its links are not used.
+  if (r.process_set_id != 0 && !r.Includes(rank)) return Status::OK();
   std::vector<Entry*> group;
   std::vector<Submission*> submissions;
   for (const auto& name : r.names) {

@@ -177,6 +177,8 @@ Status Runtime::State::Schedule(Response r, Clock::time_point at) {
     }
     r.names[i] = *name;
   }
+  // A process set this rank is not in: nothing of it to check or run here (Execute skips it).
+  if (r.kind == Response::Kind::kCollective && r.process_set_id != 0 && !r.Includes(rank)) return Status::OK();
   if (r.kind == Response::Kind::kCollective) {
     int64_t cached = 0;
     for (size_t i = 0; i < r.names.size(); ++i) {

@@ -24,6 +24,7 @@
 #include "control_channel.h"
 #include "coordinator.h"
 #include "liveness.h"
+#include "process_sets.h"
 #include "response_cache.h"
 #include "runtime.h"
 #include "stall_inspector.h"
@@ -62,6 +63,7 @@ struct Runtime::State {
 
   // --- thread-safe on their own ---
   Timeline timeline;  // rank 0 only
+  ProcessSetTable process_sets;  // ids other than 0 (process_sets.h); read by the coordinator
   StatsRecorder stats;
 
   // --- background thread only ---
@@ -130,6 +132,8 @@ struct Runtime::State {
 };
 
 // Local checks done at enqueue time (runtime_validate.cc).
-Status ValidateSubmission(Submission& s, int rank, int size);
+// A request on a process set other than the global one is checked against `sets` (member,
+// root in the set, splits per member) and its shape rules use the set's size.
+Status ValidateSubmission(Submission& s, int rank, int size, const ProcessSetTable& sets);
 
 }  // namespace tfring

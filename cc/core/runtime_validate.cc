@@ -1,9 +1,11 @@
 // Local argument checks at enqueue time: fail fast on this rank, before any negotiation,
 // with a message that names the tensor and the fix.
+#include <algorithm>
 #include <numeric>
 
 #include "adasum.h"
 #include "backend.h"
+#include "process_sets.h"
 #include "reduce_kernels.h"
 #include "runtime_state.h"
 
@@ -15,13 +17,44 @@ constexpr size_t kMaxDims = 64;
 
 }  // namespace
 
-Status ValidateSubmission(Submission& s, int rank, int size) {
+Status ValidateSubmission(Submission& s, int rank, int size, const ProcessSetTable& sets) {
   Request& r = s.request;
+  const int global_rank = rank;
   auto bad = [&](const std::string& why) {
     return Status::InvalidArgument(std::string(OpTypeName(r.op)) + " of tensor '" + r.name +
-                                   "' on rank " + std::to_string(rank) + ": " + why);
+                                   "' on rank " + std::to_string(global_rank) + ": " + why);
   };
   if (r.name.empty()) return Status::InvalidArgument("a collective needs a non-empty name");
+  std::vector<int32_t> members;  // of a process set other than the global one
+  if (r.process_set_id != 0) {
+    // From here on `rank` and `size` are this rank's index in the set and the set's size.
+    if (r.process_set_id < 0 || !sets.Members(r.process_set_id, &members)) {
+      return bad("process set id " + std::to_string(r.process_set_id) +
+                 " is not registered on this rank (removed, or never added); add it with "
+                 "add_process_set() on every rank first");
+    }
+    const auto me = std::find(members.begin(), members.end(), rank);
+    if (me == members.end()) {
+      return bad("this rank is not a member of process set " + std::to_string(r.process_set_id) + " " +
+                 RanksList(members) + "; only its members may call collectives on it");
+    }
+    if (r.device >= 0) {
+      return Status::Unimplemented(std::string(OpTypeName(r.op)) + " of tensor '" + r.name + "' on rank " +
+                                   std::to_string(rank) + ": GPU tensors in process sets other than the "
+                                   "global one are not supported yet; copy the tensor to the CPU (tf.device('/cpu:0')) "
+                                   "or use the global set");
+    }
+    if (r.op == OpType::kJoin || r.op == OpType::kBarrier) {
+      return bad(std::string(OpTypeName(r.op)) + " runs on the global process set only");
+    }
+    if (r.op == OpType::kBroadcast && std::find(members.begin(), members.end(), r.root) == members.end()) {
+      return bad("root_rank=" + std::to_string(r.root) + " is not a member of process set " +
+                 std::to_string(r.process_set_id) + " " + RanksList(members) +
+                 "; root_rank is a global rank and must be in the set");
+    }
+    rank = static_cast<int>(me - members.begin());
+    size = static_cast<int>(members.size());
+  }
   if (r.name.size() > kMaxNameBytes) return bad("name longer than 4096 bytes");
   if (r.shape.size() > kMaxDims) return bad("more than 64 dimensions");
   for (int64_t d : r.shape) {
@@ -31,7 +64,7 @@ Status ValidateSubmission(Submission& s, int rank, int size) {
     Status st = CheckAdasum(r.op, r.dtype, size, r.device >= 0);  // before the GPU checks: clearer
     if (!st.ok()) {
       return st.WithContext(std::string(OpTypeName(r.op)) + " of tensor '" + r.name + "' on rank " +
-                            std::to_string(rank));
+                            std::to_string(global_rank));
     }
   }
   if (r.device >= 0) {
@@ -62,7 +95,7 @@ Status ValidateSubmission(Submission& s, int rank, int size) {
       break;
     }
     case OpType::kBroadcast:
-      if (r.root < 0 || r.root >= size) {
+      if (members.empty() && (r.root < 0 || r.root >= size)) {
         return bad("root_rank=" + std::to_string(r.root) + " is out of range for a job of " +
                    std::to_string(size) + " rank(s) (valid: 0.." + std::to_string(size - 1) + ")");
       }
@@ -82,8 +115,9 @@ Status ValidateSubmission(Submission& s, int rank, int size) {
         r.splits.assign(size, r.shape[0] / size);
       }
       if (static_cast<int>(r.splits.size()) != size) {
-        return bad("splits has " + std::to_string(r.splits.size()) + " entries but the job has " +
-                   std::to_string(size) + " ranks; give one entry per rank");
+        return bad("splits has " + std::to_string(r.splits.size()) + " entries but " +
+                   (members.empty() ? std::string("the job") : "process set " + std::to_string(r.process_set_id)) +
+                   " has " + std::to_string(size) + " ranks; give one entry per rank");
       }
       int64_t total = 0;
       for (int64_t v : r.splits) {

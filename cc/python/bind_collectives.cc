@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -212,6 +213,24 @@ py::array OutputFor(const py::array& a, const py::object& out, bool inplace, con
   return o;
 }
 
+// This rank's index in process set `id` and the set's size (the job's for id 0), for the
+// rows a reducescatter keeps. A rank outside the set, or an unknown id, gets index 0: the
+// submission is then refused by the core's enqueue checks with the full message.
+void SetPosition(int32_t id, int* rank, int* size) {
+  *rank = Runtime::Global().rank();
+  *size = Runtime::Global().size();
+  if (*size < 1) Raise(Status::Precondition("tfring is not initialized: call tfring.init() first"));
+  if (id == 0) return;
+  std::vector<int32_t> members;
+  if (!Runtime::Global().ProcessSetMembers(id, &members).ok() || members.empty()) {
+    *rank = 0;
+    return;
+  }
+  auto it = std::find(members.begin(), members.end(), *rank);
+  *rank = it == members.end() ? 0 : static_cast<int>(it - members.begin());
+  *size = static_cast<int>(members.size());
+}
+
 // A collective on a GPU array (see device_array.h). `configure` sets the op's fields;
 // allreduce/broadcast/reducescatter write into a new DeviceBuffer unless `inplace`.
 std::unique_ptr<Handle> SubmitDeviceArray(OpType op, const py::object& obj, const std::string& name,
@@ -231,10 +250,10 @@ std::unique_ptr<Handle> SubmitDeviceArray(OpType op, const py::object& obj, cons
   if (op == OpType::kAllreduce || op == OpType::kBroadcast || op == OpType::kReducescatter) {
     std::vector<int64_t> shape = v.shape;
     if (op == OpType::kReducescatter) {
-      int size = Runtime::Global().size();
-      if (size < 1) Raise(Status::Precondition("tfring is not initialized: call tfring.init() first"));
+      int rank = 0, size = 1;
+      SetPosition(s.request.process_set_id, &rank, &size);
       if (shape.empty()) Raise(Status::InvalidArgument(what + " needs at least one dimension"));
-      shape[0] = ReducescatterRows(shape[0], size, Runtime::Global().rank());
+      shape[0] = ReducescatterRows(shape[0], size, rank);
       inplace = false;
     }
     if (inplace) {
@@ -258,11 +277,12 @@ void BindCollectives(py::module_& m) {
       .def("poll", &Handle::poll, "True once the collective has completed.");
 
   m.def("allreduce_async", [](py::object obj, const std::string& name, int op, double prescale,
-                              double postscale, bool inplace, py::object out_obj) {
+                              double postscale, bool inplace, py::object out_obj, int32_t process_set_id) {
     if (python::IsDeviceArray(obj)) {
       if (!out_obj.is_none()) throw py::type_error("out= is for NumPy arrays; GPU arrays take inplace=True");
       if (op < 0 || op >= kNumReduceOps) throw py::value_error("invalid reduce op " + std::to_string(op));
       return SubmitDeviceArray(OpType::kAllreduce, obj, name, [&](Submission& s) {
+        s.request.process_set_id = process_set_id;
         s.request.reduce_op = static_cast<ReduceOp>(op);
         s.request.prescale = prescale;
         s.request.postscale = postscale;
@@ -271,6 +291,7 @@ void BindCollectives(py::module_& m) {
     py::array a = CheckedArray(obj, name);
     if (op < 0 || op >= kNumReduceOps) throw py::value_error("invalid reduce op " + std::to_string(op));
     Submission s = Make(OpType::kAllreduce, a, name);
+    s.request.process_set_id = process_set_id;
     s.request.reduce_op = static_cast<ReduceOp>(op);
     s.request.prescale = prescale;
     s.request.postscale = postscale;
@@ -278,50 +299,60 @@ void BindCollectives(py::module_& m) {
     s.output = out.mutable_data();
     return Submit(std::move(s), a, out);
   }, py::arg("array"), py::arg("name"), py::arg("op") = 0, py::arg("prescale") = 1.0,
-     py::arg("postscale") = 1.0, py::arg("inplace") = false, py::arg("out") = py::none());
+     py::arg("postscale") = 1.0, py::arg("inplace") = false, py::arg("out") = py::none(),
+     py::arg("process_set_id") = 0);
 
-  m.def("allgather_async", [](py::object obj, const std::string& name) {
+  m.def("allgather_async", [](py::object obj, const std::string& name, int32_t process_set_id) {
     if (python::IsDeviceArray(obj)) {
-      return SubmitDeviceArray(OpType::kAllgather, obj, name, [](Submission&) {}, false);
+      return SubmitDeviceArray(OpType::kAllgather, obj, name,
+                               [&](Submission& s) { s.request.process_set_id = process_set_id; }, false);
     }
     py::array a = CheckedArray(obj, name);
-    return Submit(Make(OpType::kAllgather, a, name), a, py::none());
-  }, py::arg("array"), py::arg("name"));
+    Submission s = Make(OpType::kAllgather, a, name);
+    s.request.process_set_id = process_set_id;
+    return Submit(std::move(s), a, py::none());
+  }, py::arg("array"), py::arg("name"), py::arg("process_set_id") = 0);
 
   m.def("broadcast_async", [](py::object obj, int root, const std::string& name, bool inplace,
-                              py::object out_obj) {
+                              py::object out_obj, int32_t process_set_id) {
     if (python::IsDeviceArray(obj)) {
       if (!out_obj.is_none()) throw py::type_error("out= is for NumPy arrays; GPU arrays take inplace=True");
-      return SubmitDeviceArray(OpType::kBroadcast, obj, name, [&](Submission& s) { s.request.root = root; },
-                               inplace);
+      return SubmitDeviceArray(OpType::kBroadcast, obj, name, [&](Submission& s) {
+        s.request.root = root;
+        s.request.process_set_id = process_set_id;
+      }, inplace);
     }
     py::array a = CheckedArray(obj, name);
     Submission s = Make(OpType::kBroadcast, a, name);
     s.request.root = root;
+    s.request.process_set_id = process_set_id;
     py::array out = OutputFor(a, out_obj, inplace, name);
     s.output = out.mutable_data();
     return Submit(std::move(s), a, out);
   }, py::arg("array"), py::arg("root"), py::arg("name"), py::arg("inplace") = false,
-     py::arg("out") = py::none());
+     py::arg("out") = py::none(), py::arg("process_set_id") = 0);
 
   m.def("alltoall_async", [](py::object obj, std::optional<std::vector<int64_t>> splits,
-                             const std::string& name) {
+                             const std::string& name, int32_t process_set_id) {
     if (python::IsDeviceArray(obj)) {
       return SubmitDeviceArray(OpType::kAlltoall, obj, name, [&](Submission& s) {
         if (splits) s.request.splits = *splits;
+        s.request.process_set_id = process_set_id;
       }, false);
     }
     py::array a = CheckedArray(obj, name);
     Submission s = Make(OpType::kAlltoall, a, name);
     if (splits) s.request.splits = *splits;
+    s.request.process_set_id = process_set_id;
     return Submit(std::move(s), a, py::none());
-  }, py::arg("array"), py::arg("splits"), py::arg("name"));
+  }, py::arg("array"), py::arg("splits"), py::arg("name"), py::arg("process_set_id") = 0);
 
   m.def("reducescatter_async", [](py::object obj, const std::string& name, int op, double prescale,
-                                  double postscale) {
+                                  double postscale, int32_t process_set_id) {
     if (python::IsDeviceArray(obj)) {
       if (op < 0 || op >= kNumReduceOps) throw py::value_error("invalid reduce op " + std::to_string(op));
       return SubmitDeviceArray(OpType::kReducescatter, obj, name, [&](Submission& s) {
+        s.request.process_set_id = process_set_id;
         s.request.reduce_op = static_cast<ReduceOp>(op);
         s.request.prescale = prescale;
         s.request.postscale = postscale;
@@ -333,16 +364,17 @@ void BindCollectives(py::module_& m) {
     s.request.reduce_op = static_cast<ReduceOp>(op);
     s.request.prescale = prescale;
     s.request.postscale = postscale;
-    int size = Runtime::Global().size();
-    if (size < 1) Raise(Status::Precondition("tfring is not initialized: call tfring.init() first"));
+    s.request.process_set_id = process_set_id;
+    int rank = 0, size = 1;
+    SetPosition(process_set_id, &rank, &size);
     if (a.ndim() < 1) Raise(Status::InvalidArgument("reducescatter of tensor '" + name + "' needs at least one dimension"));
     std::vector<py::ssize_t> shape(a.shape(), a.shape() + a.ndim());
-    shape[0] = ReducescatterRows(shape[0], size, Runtime::Global().rank());
+    shape[0] = ReducescatterRows(shape[0], size, rank);
     py::array out = EmptyLike(a, shape);
     s.output = out.mutable_data();
     return Submit(std::move(s), a, out);
   }, py::arg("array"), py::arg("name"), py::arg("op") = 0, py::arg("prescale") = 1.0,
-     py::arg("postscale") = 1.0);
+     py::arg("postscale") = 1.0, py::arg("process_set_id") = 0);
 
   m.def("join_async", [](const std::string& name) {
     Submission s;

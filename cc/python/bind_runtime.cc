@@ -120,6 +120,17 @@ void BindRuntime(py::module_& m) {
   m.def("start_timeline", [](const std::string& path) { Check(Runtime::Global().StartTimeline(path)); },
         py::arg("path"), "Rank 0 writes a Chrome-trace JSON of every collective to path.");
   m.def("stop_timeline", [] { Check(Runtime::Global().StopTimeline()); });
+  // Process sets: the core's table only; tfring/process_sets.py makes registration collective.
+  m.def("add_process_set", [](int32_t id, const std::vector<int32_t>& ranks) {
+    Check(Runtime::Global().AddProcessSet(id, ranks));
+  }, py::arg("id"), py::arg("ranks"));
+  m.def("remove_process_set", [](int32_t id) { Check(Runtime::Global().RemoveProcessSet(id)); },
+        py::arg("id"));
+  m.def("process_set_ranks", [](int32_t id) {
+    std::vector<int32_t> ranks;
+    Check(Runtime::Global().ProcessSetMembers(id, &ranks));
+    return ranks;
+  }, py::arg("id"), "Sorted global ranks of process set `id` (0: every rank).");
   m.def("build_info", [] {
     py::dict d;
     d["cpu"] = true;

@@ -71,6 +71,11 @@ std::function<void(const Status&)> MakeDone(tensorflow::OpKernelContext* ctx,
 CollectiveKernel::CollectiveKernel(tensorflow::OpKernelConstruction* ctx, bool has_tensor_name)
     : tensorflow::AsyncOpKernel(ctx) {
   if (has_tensor_name) OP_REQUIRES_OK(ctx, ctx->GetAttr("tensor_name", &tensor_name_));
+  if (ctx->HasAttr("process_set_id")) {
+    int32_t id = 0;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("process_set_id", &id));
+    process_set_id_ = id;
+  }
 }
 
 bool CollectiveKernel::FillRequest(tensorflow::OpKernelContext* ctx, OpType op,
@@ -79,6 +84,7 @@ bool CollectiveKernel::FillRequest(tensorflow::OpKernelContext* ctx, OpType op,
   request->name = name;
   request->op = op;
   request->device = -1;
+  request->process_set_id = process_set_id_;
   request->shape = ShapeOf(input);
   if (!ToCoreDataType(input.dtype(), &request->dtype)) {
     std::string supported;

@@ -49,7 +49,8 @@ std::function<void(const Status&)> MakeDone(tensorflow::OpKernelContext* ctx,
                                             std::vector<tensorflow::Tensor> keep_alive);
 
 // Base of tfring's kernels: reads the `tensor_name` attr (the negotiation key, chosen by
-// the Python wrapper so that it is equal on every rank) and builds Requests.
+// the Python wrapper so that it is equal on every rank) and, where the op has it, the
+// `process_set_id` attr, and builds Requests.
 class CollectiveKernel : public tensorflow::AsyncOpKernel {
  public:
   explicit CollectiveKernel(tensorflow::OpKernelConstruction* ctx, bool has_tensor_name = true);
@@ -69,6 +70,7 @@ class CollectiveKernel : public tensorflow::AsyncOpKernel {
 
  private:
   std::string tensor_name_;
+  int32_t process_set_id_ = 0;
 };
 
 // Reads the reduce attrs shared by allreduce-like ops (reduce_op, prescale_factor,

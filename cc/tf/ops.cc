@@ -2,7 +2,9 @@
 //
 // Every op is stateful (never constant-folded, deduplicated or pruned by Grappler: two
 // allreduces of the same value are two collectives) and carries `tensor_name`, the
-// negotiation key chosen by tfring.tensorflow (see docs/tensorflow.md, "Names"). Kernels
+// negotiation key chosen by tfring.tensorflow (see docs/tensorflow.md, "Names"). The data
+// collectives also carry `process_set_id` (0: every rank; docs/tensorflow.md, "Process
+// sets"); broadcast's root_rank stays a global rank. Kernels
 // are CPU-only for now and have no XLA lowering.
 #include "tensorflow/core/framework/common_shape_fns.h"
 #include "tensorflow/core/framework/op.h"
@@ -41,6 +43,7 @@ REGISTER_OP("TfringAllreduce")
     .Attr("reduce_op: int")
     .Attr("prescale_factor: float = 1.0")
     .Attr("postscale_factor: float = 1.0")
+    .Attr("process_set_id: int = 0")
     .Input("tensor: T")
     .Output("sum: T")
     .SetIsStateful()
@@ -58,6 +61,7 @@ REGISTER_OP("TfringGroupedAllreduce")
     .Attr("reduce_op: int")
     .Attr("prescale_factor: float = 1.0")
     .Attr("postscale_factor: float = 1.0")
+    .Attr("process_set_id: int = 0")
     .Input("tensors: T")
     .Output("sums: T")
     .SetIsStateful()
@@ -71,6 +75,7 @@ Allreduce of N tensors submitted together (one negotiation, fused by the core).
 REGISTER_OP("TfringAllgather")
     .Attr("T: " TFRING_TYPES)
     .Attr("tensor_name: string")
+    .Attr("process_set_id: int = 0")
     .Input("tensor: T")
     .Output("output: T")
     .SetIsStateful()
@@ -85,6 +90,7 @@ REGISTER_OP("TfringBroadcast")
     .Attr("T: " TFRING_TYPES)
     .Attr("tensor_name: string")
     .Attr("root_rank: int")
+    .Attr("process_set_id: int = 0")
     .Input("tensor: T")
     .Output("output: T")
     .SetIsStateful()
@@ -97,6 +103,7 @@ Returns `root_rank`'s `tensor` on every rank (same shape and dtype on every rank
 REGISTER_OP("TfringAlltoall")
     .Attr("T: " TFRING_TYPES)
     .Attr("tensor_name: string")
+    .Attr("process_set_id: int = 0")
     .Input("tensor: T")
     .Input("splits: int32")
     .Output("output: T")
@@ -122,6 +129,7 @@ REGISTER_OP("TfringReducescatter")
     .Attr("reduce_op: int")
     .Attr("prescale_factor: float = 1.0")
     .Attr("postscale_factor: float = 1.0")
+    .Attr("process_set_id: int = 0")
     .Input("tensor: T")
     .Output("output: T")
     .SetIsStateful()
