@@ -57,6 +57,7 @@ def test_public_api():
         "is_initialized", "load_model", "local_rank", "local_size", "rank", "shutdown", "size", "verbose",
         "ccl_built", "cuda_built", "ddl_built", "elastic", "gloo_built", "gloo_enabled", "mpi_built", "mpi_enabled",
         "mpi_threads_supported", "nccl_built", "rocm_built",
+        "ProcessSet", "add_process_set", "remove_process_set", "global_process_set",  # process sets (issue 14)
     }
     assert set(hvd.callbacks.__all__) == {
         "BackupAndRestore", "BroadcastGlobalVariablesCallback", "LearningRateScheduleCallback",

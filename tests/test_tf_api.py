@@ -25,6 +25,8 @@ PUBLIC_API = [
     "broadcast_", "broadcast_object_fn", "grouped_allgather", "grouped_reducescatter", "rank_op", "local_rank_op",
     "size_op", "local_size_op", "cross_rank_op", "cross_size_op", "ccl_built", "cuda_built", "ddl_built", "elastic", "gloo_built",
     "gloo_enabled", "mpi_built", "mpi_enabled", "mpi_threads_supported", "nccl_built", "rocm_built",
+    # process sets (issue 14)
+    "ProcessSet", "add_process_set", "remove_process_set", "global_process_set", "process_set_included_op",
 ]
 
 

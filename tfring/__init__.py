@@ -42,6 +42,12 @@ from tfring.ops import (
     reducescatter,
     reducescatter_async,
 )
+from tfring.process_sets import (
+    ProcessSet,
+    add_process_set,
+    global_process_set,
+    remove_process_set,
+)
 
 __version__ = "0.1.0"
 
@@ -59,9 +65,11 @@ __all__ = [
     "Average",
     "Max",
     "Min",
+    "ProcessSet",
     "Product",
     "Sum",
     "__version__",
+    "add_process_set",
     "allgather",
     "allgather_async",
     "allreduce",
@@ -76,6 +84,7 @@ __all__ = [
     "config_table",
     "cross_rank",
     "cross_size",
+    "global_process_set",
     "init",
     "is_homogeneous",
     "is_initialized",
@@ -85,6 +94,7 @@ __all__ = [
     "rank",
     "reducescatter",
     "reducescatter_async",
+    "remove_process_set",
     "shutdown",
     "size",
     "start_timeline",

@@ -11,16 +11,21 @@ import os
 import sys
 
 from tfring import _core, auto_names, horovod_settings
+from tfring import process_sets as _process_sets
 
 _atexit_registered = False
 _explicit_overrides = None
 
 
-def init(**settings):
+def init(process_sets=None, **settings):
     """Joins the job: rendezvous with every rank through the store, then starts the
     background thread. Blocking, bounded by TFRING_START_TIMEOUT_S.
 
     Args:
+      process_sets: Horovod's ``init(process_sets=[ProcessSet([0, 2]), ...])``: sets to
+        register, in order (ids 1..k), once the job is up; collective like
+        ``add_process_set`` (``tfring.process_sets``). ``"dynamic"`` is accepted and means
+        nothing more (tfring always allows adding sets at run time).
       **settings: explicit settings that win over ``TFRING_*`` environment variables, by
         lower-case name without the prefix, e.g. ``init(fusion_threshold=1 << 20,
         cycle_time_ms=0.5)``. See ``config_table()``.
@@ -44,6 +49,7 @@ def init(**settings):
     overrides = {_env_name(k): _env_value(v) for k, v in settings.items()}
     if _core.is_initialized():
         if not overrides or overrides == _explicit_overrides:
+            _register_process_sets(process_sets)
             return
         from tfring.errors import PreconditionError
 
@@ -53,11 +59,19 @@ def init(**settings):
         )
     _core.init({**_discovered(overrides), **overrides})
     _explicit_overrides = overrides
+    _register_process_sets(process_sets)
     horovod_settings.warn_if_any()
     if not _atexit_registered:
         atexit.register(_shutdown_at_exit)
         _install_excepthook()
         _atexit_registered = True
+
+
+def _register_process_sets(sets):
+    # Only sets not registered yet: init() twice with the same list registers them once.
+    if sets is None or sets == "dynamic":
+        return
+    _process_sets.register_initial([ps for ps in sets if getattr(ps, "process_set_id", None) is None])
 
 
 def reinit():
@@ -137,6 +151,7 @@ def shutdown(reason=None):
         raise TypeError(f"reason must be a string or None. Received: {reason!r}")
     _core.shutdown((reason or "")[:2000])
     auto_names.reset()
+    _process_sets.reset()
 
 
 def is_initialized():

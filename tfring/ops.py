@@ -13,6 +13,7 @@ is refused instead of guessed.
 """
 
 from tfring import _core, auto_names
+from tfring.process_sets import resolve as _set_id
 
 # Reduce ops: the core's ReduceOp values, by name (shared with tfring.tensorflow).
 _REDUCE_OPS = _core.reduce_ops()
@@ -25,12 +26,14 @@ Product = _REDUCE_OPS["Product"]
 # a power-of-two number of ranks; the core refuses anything else with the reason.
 Adasum = _REDUCE_OPS["Adasum"]
 
-def _auto_name(op, name):
+def _auto_name(op, name, set_id=0):
+    """``name`` or the next automatic one; calls on a process set count apart
+    (``"allreduce.ps1.0"``), since only its members make them."""
     if name is not None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty string. Received: {name!r}")
         return name
-    return auto_names.next_name(op)
+    return auto_names.next_name(op if set_id == 0 else f"{op}.ps{set_id}")
 
 
 def _check_op(op):
@@ -39,12 +42,15 @@ def _check_op(op):
     return op
 
 
-def allreduce_async(array, *, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0, out=None):
-    return _core.allreduce_async(array, _auto_name("allreduce", name), _check_op(op),
-                                 float(prescale_factor), float(postscale_factor), out=out)
+def allreduce_async(array, *, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0, out=None,
+                    process_set=None):
+    ps = _set_id(process_set)
+    return _core.allreduce_async(array, _auto_name("allreduce", name, ps), _check_op(op),
+                                 float(prescale_factor), float(postscale_factor), out=out, process_set_id=ps)
 
 
-def allreduce(array, *, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0, out=None):
+def allreduce(array, *, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0, out=None,
+              process_set=None):
     """Reduces ``array`` across ranks; every rank gets the result (a new array, or ``out``).
 
     ``op=Average`` divides the sum by the world size (integers truncate toward zero).
@@ -56,54 +62,68 @@ def allreduce(array, *, op=Average, name=None, prescale_factor=1.0, postscale_fa
     place; it saves allocating and page-faulting a new array per call (a training loop
     reducing the same buffers every step). It must not be touched until the call returns
     (``*_async``: until ``wait()`` returns).
+
+    Every collective here takes ``process_set=`` (a registered ``ProcessSet``; None: every
+    rank): only the set's members call it, ranks and sizes are the set's (Average divides by
+    the set's size), and it fails with ``InvalidArgumentError`` on a rank outside the set,
+    ``ValueError`` for an unregistered set (``tfring.process_sets``).
     """
     return allreduce_async(array, op=op, name=name, prescale_factor=prescale_factor,
-                           postscale_factor=postscale_factor, out=out).wait()
+                           postscale_factor=postscale_factor, out=out, process_set=process_set).wait()
 
 
-def allgather_async(array, *, name=None):
-    return _core.allgather_async(array, _auto_name("allgather", name))
+def allgather_async(array, *, name=None, process_set=None):
+    ps = _set_id(process_set)
+    return _core.allgather_async(array, _auto_name("allgather", name, ps), process_set_id=ps)
 
 
-def allgather(array, *, name=None):
+def allgather(array, *, name=None, process_set=None):
     """Concatenates every rank's array along the first dimension, in rank order. The first
     dimension may differ between ranks; the others must match."""
-    return allgather_async(array, name=name).wait()
+    return allgather_async(array, name=name, process_set=process_set).wait()
 
 
-def broadcast_async(array, root_rank, *, name=None, out=None):
-    return _core.broadcast_async(array, int(root_rank), _auto_name("broadcast", name), out=out)
+def broadcast_async(array, root_rank, *, name=None, out=None, process_set=None):
+    ps = _set_id(process_set)
+    return _core.broadcast_async(array, int(root_rank), _auto_name("broadcast", name, ps), out=out,
+                                 process_set_id=ps)
 
 
-def broadcast(array, root_rank, *, name=None, out=None):
+def broadcast(array, root_rank, *, name=None, out=None, process_set=None):
     """Returns ``root_rank``'s array on every rank (same shape and dtype on every rank).
-    ``out``: as for :func:`allreduce` (a preallocated result array, or ``array`` itself)."""
-    return broadcast_async(array, root_rank, name=name, out=out).wait()
+    ``out``: as for :func:`allreduce` (a preallocated result array, or ``array`` itself).
+    With ``process_set``, ``root_rank`` is still a global rank, and must be in the set."""
+    return broadcast_async(array, root_rank, name=name, out=out, process_set=process_set).wait()
 
 
-def alltoall_async(array, *, splits=None, name=None):
+def alltoall_async(array, *, splits=None, name=None, process_set=None):
     if splits is not None:
         splits = [int(s) for s in splits]
-    return _core.alltoall_async(array, splits, _auto_name("alltoall", name))
+    ps = _set_id(process_set)
+    return _core.alltoall_async(array, splits, _auto_name("alltoall", name, ps), process_set_id=ps)
 
 
-def alltoall(array, *, splits=None, name=None):
+def alltoall(array, *, splits=None, name=None, process_set=None):
     """Sends ``splits[j]`` rows of ``array`` (in order) to rank j and returns
     ``(received, received_splits)``: the rows from every rank concatenated in rank order,
-    and how many came from each. ``splits=None`` divides the first dimension evenly."""
-    return alltoall_async(array, splits=splits, name=name).wait()
+    and how many came from each. ``splits=None`` divides the first dimension evenly.
+    With ``process_set``, j indexes the set's members."""
+    return alltoall_async(array, splits=splits, name=name, process_set=process_set).wait()
 
 
-def reducescatter_async(array, *, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
-    return _core.reducescatter_async(array, _auto_name("reducescatter", name), _check_op(op),
-                                     float(prescale_factor), float(postscale_factor))
+def reducescatter_async(array, *, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                        process_set=None):
+    ps = _set_id(process_set)
+    return _core.reducescatter_async(array, _auto_name("reducescatter", name, ps), _check_op(op),
+                                     float(prescale_factor), float(postscale_factor), process_set_id=ps)
 
 
-def reducescatter(array, *, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+def reducescatter(array, *, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                  process_set=None):
     """Reduces across ranks and returns this rank's block of rows: the first dimension is
     split as evenly as possible, lower ranks getting one extra row when it does not divide."""
     return reducescatter_async(array, op=op, name=name, prescale_factor=prescale_factor,
-                               postscale_factor=postscale_factor).wait()
+                               postscale_factor=postscale_factor, process_set=process_set).wait()
 
 
 def barrier(name=None, *, timeout=None):

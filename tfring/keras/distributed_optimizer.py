@@ -31,8 +31,9 @@ class _DistributedOptimizerMixin:
     _tfring_distributed = True
 
     def _tfring_configure(self, name, compression, sparse_as_dense, op, prescale, postscale, passes, average,
-                          bucket_bytes, scale_local_gradients):
+                          bucket_bytes, scale_local_gradients, process_set=None):
         self._tfring_name = name or f"DistributedOptimizer.{self.name}"
+        self._tfring_process_set = process_set
         self._tfring_bucket_bytes = bucket_bytes
         self._tfring_compression = compression
         self._tfring_sparse_as_dense = bool(sparse_as_dense)
@@ -102,7 +103,8 @@ class _DistributedOptimizerMixin:
         return grad_reduction.reduce_gradients(
             grads, name=f"{self._tfring_name}.grads", sparse_as_dense=self._tfring_sparse_as_dense,
             bucket_bytes=self._tfring_bucket_bytes, op=self._tfring_op, compression=self._tfring_compression,
-            prescale_factor=self._tfring_prescale, postscale_factor=self._tfring_postscale)
+            prescale_factor=self._tfring_prescale, postscale_factor=self._tfring_postscale,
+            process_set=self._tfring_process_set)
 
 
 def is_distributed(optimizer):
@@ -160,6 +162,7 @@ def DistributedOptimizer(
     average_aggregated_gradients=False,
     bucket_bytes=hvd_tf.DEFAULT_BUCKET_BYTES,
     scale_local_gradients=True,
+    process_set=None,
 ):
     """Returns a copy of ``optimizer`` that reduces gradients across ranks before applying
     them. Must be used on every rank, and every rank must run the same number of steps.
@@ -199,6 +202,9 @@ def DistributedOptimizer(
       scale_local_gradients: divide the gradients of variables registered with
         ``register_local_var`` (kept on their rank, not reduced) by the size (Horovod's
         default).
+      process_set: a registered ``tfring.keras.ProcessSet``: gradients are reduced over its
+        members only (Average divides by its size); a rank outside the set applies its own
+        gradients (docs/tensorflow.md "Process sets"). None: every rank.
 
     Returns:
       The distributed optimizer (a new object; ``optimizer`` is left unchanged).
@@ -247,6 +253,7 @@ def DistributedOptimizer(
         "average_aggregated_gradients": average_aggregated_gradients,
         "bucket_bytes": bucket_bytes,
         "scale_local_gradients": scale_local_gradients,
+        "process_set": process_set,
     }
     jit.install_compile_hook()
 
@@ -277,6 +284,7 @@ def DistributedOptimizer(
         average_aggregated_gradients,
         int(bucket_bytes),
         scale_local_gradients,
+        process_set,
     )
     copy_optimizer_state(optimizer, result)
     if keras.mixed_precision.global_policy().name == "mixed_float16":

@@ -30,6 +30,12 @@ from tfring.capabilities import (
     nccl_built,
     rocm_built,
 )
+from tfring.process_sets import (
+    ProcessSet,
+    add_process_set,
+    global_process_set,
+    remove_process_set,
+)
 from tfring.tensorflow import elastic, summary  # elastic training; tfring's metrics as tf.summary scalars
 from tfring.tensorflow import gradients as _gradients  # noqa: F401 - registers the gradients
 from tfring.tensorflow.compression import Compression, Compressor, FP16Compressor, NoneCompressor
@@ -47,6 +53,7 @@ from tfring.tensorflow.identity_ops import (
     cross_size_op,
     local_rank_op,
     local_size_op,
+    process_set_included_op,
     rank_op,
     size_op,
 )
@@ -88,9 +95,11 @@ __all__ = [
     "Min",
     "NoneCompressor",
     "PartialDistributedGradientTape",
+    "ProcessSet",
     "Product",
     "Sum",
     "SyncBatchNormalization",
+    "add_process_set",
     "allgather",
     "allgather_object",
     "allreduce",
@@ -111,6 +120,7 @@ __all__ = [
     "cuda_built",
     "ddl_built",
     "elastic",
+    "global_process_set",
     "gloo_built",
     "gloo_enabled",
     "grouped_allgather",
@@ -128,9 +138,11 @@ __all__ = [
     "mpi_enabled",
     "mpi_threads_supported",
     "nccl_built",
+    "process_set_included_op",
     "rank",
     "rank_op",
     "reducescatter",
+    "remove_process_set",
     "rocm_built",
     "shutdown",
     "size",

@@ -33,9 +33,10 @@ class _DistributedGradientTapeMixin:
 
 def DistributedGradientTape(tape, device_dense="", device_sparse="", compression=Compression.none,
                             sparse_as_dense=False, op=mpi_ops.Average, gradient_predivide_factor=1.0,
-                            bucket_bytes=mpi_ops.DEFAULT_BUCKET_BYTES, scale_local_gradients=True):
+                            bucket_bytes=mpi_ops.DEFAULT_BUCKET_BYTES, scale_local_gradients=True,
+                            process_set=None):
     """Wraps ``tape`` (before or after its ``with`` block) so that ``gradient()`` returns
-    gradients reduced over every rank.
+    gradients reduced over every rank (over ``process_set``'s members when given).
 
     Dense gradients go in grouped allreduces of about ``bucket_bytes`` each, last layers
     first (each negotiated and fused as one; inside a ``tf.function`` they start while the
@@ -55,6 +56,8 @@ def DistributedGradientTape(tape, device_dense="", device_sparse="", compression
       bucket_bytes: bucket size (default 4 MiB; 0: one group for all gradients).
       scale_local_gradients: divide the gradients of sources registered with
         ``register_local_source`` by the size (Horovod's default).
+      process_set: a registered ``ProcessSet``: gradients are averaged over its members; a
+        rank outside it gets its own gradients back (docs/tensorflow.md "Process sets").
 
     Returns:
       A tape of a subclass of ``type(tape)`` sharing its recorded state.
@@ -66,7 +69,7 @@ def DistributedGradientTape(tape, device_dense="", device_sparse="", compression
     wrapped.__dict__.update(tape.__dict__)
     wrapped._tfring_allreduce_grads = make_allreduce_grads_fn(
         "DistributedGradientTape", device_dense, device_sparse, compression, sparse_as_dense, op,
-        gradient_predivide_factor, bucket_bytes)
+        gradient_predivide_factor, bucket_bytes, process_set)
     wrapped._tfring_local_sources = LocalSources()
     wrapped._tfring_scale_local_gradients = bool(scale_local_gradients)
     return wrapped
@@ -75,12 +78,13 @@ def DistributedGradientTape(tape, device_dense="", device_sparse="", compression
 def PartialDistributedGradientTape(tape, device_dense="", device_sparse="", compression=Compression.none,
                                    sparse_as_dense=False, op=mpi_ops.Average, gradient_predivide_factor=1.0,
                                    local_layers=None, scale_local_gradients=True,
-                                   bucket_bytes=mpi_ops.DEFAULT_BUCKET_BYTES):
+                                   bucket_bytes=mpi_ops.DEFAULT_BUCKET_BYTES, process_set=None):
     """``DistributedGradientTape`` whose ``local_layers`` (a Keras layer or a list) keep
     their own rank's gradients: their trainable variables are registered as local sources.
     Raises ``ValueError`` when ``local_layers`` holds something that is not a layer."""
     wrapped = DistributedGradientTape(tape, device_dense, device_sparse, compression, sparse_as_dense, op,
-                                      gradient_predivide_factor, bucket_bytes, scale_local_gradients)
+                                      gradient_predivide_factor, bucket_bytes, scale_local_gradients,
+                                      process_set)
     for variable in layer_variables(local_layers):
         wrapped.register_local_source(variable)
     return wrapped

@@ -27,6 +27,9 @@ Data movement, Horovod's convention (its PR #2687; docs/tensorflow.md derives it
 - Reducescatter: allgather of g, times n for Sum (Average: g as is). Like Horovod's, the
   pre/post scale factors are not applied to the gradient.
 
+On a process set (the op's ``process_set_id``), every gradient runs on the same set, with n
+its size and ranks its members' indices.
+
 Gradient ops are unnamed: they take graph names (``.../TfringAllreduce_grad/...``) or eager
 counters, like any other op (see ``naming``).
 """
@@ -43,11 +46,15 @@ def _dense(grad, like):
     return tf.convert_to_tensor(grad)
 
 
-def _extremum_or_product_grad(x, grad, reduce_op, pre, post):
+def _set(op):
+    return op.get_attr("process_set_id")
+
+
+def _extremum_or_product_grad(x, grad, reduce_op, pre, post, ps):
     """Gradient of y = post * reduce_j(pre * x_j) w.r.t. this rank's x for Min/Max/Product."""
-    summed = mpi_ops._allreduce(grad, mpi_ops.Sum)
-    scaled = mpi_ops.allgather(tf.expand_dims(x, 0)) * tf.cast(pre, x.dtype)  # [size, ...]
-    rank = basics.rank()
+    summed = mpi_ops._allreduce(grad, mpi_ops.Sum, process_set_id=ps)
+    scaled = mpi_ops._allgather(tf.expand_dims(x, 0), process_set_id=ps) * tf.cast(pre, x.dtype)  # [size, ...]
+    rank = mpi_ops.set_rank(ps)
     if reduce_op == mpi_ops.Product:
         others = tf.reduce_prod(tf.concat([scaled[:rank], scaled[rank + 1:]], axis=0), axis=0)
         local = others * tf.cast(pre * post, x.dtype)
@@ -67,7 +74,7 @@ def _allreduce_like_grad(op, x, grad, reduce_op):
     if reduce_op in _SELF_GRADIENT_OPS:
         return None  # handled by the caller (one allreduce or one group)
     return _extremum_or_product_grad(x, grad, reduce_op, float(op.get_attr("prescale_factor")),
-                                     float(op.get_attr("postscale_factor")))
+                                     float(op.get_attr("postscale_factor")), _set(op))
 
 
 @tf.RegisterGradient("TfringAllreduce")
@@ -76,7 +83,7 @@ def _allreduce_grad(op, grad):
     grad = _dense(grad, op.outputs[0])
     if reduce_op in _SELF_GRADIENT_OPS:
         return mpi_ops._allreduce(grad, reduce_op, op.get_attr("prescale_factor"),
-                                  op.get_attr("postscale_factor"))
+                                  op.get_attr("postscale_factor"), process_set_id=_set(op))
     return _allreduce_like_grad(op, op.inputs[0], grad, reduce_op)
 
 
@@ -86,30 +93,31 @@ def _grouped_allreduce_grad(op, *grads):
     grads = [_dense(g, y) for g, y in zip(grads, op.outputs)]
     if reduce_op in _SELF_GRADIENT_OPS:
         return mpi_ops._grouped_allreduce(grads, reduce_op, op.get_attr("prescale_factor"),
-                                          op.get_attr("postscale_factor"))
+                                          op.get_attr("postscale_factor"), process_set_id=_set(op))
     return [_allreduce_like_grad(op, x, g, reduce_op) for x, g in zip(op.inputs, grads)]
 
 
 @tf.RegisterGradient("TfringAllgather")
 def _allgather_grad(op, grad):
-    x = op.inputs[0]
-    averaged = mpi_ops._allreduce(_dense(grad, op.outputs[0]), mpi_ops.Average)
-    rows = mpi_ops.allgather(tf.reshape(tf.shape(x, out_type=tf.int64)[0], [1]))
-    start = tf.reduce_sum(rows[: basics.rank()])
-    return averaged[start : start + rows[basics.rank()]]
+    x, ps = op.inputs[0], _set(op)
+    averaged = mpi_ops._allreduce(_dense(grad, op.outputs[0]), mpi_ops.Average, process_set_id=ps)
+    rows = mpi_ops._allgather(tf.reshape(tf.shape(x, out_type=tf.int64)[0], [1]), process_set_id=ps)
+    me = mpi_ops.set_rank(ps)
+    start = tf.reduce_sum(rows[:me])
+    return averaged[start : start + rows[me]]
 
 
 @tf.RegisterGradient("TfringBroadcast")
 def _broadcast_grad(op, grad):
-    averaged = mpi_ops._allreduce(_dense(grad, op.outputs[0]), mpi_ops.Average)
-    if basics.rank() == op.get_attr("root_rank"):
+    averaged = mpi_ops._allreduce(_dense(grad, op.outputs[0]), mpi_ops.Average, process_set_id=_set(op))
+    if basics.rank() == op.get_attr("root_rank"):  # a global rank, also on a process set
         return averaged
     return averaged * tf.zeros([], averaged.dtype)  # depends on the allreduce: it runs here too
 
 
 @tf.RegisterGradient("TfringAlltoall")
 def _alltoall_grad(op, grad, grad_splits):
-    returned, _ = mpi_ops._alltoall(_dense(grad, op.outputs[0]), splits=op.outputs[1])
+    returned, _ = mpi_ops._alltoall(_dense(grad, op.outputs[0]), splits=op.outputs[1], process_set_id=_set(op))
     return [returned, None]
 
 
@@ -119,10 +127,10 @@ def _reducescatter_grad(op, grad):
     if reduce_op not in (mpi_ops.Sum, mpi_ops.Average):
         raise NotImplementedError("tfring has no gradient for reducescatter with Min/Max/Product; "
                                   "use Sum or Average")
-    grad = _dense(grad, op.outputs[0])
+    grad, ps = _dense(grad, op.outputs[0]), _set(op)
     if reduce_op == mpi_ops.Sum:
-        grad = grad * tf.cast(basics.size(), grad.dtype)
-    return mpi_ops.allgather(grad)
+        grad = grad * tf.cast(mpi_ops.set_size(ps), grad.dtype)
+    return mpi_ops._allgather(grad, process_set_id=ps)
 
 
 tf.no_gradient("TfringBarrier")

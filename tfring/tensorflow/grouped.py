@@ -7,6 +7,7 @@ concurrently. Horovod sends them as one op; the results and gradients are the sa
 
 import tensorflow as tf
 
+from tfring.process_sets import global_process_set
 from tfring.tensorflow import mpi_ops, naming
 from tfring.tensorflow.compression import Compression
 
@@ -16,7 +17,7 @@ def _member_names(name, count):
     return [None if name is None else f"{name}.{i}" for i in range(count)]
 
 
-def grouped_allgather(tensors, name=None):
+def grouped_allgather(tensors, name=None, process_set=global_process_set):
     """``allgather`` of every tensor of ``tensors``; returns the list of results in order.
 
     Raises:
@@ -25,12 +26,12 @@ def grouped_allgather(tensors, name=None):
     tensors = list(tensors)
     if any(t is None for t in tensors):
         raise ValueError("grouped_allgather got None in its list of tensors; drop the Nones first")
-    return [mpi_ops.allgather(tf.convert_to_tensor(t), name=n)
+    return [mpi_ops.allgather(tf.convert_to_tensor(t), name=n, process_set=process_set)
             for t, n in zip(tensors, _member_names(name, len(tensors)))]
 
 
 def grouped_reducescatter(tensors, device_dense="", compression=Compression.none, op=mpi_ops.Average,
-                          prescale_factor=1.0, postscale_factor=1.0, name=None):
+                          prescale_factor=1.0, postscale_factor=1.0, name=None, process_set=global_process_set):
     """``reducescatter`` of every tensor of ``tensors`` (same arguments); returns the list of
     this rank's blocks in order.
 
@@ -41,5 +42,6 @@ def grouped_reducescatter(tensors, device_dense="", compression=Compression.none
     if any(t is None for t in tensors):
         raise ValueError("grouped_reducescatter got None in its list of tensors; drop the Nones first")
     return [mpi_ops.reducescatter(t, device_dense=device_dense, compression=compression, op=op, name=n,
-                                  prescale_factor=prescale_factor, postscale_factor=postscale_factor)
+                                  prescale_factor=prescale_factor, postscale_factor=postscale_factor,
+                                  process_set=process_set)
             for t, n in zip(tensors, _member_names(name, len(tensors)))]

@@ -3,11 +3,16 @@
 is built (a graph built before ``init()``, or exported and run in another job, sees the job
 it runs in). Each is a ``tf.py_function`` over tfring's basics: it works eagerly, in
 ``tf.function`` and in TF1 sessions of this process; it does not serialize into a
-SavedModel (use the Python values there)."""
+SavedModel (use the Python values there).
+
+``size_op``, ``rank_op`` and ``process_set_included_op`` take ``process_set_id``: the set is
+looked up when the op is built (an unknown id is a ``ValueError`` then), its size and this
+rank's place in it are read when the op runs."""
 
 import tensorflow as tf
 
 from tfring import basics
+from tfring import process_sets as _process_sets
 
 
 def _op(query, name):
@@ -19,9 +24,13 @@ def _op(query, name):
     return out
 
 
-def rank_op(name=None):
-    """This process's rank, read at run time."""
-    return _op(basics.rank, name)
+def rank_op(name=None, process_set_id=0):
+    """This process's rank, read at run time; with ``process_set_id``, its index in that set
+    (-1 outside it)."""
+    if process_set_id == 0:
+        return _op(basics.rank, name)
+    ps = _process_sets.process_set_by_id(process_set_id)
+    return _op(ps.rank, name)
 
 
 def local_rank_op(name=None):
@@ -30,9 +39,18 @@ def local_rank_op(name=None):
 
 
 def size_op(process_set_id=0, name=None):
-    """The number of processes, read at run time (``process_set_id`` 0 only: the global set)."""
-    _global_set_only(process_set_id)
-    return _op(basics.size, name)
+    """The number of processes (of the set ``process_set_id``), read at run time."""
+    if process_set_id == 0:
+        return _op(basics.size, name)
+    ps = _process_sets.process_set_by_id(process_set_id)
+    return _op(ps.size, name)
+
+
+def process_set_included_op(process_set_id=0, name=None):
+    """1 when this process is a member of set ``process_set_id``, else 0 (int32), read at run
+    time."""
+    ps = _process_sets.process_set_by_id(process_set_id)
+    return _op(lambda: int(bool(ps.included())), name)
 
 
 def local_size_op(name=None):
@@ -49,8 +67,3 @@ def cross_size_op(name=None):
     """The number of hosts, read at run time."""
     return _op(basics.cross_size, name)
 
-
-def _global_set_only(process_set_id):
-    if process_set_id != 0:
-        raise NotImplementedError(f"tfring has no process sets yet: only process_set_id=0 (the global set) "
-                                  f"is supported. Received: {process_set_id!r}")

@@ -13,6 +13,9 @@ import tensorflow as tf
 
 from tfring import basics
 from tfring import ops as _np_ops
+from tfring import process_sets as _np_process_sets
+from tfring.process_sets import global_process_set
+from tfring.process_sets import resolve as _set_id
 from tfring.tensorflow import naming
 from tfring.tensorflow._loader import op_library
 from tfring.tensorflow.compression import Compression
@@ -59,32 +62,54 @@ def _scale(value):
 
 # ---- raw ops: one TF op each, no compression / sparse handling ----
 
-def _allreduce(tensor, op=Sum, prescale_factor=1.0, postscale_factor=1.0, name=None):
+# `process_set_id`: the core id (process_sets.resolve); 0 is every rank.
+
+def _allreduce(tensor, op=Sum, prescale_factor=1.0, postscale_factor=1.0, name=None, process_set_id=0):
     tensor = tf.convert_to_tensor(tensor)
-    op_name, key = naming.resolve("allreduce", "TfringAllreduce", name)
+    op_name, key = naming.resolve("allreduce", "TfringAllreduce", name, process_set_id)
     return _lib.tfring_allreduce(tensor, tensor_name=key, reduce_op=_check_op(op),
                                  prescale_factor=_scale(prescale_factor),
-                                 postscale_factor=_scale(postscale_factor), name=op_name)
+                                 postscale_factor=_scale(postscale_factor), process_set_id=process_set_id,
+                                 name=op_name)
 
 
-def _grouped_allreduce(tensors, op=Sum, prescale_factor=1.0, postscale_factor=1.0, name=None):
+def _grouped_allreduce(tensors, op=Sum, prescale_factor=1.0, postscale_factor=1.0, name=None, process_set_id=0):
     tensors = [tf.convert_to_tensor(t) for t in tensors]
-    op_name, key = naming.resolve("grouped_allreduce", "TfringGroupedAllreduce", name)
+    op_name, key = naming.resolve("grouped_allreduce", "TfringGroupedAllreduce", name, process_set_id)
     return _lib.tfring_grouped_allreduce(tensors, tensor_names=[f"{key}.{i}" for i in range(len(tensors))],
                                          reduce_op=_check_op(op), prescale_factor=_scale(prescale_factor),
-                                         postscale_factor=_scale(postscale_factor), name=op_name)
+                                         postscale_factor=_scale(postscale_factor),
+                                         process_set_id=process_set_id, name=op_name)
 
 
-def _alltoall(tensor, splits=None, name=None):
+def _alltoall(tensor, splits=None, name=None, process_set_id=0):
     tensor = tf.convert_to_tensor(tensor)
     splits = tf.zeros([0], tf.int32) if splits is None else tf.cast(tf.convert_to_tensor(splits), tf.int32)
-    op_name, key = naming.resolve("alltoall", "TfringAlltoall", name)
-    return _lib.tfring_alltoall(tensor, splits, tensor_name=key, name=op_name)
+    op_name, key = naming.resolve("alltoall", "TfringAlltoall", name, process_set_id)
+    return _lib.tfring_alltoall(tensor, splits, tensor_name=key, process_set_id=process_set_id, name=op_name)
+
+
+def _allgather(tensor, name=None, process_set_id=0):
+    tensor = tf.convert_to_tensor(tensor)
+    op_name, key = naming.resolve("allgather", "TfringAllgather", name, process_set_id)
+    return _lib.tfring_allgather(tensor, tensor_name=key, process_set_id=process_set_id, name=op_name)
+
+
+def set_size(process_set_id):
+    """The number of ranks of a set (the job's for 0), known at trace time."""
+    return basics.size() if process_set_id == 0 else len(_np_process_sets.process_set_by_id(process_set_id).ranks)
+
+
+def set_rank(process_set_id):
+    """This rank's index in a set it is a member of (its rank for 0)."""
+    if process_set_id == 0:
+        return basics.rank()
+    return _np_process_sets.process_set_by_id(process_set_id).ranks.index(basics.rank())
 
 
 # ---- public API ----
 
-def _allreduce_indexed_slices(slices, op, prescale_factor, postscale_factor, name, device_sparse):
+def _allreduce_indexed_slices(slices, op, prescale_factor, postscale_factor, name, device_sparse, process_set_id=0):
     """An IndexedSlices "allreduce": every rank's values and indices gathered (the sum of
     the dense tensors they stand for), values divided by the size for Average."""
     if op == Adasum:  # Horovod's refusal and workaround
@@ -97,8 +122,8 @@ def _allreduce_indexed_slices(slices, op, prescale_factor, postscale_factor, nam
             "Only Sum and Average are supported for tf.IndexedSlices (they are allgathered); "
             f"received op={_OP_NAMES.get(op, op)}. Densify them with tf.convert_to_tensor first.")
     with tf.device(device_sparse):
-        values = allgather(slices.values, name=None if name is None else f"{name}.values")
-        indices = allgather(slices.indices, name=None if name is None else f"{name}.indices")
+        values = _allgather(slices.values, None if name is None else f"{name}.values", process_set_id)
+        indices = _allgather(slices.indices, None if name is None else f"{name}.indices", process_set_id)
         scale = float(prescale_factor) * float(postscale_factor)
         if scale != 1.0:
             if values.dtype.is_floating or values.dtype.is_complex:
@@ -108,12 +133,12 @@ def _allreduce_indexed_slices(slices, op, prescale_factor, postscale_factor, nam
         if op == Average:
             # Horovod's numbers: a true division, so integer values become floats (int8/16 and
             # uint8/16 -> float32, int32/64 -> float64, as tf.math.truediv), never truncated.
-            values = tf.math.truediv(values, tf.cast(basics.size(), values.dtype))
+            values = tf.math.truediv(values, tf.cast(set_size(process_set_id), values.dtype))
     return tf.IndexedSlices(values, indices, dense_shape=slices.dense_shape)
 
 
 def allreduce(tensor, average=None, device_dense="", device_sparse="", compression=Compression.none,
-              op=None, prescale_factor=1.0, postscale_factor=1.0, name=None):
+              op=None, prescale_factor=1.0, postscale_factor=1.0, name=None, process_set=global_process_set):
     """Reduces ``tensor`` over every rank; every rank gets the result.
 
     Args:
@@ -131,32 +156,39 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="", compressi
       prescale_factor, postscale_factor: multiply the input before / the result after the
         reduction.
       name: negotiation name (see ``naming``); generated when None.
+      process_set: a registered ``ProcessSet`` (docs/tensorflow.md "Process sets"): only its
+        members call this, and Average divides by its size. Every collective here takes it.
 
     Returns:
       A tensor like ``tensor`` (``tf.IndexedSlices`` for ``tf.IndexedSlices``).
 
     Raises:
       tf.errors.FailedPreconditionError: ranks disagree on shape/dtype/op, or not initialized.
-      tf.errors.InvalidArgumentError: a collective of this name is already in flight.
+      tf.errors.InvalidArgumentError: a collective of this name is already in flight, or this
+        rank is not a member of ``process_set``.
       tf.errors.UnimplementedError: ``Adasum`` on an integer or GPU tensor, or with a world size
         that is not a power of two.
       NotImplementedError: ``Adasum`` (or Min/Max/Product) on a ``tf.IndexedSlices``.
+      ValueError: ``process_set`` is not registered (or was removed).
     """
     op = handle_average_backwards_compatibility(op, average)
+    ps = _set_id(process_set)
     if isinstance(tensor, tf.IndexedSlices):
-        return _allreduce_indexed_slices(tensor, op, prescale_factor, postscale_factor, name, device_sparse)
+        return _allreduce_indexed_slices(tensor, op, prescale_factor, postscale_factor, name, device_sparse, ps)
     with tf.device(device_dense):
         compressed, ctx = compression.compress(tf.convert_to_tensor(tensor))
-        reduced = _allreduce(compressed, op, prescale_factor, postscale_factor, name)
+        reduced = _allreduce(compressed, op, prescale_factor, postscale_factor, name, ps)
         return compression.decompress(reduced, ctx)
 
 
 def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="", compression=Compression.none,
-                      op=None, prescale_factor=1.0, postscale_factor=1.0, name=None):
+                      op=None, prescale_factor=1.0, postscale_factor=1.0, name=None,
+                      process_set=global_process_set):
     """Allreduce of a list of tensors as one group: one op, one negotiation, fused in the
     core. Arguments as ``allreduce``; ``tf.IndexedSlices`` members are gathered one by one.
     Returns a list in the order of ``tensors``."""
     op = handle_average_backwards_compatibility(op, average)
+    ps = _set_id(process_set)
     tensors = list(tensors)
     naming.check_name(name)
     if not tensors:
@@ -168,13 +200,13 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="", 
     for i, t in enumerate(tensors):
         if isinstance(t, tf.IndexedSlices):
             results[i] = _allreduce_indexed_slices(t, op, prescale_factor, postscale_factor,
-                                                   None if name is None else f"{name}.sparse.{i}", device_sparse)
+                                                   None if name is None else f"{name}.sparse.{i}", device_sparse, ps)
         else:
             dense_at.append(i)
     if dense_at:
         with tf.device(device_dense):
             packed = [compression.compress(tf.convert_to_tensor(tensors[i])) for i in dense_at]
-            reduced = _grouped_allreduce([c for c, _ in packed], op, prescale_factor, postscale_factor, name)
+            reduced = _grouped_allreduce([c for c, _ in packed], op, prescale_factor, postscale_factor, name, ps)
             for i, r, (_, ctx) in zip(dense_at, reduced, packed):
                 results[i] = compression.decompress(r, ctx)
     return results
@@ -228,28 +260,30 @@ def bucketed_allreduce(tensors, name, bucket_bytes=DEFAULT_BUCKET_BYTES, **kwarg
     return results
 
 
-def allgather(tensor, name=None):
+def allgather(tensor, name=None, process_set=global_process_set):
     """Concatenates every rank's ``tensor`` along the first dimension, in rank order. The
-    first dimension may differ between ranks; the other dimensions and the dtype must not."""
-    tensor = tf.convert_to_tensor(tensor)
-    op_name, key = naming.resolve("allgather", "TfringAllgather", name)
-    return _lib.tfring_allgather(tensor, tensor_name=key, name=op_name)
+    first dimension may differ between ranks; the other dimensions and the dtype must not.
+    With ``process_set``: the members' tensors, in the order of their global ranks."""
+    return _allgather(tensor, name, _set_id(process_set))
 
 
-def broadcast(tensor, root_rank, name=None):
+def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
     """Returns ``root_rank``'s ``tensor`` on every rank (same shape and dtype everywhere).
+    ``root_rank`` is a global rank, also with ``process_set`` (it must be a member then).
 
     Raises:
-      tf.errors.InvalidArgumentError: ``root_rank`` is not a rank of the job.
+      tf.errors.InvalidArgumentError: ``root_rank`` is not a rank of the job (of the set).
     """
-    if isinstance(root_rank, bool) or not isinstance(root_rank, int):
+    if isinstance(root_rank, (bool, np.bool_)) or not isinstance(root_rank, (int, np.integer)):
         raise TypeError(f"root_rank must be a Python int. Received: {root_rank!r}")
+    ps = _set_id(process_set)
     tensor = tf.convert_to_tensor(tensor)
-    op_name, key = naming.resolve("broadcast", "TfringBroadcast", name)
-    return _lib.tfring_broadcast(tensor, tensor_name=key, root_rank=root_rank, name=op_name)
+    op_name, key = naming.resolve("broadcast", "TfringBroadcast", name, ps)
+    return _lib.tfring_broadcast(tensor, tensor_name=key, root_rank=int(root_rank), process_set_id=ps,
+                                 name=op_name)
 
 
-def alltoall(tensor, splits=None, name=None):
+def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     """Sends ``splits[j]`` rows of ``tensor`` (in order) to rank j.
 
     Args:
@@ -263,20 +297,23 @@ def alltoall(tensor, splits=None, name=None):
       pair ``(received, received_splits)`` with how many rows came from each rank (int32).
       As Horovod >= 0.24.
     """
-    received, received_splits = _alltoall(tensor, splits, name)
+    received, received_splits = _alltoall(tensor, splits, name, _set_id(process_set))
     return (received, received_splits) if splits is not None else received
 
 
 def reducescatter(tensor, device_dense="", compression=Compression.none, op=Average, name=None,
-                  prescale_factor=1.0, postscale_factor=1.0):
+                  prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """Reduces ``tensor`` over every rank and returns this rank's block of rows: the first
-    dimension is split as evenly as possible, lower ranks getting one extra row."""
+    dimension is split as evenly as possible, lower ranks getting one extra row. With
+    ``process_set``, blocks go to the members by their index in the set."""
+    ps = _set_id(process_set)
     with tf.device(device_dense):
         compressed, ctx = compression.compress(tf.convert_to_tensor(tensor))
-        op_name, key = naming.resolve("reducescatter", "TfringReducescatter", name)
+        op_name, key = naming.resolve("reducescatter", "TfringReducescatter", name, ps)
         out = _lib.tfring_reducescatter(compressed, tensor_name=key, reduce_op=_check_op(op),
                                         prescale_factor=_scale(prescale_factor),
-                                        postscale_factor=_scale(postscale_factor), name=op_name)
+                                        postscale_factor=_scale(postscale_factor), process_set_id=ps,
+                                        name=op_name)
         return compression.decompress(out, ctx)
 
 

@@ -18,6 +18,11 @@ every rank for the same collective and unique among collectives in flight at onc
    the same order (what data-parallel scripts do); pass names otherwise.
 
 Grouped allreduce: member i is ``<name>.<i>``.
+
+On a process set other than the global one (id k), automatic names count apart, since only
+the set's members make those calls: eagerly ``<op>.ps<k>.eager.<n>``, in a graph the default
+op name gets ``_ps<k>`` (``TfringAllreduce_ps1``), so ranks outside the set, which build no
+such op, number their other ops as the members do.
 """
 
 import re
@@ -64,10 +69,12 @@ def function_prefix(graph):
     return ""
 
 
-def resolve(kind, default_op_name, name):
+def resolve(kind, default_op_name, name, process_set_id=0):
     """Returns ``(op_name, key)`` for a new op: ``op_name`` to pass as the TF op's ``name``
     (None eagerly), ``key`` the negotiation name. Raises at trace time under XLA."""
     check_name(name)
+    if process_set_id:
+        kind, default_op_name = f"{kind}.ps{process_set_id}", f"{default_op_name}_ps{process_set_id}"
     if tf.executing_eagerly():
         return None, eager_key(kind, name)
     graph = tf.compat.v1.get_default_graph()

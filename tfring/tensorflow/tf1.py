@@ -45,12 +45,13 @@ class _DistributedOptimizer(_WrappedOptimizer):
 
     def __init__(self, optimizer, name=None, use_locking=False, device_dense="", device_sparse="",
                  compression=Compression.none, sparse_as_dense=False, op=mpi_ops.Average,
-                 gradient_predivide_factor=1.0):
+                 gradient_predivide_factor=1.0, process_set=None):
         if name is None:
             name = f"Distributed{type(optimizer).__name__}"
         super().__init__(optimizer, name, use_locking)
         self._allreduce_grads = make_allreduce_grads_fn(name, device_dense, device_sparse, compression,
-                                                        sparse_as_dense, op, gradient_predivide_factor)
+                                                        sparse_as_dense, op, gradient_predivide_factor,
+                                                        process_set=process_set)
 
     def compute_gradients(self, *args, **kwargs):
         grads_and_vars = self._optimizer.compute_gradients(*args, **kwargs)
@@ -97,10 +98,11 @@ class DistributedAdasumOptimizer(_WrappedOptimizer):
 
 def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="", device_sparse="",
                          compression=Compression.none, sparse_as_dense=False, op=mpi_ops.Average,
-                         gradient_predivide_factor=1.0, backward_passes_per_step=1):
+                         gradient_predivide_factor=1.0, backward_passes_per_step=1, process_set=None):
     """Wraps a ``tf.compat.v1.train.Optimizer`` so that its gradients are averaged over
     every rank before they are applied (a Keras optimizer goes to
-    ``tfring.keras.DistributedOptimizer``).
+    ``tfring.keras.DistributedOptimizer``). With ``process_set``, over its members only; a
+    rank outside the set applies its own gradients.
 
     ``backward_passes_per_step`` other than 1 (local gradient accumulation) is supported only
     for Keras optimizers. With ``op=Adasum`` a v1 optimizer becomes Horovod's delta optimizer
@@ -117,7 +119,7 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="
                                  f"Received: gradient_predivide_factor={gradient_predivide_factor}")
             return DistributedAdasumOptimizer(optimizer, name, use_locking, device_dense, device_sparse, compression)
         return _DistributedOptimizer(optimizer, name, use_locking, device_dense, device_sparse, compression,
-                                     sparse_as_dense, op, gradient_predivide_factor)
+                                     sparse_as_dense, op, gradient_predivide_factor, process_set)
     try:
         import keras
     except ImportError:  # pragma: no cover
@@ -128,7 +130,7 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="
         kwargs = {"device_dense": device_dense, "device_sparse": device_sparse, "compression": compression,
                   "sparse_as_dense": sparse_as_dense, "op": op,
                   "gradient_predivide_factor": gradient_predivide_factor,
-                  "backward_passes_per_step": backward_passes_per_step}
+                  "backward_passes_per_step": backward_passes_per_step, "process_set": process_set}
         if name is not None:
             kwargs["name"] = name
         return tfring_keras.DistributedOptimizer(optimizer, **kwargs)

@@ -1,0 +1,208 @@
+"""Process sets (Horovod's hvd.ProcessSet, issue 14) across processes: collectives on subsets
+of the ranks, at np=3 with the sets {0, 2}, {1} and {0, 1} running at once. NumPy API values,
+add/remove at run time and the errors; TF eager and tf.function values and gradients,
+DistributedGradientTape and the Keras DistributedOptimizer on a set (ranks outside keep
+their own weights), the identity ops. Expected values are computed by hand from each rank's
+inputs."""
+
+import pytest
+
+from tests.helpers import run_job
+
+NUMPY_SCRIPT = r"""
+import numpy as np
+import tfring
+from tfring import errors
+
+evens, one, low = tfring.ProcessSet([2, 0]), tfring.ProcessSet([1]), tfring.ProcessSet([0, 1])
+tfring.init(process_sets=[evens, one, low])
+r, n = tfring.rank(), tfring.size()
+assert n == 3
+assert (evens.process_set_id, one.process_set_id, low.process_set_id) == (1, 2, 3)
+assert evens.ranks == [0, 2] and evens.size() == 2
+assert evens.rank() == {0: 0, 1: -1, 2: 1}[r] and evens.included() == (r != 1)
+assert tfring.global_process_set.process_set_id == 0 and tfring.global_process_set.size() == 3
+
+def x(k, dtype=np.float32):
+    return np.full(k, float(r + 1), dtype)
+
+# Every collective on every set this rank is in, all in flight at once (async), auto-named.
+pending = []
+for ps in (evens, one, low):
+    if not ps.included():
+        continue
+    members, me = ps.ranks, ps.rank()
+    pending.append(("sum", ps, tfring.allreduce_async(x(5), op=tfring.Sum, process_set=ps)))
+    pending.append(("avg", ps, tfring.allreduce_async(x(3, np.float64), op=tfring.Average, process_set=ps)))
+    pending.append(("gather", ps, tfring.allgather_async(np.full((me + 1, 2), r, np.int64), process_set=ps)))
+    pending.append(("bcast", ps, tfring.broadcast_async(x(4) * 10, members[-1], process_set=ps)))
+    a2a = np.concatenate([np.full(q + 1, 10 * r + q, np.int32) for q in range(len(members))])
+    pending.append(("a2a", ps, tfring.alltoall_async(a2a, splits=[q + 1 for q in range(len(members))], process_set=ps)))
+    pending.append(("rs", ps, tfring.reducescatter_async(np.arange(10, dtype=np.float32).reshape(5, 2) * (r + 1),
+                                                         op=tfring.Sum, process_set=ps)))
+# A global allreduce in between: ranks outside the sets number it as the members do.
+total = tfring.allreduce(x(2), op=tfring.Sum)
+assert np.all(total == 6), total
+for kind, ps, handle in pending:
+    got = handle.wait(60)
+    members, me = ps.ranks, ps.rank()
+    weight = sum(m + 1 for m in members)
+    if kind == "sum":
+        assert np.all(got == weight), (kind, ps, got)
+    elif kind == "avg":
+        assert np.allclose(got, weight / len(members)), (kind, ps, got)
+    elif kind == "gather":
+        want = np.concatenate([np.full((i + 1, 2), m, np.int64) for i, m in enumerate(members)])
+        assert np.array_equal(got, want), (kind, ps, got)
+    elif kind == "bcast":
+        assert np.all(got == (members[-1] + 1) * 10), (kind, ps, got)
+    elif kind == "a2a":
+        received, splits = got
+        assert list(splits) == [me + 1] * len(members), (kind, ps, splits)
+        want = np.concatenate([np.full(me + 1, 10 * m + me, np.int32) for m in members])
+        assert np.array_equal(received, want), (kind, ps, received)
+    elif kind == "rs":
+        full = np.arange(10, dtype=np.float32).reshape(5, 2) * weight
+        rows = [5 // len(members) + (1 if i < 5 % len(members) else 0) for i in range(len(members))]
+        start = sum(rows[:me])
+        assert np.array_equal(got, full[start:start + rows[me]]), (kind, ps, got)
+
+# Errors: a set this rank is not in; an unknown id; the global set cannot be removed.
+outside = one if r != 1 else evens
+try:
+    tfring.allreduce(x(2), process_set=outside, name="outsider")
+    raise SystemExit("a collective on a set this rank is not in ran")
+except errors.InvalidArgumentError as e:
+    assert "not a member of process set" in str(e) and "'outsider'" in str(e) and f"rank {r}" in str(e), e
+fake = tfring.ProcessSet([0])
+fake.process_set_id = 10
+try:
+    tfring.allreduce(x(2), process_set=fake)
+    raise SystemExit("an unknown process set id was accepted")
+except ValueError as e:
+    assert "id 10" in str(e), e
+try:
+    tfring.remove_process_set(tfring.global_process_set)
+    raise SystemExit("the global set was removed")
+except ValueError as e:
+    assert "global" in str(e), e
+
+# Add and remove at run time; ids are assigned in order and never reused.
+tail = tfring.add_process_set([1, 2])
+assert tail.process_set_id == 4 and tail.ranks == [1, 2]
+if tail.included():
+    got = tfring.allreduce(x(2), op=tfring.Sum, process_set=tail, name="tail")
+    assert np.all(got == 5), got
+tfring.remove_process_set(tail)
+assert tail.process_set_id is None
+try:
+    tfring.allreduce(x(2), process_set=tail)
+    raise SystemExit("a removed set was accepted")
+except ValueError as e:
+    assert "not registered" in str(e), e
+again = tfring.add_process_set(tfring.ProcessSet([0, 1, 2]))
+assert again.process_set_id == 5, again
+got = tfring.allreduce(x(2), op=tfring.Sum, process_set=again, name="again")
+assert np.all(got == 6), got
+# A mismatched add fails on every rank, naming the ranks that differ.
+try:
+    tfring.add_process_set([0, 1] if r != 2 else [0, 2])
+    raise SystemExit("a mismatched add_process_set succeeded")
+except ValueError as e:
+    assert "rank(s) [2] differ from rank 0" in str(e) and "[0, 2]" in str(e), e
+after = tfring.add_process_set([0, 2])  # the failed add used no id
+assert after.process_set_id == 6, after
+tfring.shutdown()
+assert evens.process_set_id is None  # shutdown forgets every set
+print("RANK-OK", r, flush=True)
+"""
+
+TF_SCRIPT = r"""
+import numpy as np
+import tensorflow as tf
+tf.config.threading.set_intra_op_parallelism_threads(1)
+tf.config.threading.set_inter_op_parallelism_threads(1)
+import keras
+import tfring.tensorflow as hvd
+import tfring.keras as hvdk
+
+evens, one = hvd.ProcessSet([0, 2]), hvd.ProcessSet([1])
+hvd.init(process_sets=[evens, one])
+r = hvd.rank()
+mine = evens if r != 1 else one
+assert int(hvd.size_op(process_set_id=evens.process_set_id)) == 2
+assert int(hvd.process_set_included_op(process_set_id=evens.process_set_id)) == int(r != 1)
+assert int(hvd.rank_op(process_set_id=evens.process_set_id)) == {0: 0, 1: -1, 2: 1}[r]
+
+def values_and_grads(x):
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        s = hvd.allreduce(x, op=hvd.Sum, process_set=mine)
+        a = hvd.allreduce(x, op=hvd.Average, process_set=mine)
+        g = hvd.allgather(tf.reshape(x, [1, 2]), process_set=mine)
+        b = hvd.broadcast(x, mine.ranks[-1], process_set=mine)
+        loss = tf.reduce_sum(s * 1.0) + tf.reduce_sum(a * 2.0) + tf.reduce_sum(g * 3.0) + tf.reduce_sum(b * 4.0)
+    return s, a, g, b, tape.gradient(loss, x)
+
+for mode in ("eager", "function"):
+    run = tf.function(values_and_grads) if mode == "function" else values_and_grads
+    s, a, g, b, dx = run(tf.constant([1.0, 2.0]) * (r + 1))
+    n = len(mine.ranks)
+    weight = sum(m + 1 for m in mine.ranks)
+    assert np.allclose(s, np.array([1.0, 2.0]) * weight), (mode, s)
+    assert np.allclose(a, np.array([1.0, 2.0]) * weight / n), (mode, a)
+    assert np.allclose(g, np.array([[1.0, 2.0]]) * np.array([[m + 1] for m in mine.ranks])), (mode, g)
+    assert np.allclose(b, np.array([1.0, 2.0]) * (mine.ranks[-1] + 1)), (mode, b)
+    # d/dx: Sum -> sum over members of 1 = n; Average -> 2; allgather -> Average of 3 = 3;
+    # broadcast -> Average of 4 on the root, 0 elsewhere.
+    root = r == mine.ranks[-1]
+    want = n * 1.0 + 2.0 + 3.0 + (4.0 if root else 0.0)
+    assert np.allclose(dx, want), (mode, dx, want)
+    print("VALUES-OK", mode, r, flush=True)
+
+# An op this rank is not in: tf.errors.InvalidArgumentError.
+try:
+    hvd.allreduce(tf.ones(2), process_set=one if r != 1 else evens, name="outsider")
+    raise SystemExit("ran outside the set")
+except tf.errors.InvalidArgumentError as e:
+    assert "not a member of process set" in str(e), e
+
+# DistributedGradientTape on the even set: rank 1 keeps its own gradient.
+w = tf.Variable(0.0)
+with tf.GradientTape() as tape:
+    loss = w * float((r + 1) ** 2)
+(gw,) = hvd.DistributedGradientTape(tape, process_set=evens).gradient(loss, [w])
+want = (1.0 + 9.0) / 2 if r != 1 else 4.0  # every rank: (1 + 4 + 9) / 3
+assert np.isclose(float(gw), want), (float(gw), want)
+
+# Keras DistributedOptimizer on the even set: ranks 0 and 2 take the same step, rank 1 its own.
+model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1, use_bias=False, kernel_initializer="zeros")])
+opt = hvdk.DistributedOptimizer(keras.optimizers.SGD(1.0), process_set=evens)
+model.compile(optimizer=opt, loss="mse")
+xs = np.ones((4, 1), np.float32)
+ys = np.full((4, 1), float((r + 1) ** 2), np.float32)
+model.fit(xs, ys, batch_size=4, epochs=1, verbose=0, shuffle=False)
+kernel2 = float(model.get_weights()[0][0, 0])
+# The mse gradient at w = 0 is -2 y: evens average y = 1 and 9, rank 1 has y = 4.
+want2 = 2.0 * (1.0 + 9.0) / 2 if r != 1 else 2.0 * 4.0  # every rank: 2 * 14 / 3
+assert np.isclose(kernel2, want2), (kernel2, want2)
+print("KERAS-OK", r, kernel2, flush=True)
+print("RANK-OK", r, flush=True)
+"""
+
+
+@pytest.mark.multiprocess
+def test_numpy_collectives_on_overlapping_sets_add_remove_and_errors():
+    result = run_job(3, NUMPY_SCRIPT, timeout=120)
+    for r in range(3):
+        assert f"RANK-OK {r}" in result.stdout, result.stdout
+
+
+@pytest.mark.multiprocess
+@pytest.mark.timeout(240)
+def test_tf_values_gradients_tape_and_keras_optimizer_on_a_set():
+    pytest.importorskip("tensorflow")
+    result = run_job(3, TF_SCRIPT, timeout=220)
+    for r in range(3):
+        assert f"VALUES-OK eager {r}" in result.stdout and f"VALUES-OK function {r}" in result.stdout, result.stdout
+        assert f"RANK-OK {r}" in result.stdout, result.stdout

@@ -1,0 +1,238 @@
+"""Process sets (Horovod's ``hvd.ProcessSet``): collectives on a subset of the ranks.
+
+A process set is a sorted list of global ranks with an integer id; id 0 is the global set
+(every rank), ``global_process_set``. Collectives take ``process_set=`` and run on the
+set's members only; every member calls them, no other rank does. The core keeps the table
+(cc/core/process_sets.h); this module makes registration collective and keeps the Python
+objects.
+
+Rules (docs/tensorflow.md, "Process sets"):
+
+* ``init(process_sets=[...])``, ``add_process_set()`` and ``remove_process_set()`` are
+  collective over the global set: every rank calls them with the same sets, in the same
+  order. Each one exchanges the requested ranks (a ``ValueError`` on every rank names the
+  ranks that asked for something else), registers the set in the core under the next id
+  and ends with a global barrier, so no rank submits into a set rank 0 does not know yet.
+  Blocking, bounded by ``TFRING_TIMEOUT_S``.
+* Ids are assigned in order (the ``init`` sets get 1..k, then each add the next) and never
+  reused within one ``init``: a removed set's stale object cannot reach a newer set.
+* An unknown or removed id is a ``ValueError`` at the call; calling a collective on a set
+  this rank is not in is ``InvalidArgumentError`` (from the core, naming the set and rank).
+* ``shutdown()`` forgets every set and resets the ids of the objects.
+
+Thread-safety: registration functions are meant for the main thread (they are collective);
+``resolve`` is thread-safe (it reads a dict).
+"""
+
+import threading
+
+import numpy as np
+
+from tfring import _core, auto_names
+
+
+class ProcessSet:
+    """A set of ranks that run collectives together.
+
+    Args:
+      ranks: the global ranks of the set (any order; stored sorted).
+
+    Attributes:
+      ranks: the sorted global ranks.
+      process_set_id: the id once registered (``init(process_sets=...)`` or
+        ``add_process_set``), else None.
+    """
+
+    def __init__(self, ranks):
+        if isinstance(ranks, (str, bytes)) or not hasattr(ranks, "__iter__"):
+            raise ValueError("ProcessSet takes a list of ranks (an MPI communicator is not supported by "
+                             f"tfring). Received: {ranks!r}")
+        ranks = list(ranks)
+        if any(isinstance(r, bool) or not isinstance(r, (int, np.integer)) for r in ranks):
+            raise ValueError(f"ProcessSet ranks must be integers. Received: {ranks!r}")
+        ranks = sorted(int(r) for r in ranks)
+        if len(set(ranks)) != len(ranks):
+            raise ValueError(f"ProcessSet ranks must be distinct. Received: {ranks!r}")
+        self.ranks = ranks
+        self.process_set_id = None
+
+    def _registered_ranks(self):
+        if self.process_set_id == 0:
+            return list(range(_core.size()))
+        if self.process_set_id is None or resolve(self) is None:
+            return None
+        return self.ranks
+
+    def size(self):
+        """Number of ranks in the set; None while it is not registered."""
+        ranks = self._registered_ranks()
+        return None if ranks is None else len(ranks)
+
+    def rank(self):
+        """This process's index within the set (0..size()-1); -1 when it is not a member,
+        None while the set is not registered."""
+        ranks = self._registered_ranks()
+        if ranks is None:
+            return None
+        me = _core.rank()
+        return ranks.index(me) if me in ranks else -1
+
+    def included(self):
+        """Whether this process is a member (None while the set is not registered)."""
+        ranks = self._registered_ranks()
+        return None if ranks is None else _core.rank() in ranks
+
+    def __eq__(self, other):
+        return isinstance(other, ProcessSet) and self.ranks == other.ranks and \
+            self.process_set_id == other.process_set_id
+
+    def __hash__(self):
+        return hash((tuple(self.ranks or ()), self.process_set_id))
+
+    def __repr__(self):
+        return f"ProcessSet(process_set_id={self.process_set_id}, ranks={self.ranks})"
+
+
+global_process_set = ProcessSet([])
+global_process_set.process_set_id = 0
+
+_lock = threading.Lock()
+_by_id = {}     # id -> ProcessSet, ids other than 0
+_next_id = [1]  # the id the next registration gets
+
+
+def resolve(process_set):
+    """The core id of ``process_set`` (None or ``global_process_set``: 0).
+
+    Raises:
+      TypeError: not a ProcessSet.
+      ValueError: never registered, or removed (the message names the id).
+    """
+    if process_set is None:
+        return 0
+    if not isinstance(process_set, ProcessSet):
+        raise TypeError(f"process_set must be a tfring ProcessSet (or None for the global set). "
+                         f"Received: {process_set!r}")
+    pid = process_set.process_set_id
+    if pid == 0:
+        return 0
+    if pid is None:
+        raise ValueError(f"{process_set!r} is not registered: pass it to init(process_sets=[...]) or "
+                         "add_process_set() on every rank first")
+    with _lock:
+        known = _by_id.get(pid)
+    if known is None or known.ranks != process_set.ranks:
+        raise ValueError(f"process set id {pid} is not registered (removed, or never added): "
+                         f"{process_set!r}. Registered ids: {sorted(_by_id) or 'none'} and 0 (global)")
+    return pid
+
+
+def process_set_by_id(process_set_id):
+    """The registered ProcessSet with this id (0: ``global_process_set``)."""
+    if process_set_id == 0:
+        return global_process_set
+    with _lock:
+        ps = _by_id.get(process_set_id)
+    if ps is None:
+        raise ValueError(f"no process set with id {process_set_id} is registered")
+    return ps
+
+
+def process_sets():
+    """Every registered set, the global one first, by id."""
+    with _lock:
+        return [global_process_set] + [_by_id[i] for i in sorted(_by_id)]
+
+
+def _exchange(kind, values):
+    """Allgathers this rank's int64 ``values`` (any length) over the global set and returns
+    every rank's list, by rank. Collective, blocking (bounded by TFRING_TIMEOUT_S)."""
+    mine = np.asarray([len(values), *values], dtype=np.int64)
+    flat = _core.allgather_async(mine, auto_names.next_name(f"process_sets.{kind}")).wait().tolist()
+    out, i = [], 0
+    while i < len(flat):
+        n = int(flat[i])
+        out.append([int(v) for v in flat[i + 1:i + 1 + n]])
+        i += 1 + n
+    return out
+
+
+def _barrier(kind):
+    _core.barrier_async(auto_names.next_name(f"process_sets.{kind}.barrier")).wait()
+
+
+def _check_same(kind, what, by_rank):
+    differing = [r for r, v in enumerate(by_rank) if v != by_rank[0]]
+    if differing:
+        detail = "; ".join(f"rank {r}: {by_rank[r]}" for r in [0, *differing])
+        raise ValueError(f"{kind} is collective: every rank must pass the same {what}, in the same order, "
+                         f"but rank(s) {differing} differ from rank 0 ({detail})")
+
+
+def add_process_set(process_set):
+    """Registers a set on every rank and returns it with its ``process_set_id``. Collective:
+    every rank calls it with the same ranks, in the same order (blocking).
+
+    Args:
+      process_set: a ProcessSet or a list of global ranks.
+
+    Raises:
+      ValueError: ranks out of range, an already registered ProcessSet object, or ranks
+        that differ between ranks (the message names them).
+    """
+    if not isinstance(process_set, ProcessSet):
+        process_set = ProcessSet(process_set)
+    if process_set.process_set_id is not None:
+        raise ValueError(f"{process_set!r} is already registered")
+    size = _core.size()
+    bad = [r for r in process_set.ranks if r < 0 or r >= size]
+    if bad or not process_set.ranks:
+        raise ValueError(f"a process set needs ranks in 0..{size - 1}. Received: {process_set.ranks}")
+    _check_same("add_process_set()", "ranks", _exchange("add", process_set.ranks))
+    with _lock:
+        pid = _next_id[0]
+        _next_id[0] += 1
+    _core.add_process_set(pid, process_set.ranks)
+    with _lock:
+        _by_id[pid] = process_set
+    process_set.process_set_id = pid
+    _barrier("add")  # rank 0 knows the set before any member submits into it
+    return process_set
+
+
+def remove_process_set(process_set):
+    """Unregisters a set on every rank (collective, like ``add_process_set``) and resets the
+    object's id. Collectives still in flight on the set are the caller's error.
+
+    Raises:
+      ValueError: the global set, an unregistered set, or ranks that differ between ranks.
+    """
+    pid = resolve(process_set)
+    if pid == 0:
+        raise ValueError("the global process set cannot be removed")
+    _check_same("remove_process_set()", "process set", _exchange("remove", [pid]))
+    _core.remove_process_set(pid)
+    with _lock:
+        removed = _by_id.pop(pid, None)
+    if removed is not None:
+        removed.process_set_id = None
+    process_set.process_set_id = None
+    return True
+
+
+def register_initial(process_sets_arg):
+    """``init(process_sets=...)``: registers each set in order (ids 1..k). ``"dynamic"``
+    (Horovod's switch for run-time adds) and None register nothing."""
+    if process_sets_arg is None or process_sets_arg == "dynamic":
+        return
+    for ps in process_sets_arg:
+        add_process_set(ps)
+
+
+def reset():
+    """Forgets every set (called by ``shutdown()``; the core's table went with the runtime)."""
+    with _lock:
+        for ps in _by_id.values():
+            ps.process_set_id = None
+        _by_id.clear()
+        _next_id[0] = 1
