@@ -64,7 +64,9 @@ def _assert_equal_weights(tmp_path, workers, report):
         np.testing.assert_array_equal(weights[w], first, err_msg=f"{w} vs {workers[0]}\n{report}")
 
 
-@pytest.mark.parametrize("victim", ["w1", "w0"], ids=["rank1", "rank0"])
+# Rank 0 is the harder case (the new rank 0 must be a survivor holding the commit); the
+# frozen-worker test below loses rank 1, the custom-loop test rank 2.
+@pytest.mark.parametrize("victim", ["w0"], ids=["rank0"])
 def test_sigkill_mid_fit_survivors_restore_and_finish(tmp_path, victim):
     cfg = {"mode": "fit", "epochs": 4, "commit_every": 1, "sleep_s": 0.02,
            "die_worker": victim, "die_epoch": 1, "die_batch": 3}
