@@ -160,6 +160,22 @@ for mode in ("eager", "function"):
     assert np.allclose(dx, want), (mode, dx, want)
     print("VALUES-OK", mode, r, flush=True)
 
+# reducescatter (rows by the index in the set) and alltoall (one split per member), both modes.
+n, me = len(mine.ranks), mine.rank()
+weight = sum(m + 1 for m in mine.ranks)
+rows = [3 // n + (1 if i < 3 % n else 0) for i in range(n)]
+start = sum(rows[:me])
+full = np.arange(6, dtype=np.float32).reshape(3, 2) * weight
+def scatter_and_exchange(x):
+    rs = hvd.reducescatter(x * float(r + 1), op=hvd.Sum, process_set=mine)
+    got, splits = hvd.alltoall(tf.fill([n], float(r)), splits=[1] * n, process_set=mine)
+    return rs, got, splits
+for mode, fn in (("eager", scatter_and_exchange), ("function", tf.function(scatter_and_exchange))):
+    rs, got, splits = fn(tf.reshape(tf.range(6, dtype=tf.float32), [3, 2]))
+    assert np.array_equal(rs, full[start:start + rows[me]]), (mode, rs)
+    assert np.array_equal(got, np.array(mine.ranks, np.float32)) and list(splits) == [1] * n, (mode, got, splits)
+print("SCATTER-OK", r, flush=True)
+
 # An op this rank is not in: tf.errors.InvalidArgumentError.
 try:
     hvd.allreduce(tf.ones(2), process_set=one if r != 1 else evens, name="outsider")
@@ -205,4 +221,4 @@ def test_tf_values_gradients_tape_and_keras_optimizer_on_a_set():
     result = run_job(3, TF_SCRIPT, timeout=220)
     for r in range(3):
         assert f"VALUES-OK eager {r}" in result.stdout and f"VALUES-OK function {r}" in result.stdout, result.stdout
-        assert f"RANK-OK {r}" in result.stdout, result.stdout
+        assert f"SCATTER-OK {r}" in result.stdout and f"RANK-OK {r}" in result.stdout, result.stdout

@@ -322,6 +322,16 @@ Status Runtime::ProcessSetMembers(int32_t id, std::vector<int32_t>* ranks) const
   return Status::OK();
 }
 
+Status Runtime::ProcessSetPosition(int32_t id, int* rank, int* size) const {
+  std::vector<int32_t> members;
+  TFRING_RETURN_IF_ERROR(ProcessSetMembers(id, &members));
+  const int me = this->rank();
+  const auto it = std::find(members.begin(), members.end(), me);
+  *rank = it == members.end() ? -1 : static_cast<int>(it - members.begin());
+  *size = static_cast<int>(members.size());
+  return Status::OK();
+}
+
 Status Runtime::StartTimeline(const std::string& path) {
   std::shared_ptr<State> st;
   {

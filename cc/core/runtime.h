@@ -79,6 +79,10 @@ class Runtime {
   Status RemoveProcessSet(int32_t id);
   // Sorted global ranks of `id` (0: every rank); kInvalidArgument for an unknown id.
   Status ProcessSetMembers(int32_t id, std::vector<int32_t>* ranks) const;
+  // This rank's index in set `id` (-1 when it is not a member) and the set's size (the job's
+  // rank and size for id 0), e.g. for the rows a reducescatter keeps. kPrecondition before
+  // Init; kInvalidArgument for an unknown id.
+  Status ProcessSetPosition(int32_t id, int* rank, int* size) const;
 
   Status Enqueue(Submission submission);
   // Submits several tensors at once: they reach the coordinator together and are fused.

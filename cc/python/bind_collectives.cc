@@ -217,18 +217,12 @@ py::array OutputFor(const py::array& a, const py::object& out, bool inplace, con
 // rows a reducescatter keeps. A rank outside the set, or an unknown id, gets index 0: the
 // submission is then refused by the core's enqueue checks with the full message.
 void SetPosition(int32_t id, int* rank, int* size) {
-  *rank = Runtime::Global().rank();
-  *size = Runtime::Global().size();
-  if (*size < 1) Raise(Status::Precondition("tfring is not initialized: call tfring.init() first"));
-  if (id == 0) return;
-  std::vector<int32_t> members;
-  if (!Runtime::Global().ProcessSetMembers(id, &members).ok() || members.empty()) {
+  Status st = Runtime::Global().ProcessSetPosition(id, rank, size);
+  if (st.code() == ErrorCode::kPrecondition) Raise(st);
+  if (!st.ok() || *rank < 0) {
     *rank = 0;
-    return;
+    *size = std::max(*size, 1);
   }
-  auto it = std::find(members.begin(), members.end(), *rank);
-  *rank = it == members.end() ? 0 : static_cast<int>(it - members.begin());
-  *size = static_cast<int>(members.size());
 }
 
 // A collective on a GPU array (see device_array.h). `configure` sets the op's fields;

@@ -424,6 +424,18 @@ TEST_P(ProcessSetJobTest, EnqueueErrorsNameTheTensorTheSetAndTheRank) {
   std::vector<int32_t> members;
   TFRING_ASSERT_OK(job[0].ProcessSetMembers(0, &members));
   EXPECT_EQ(members, (std::vector<int32_t>{0, 1, 2}));
+  // Positions, for the rows a reducescatter keeps: the index in the set, -1 outside it.
+  for (int r = 0; r < 3; ++r) TFRING_ASSERT_OK(job[r].AddProcessSet(2, {1, 2}));
+  int rank = 7, size = 0;
+  TFRING_ASSERT_OK(job[2].ProcessSetPosition(2, &rank, &size));
+  EXPECT_EQ(rank, 1);
+  EXPECT_EQ(size, 2);
+  TFRING_ASSERT_OK(job[0].ProcessSetPosition(2, &rank, &size));
+  EXPECT_EQ(rank, -1);
+  TFRING_ASSERT_OK(job[1].ProcessSetPosition(0, &rank, &size));
+  EXPECT_EQ(rank, 1);
+  EXPECT_EQ(size, 3);
+  EXPECT_TRUE(HasError(job[0].ProcessSetPosition(9, &rank, &size), ErrorCode::kInvalidArgument, {"id 9"}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, ProcessSetJobTest, ::testing::Bool(),

@@ -141,7 +141,9 @@ class GroupedAllreduceKernel : public PlacedKernel<Placement> {
   std::vector<std::string> names_;
 };
 
-// TfringReducescatter: this rank's rows of the reduction (ReducescatterRows).
+// TfringReducescatter: this rank's rows of the reduction (ReducescatterRows), by its index
+// in the op's process set. Outside the set, or for an unknown set, it allocates no rows and
+// the core's enqueue check fails the op with the full message.
 template <typename Placement>
 class ReducescatterKernel : public PlacedKernel<Placement> {
  public:
@@ -156,14 +158,14 @@ class ReducescatterKernel : public PlacedKernel<Placement> {
                       absl::InvalidArgumentError("reducescatter of tensor '" + name +
                                                  "' needs at least one dimension (got a scalar)"),
                       done);
-    Runtime& rt = Runtime::Global();
-    const int size = rt.size(), rank = rt.rank();
-    OP_REQUIRES_ASYNC(ctx, size >= 1 && rank >= 0,
+    int rank = -1, size = 0;
+    Status position = Runtime::Global().ProcessSetPosition(this->process_set_id(), &rank, &size);
+    OP_REQUIRES_ASYNC(ctx, position.code() != ErrorCode::kPrecondition,
                       absl::FailedPreconditionError("tfring is not initialized: call hvd.init() before "
                                                     "reducescatter of '" + name + "'"),
                       done);
     tensorflow::TensorShape shape = input.shape();
-    shape.set_dim(0, ReducescatterRows(input.dim_size(0), size, rank));
+    shape.set_dim(0, rank < 0 ? 0 : ReducescatterRows(input.dim_size(0), size, rank));
     tensorflow::Tensor* output = nullptr;
     OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, shape, &output), done);
     Submission s;

@@ -67,6 +67,7 @@ class CollectiveKernel : public tensorflow::AsyncOpKernel {
                      const DoneCallback& done);
 
   const std::string& tensor_name() const { return tensor_name_; }
+  int32_t process_set_id() const { return process_set_id_; }
 
  private:
   std::string tensor_name_;

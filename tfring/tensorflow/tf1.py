@@ -98,11 +98,14 @@ class DistributedAdasumOptimizer(_WrappedOptimizer):
 
 def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="", device_sparse="",
                          compression=Compression.none, sparse_as_dense=False, op=mpi_ops.Average,
-                         gradient_predivide_factor=1.0, backward_passes_per_step=1, process_set=None):
+                         gradient_predivide_factor=1.0, backward_passes_per_step=1, process_set=None,
+                         average_aggregated_gradients=False):
     """Wraps a ``tf.compat.v1.train.Optimizer`` so that its gradients are averaged over
     every rank before they are applied (a Keras optimizer goes to
     ``tfring.keras.DistributedOptimizer``). With ``process_set``, over its members only; a
-    rank outside the set applies its own gradients.
+    rank outside the set applies its own gradients. ``average_aggregated_gradients`` only
+    matters with ``backward_passes_per_step`` > 1 (Keras optimizers); for a v1 optimizer it
+    is accepted and changes nothing, as in Horovod with one pass per step.
 
     ``backward_passes_per_step`` other than 1 (local gradient accumulation) is supported only
     for Keras optimizers. With ``op=Adasum`` a v1 optimizer becomes Horovod's delta optimizer
@@ -130,7 +133,8 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="
         kwargs = {"device_dense": device_dense, "device_sparse": device_sparse, "compression": compression,
                   "sparse_as_dense": sparse_as_dense, "op": op,
                   "gradient_predivide_factor": gradient_predivide_factor,
-                  "backward_passes_per_step": backward_passes_per_step, "process_set": process_set}
+                  "backward_passes_per_step": backward_passes_per_step, "process_set": process_set,
+                  "average_aggregated_gradients": average_aggregated_gradients}
         if name is not None:
             kwargs["name"] = name
         return tfring_keras.DistributedOptimizer(optimizer, **kwargs)
