@@ -75,7 +75,6 @@ STRATEGIES = frozenset({
 DISTRIBUTED_OPTIMIZER_UNSUPPORTED_KEYWORDS = {
     "num_groups": "tfring fuses by size (TFRING_FUSION_THRESHOLD), not by groups: drop it",
     "groups": "tfring fuses by size (TFRING_FUSION_THRESHOLD), not by groups: drop it",
-    "process_set": "tfring has no process sets: every collective spans the whole job",
     "scale_local_gradients": "tfring has no local (non-reduced) gradients to scale: drop it",
 }
 
