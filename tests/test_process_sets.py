@@ -190,6 +190,15 @@ with tf.GradientTape() as tape:
 (gw,) = hvd.DistributedGradientTape(tape, process_set=evens).gradient(loss, [w])
 want = (1.0 + 9.0) / 2 if r != 1 else 4.0  # every rank: (1 + 4 + 9) / 3
 assert np.isclose(float(gw), want), (float(gw), want)
+# A local source keeps its rank's gradient, divided by the set's size (by 1 outside the set).
+local = tf.Variable(0.0)
+with tf.GradientTape() as tape:
+    loss = w * float((r + 1) ** 2) + local * 6.0
+dtape = hvd.DistributedGradientTape(tape, process_set=evens)
+dtape.register_local_source(local)
+gw, gl = dtape.gradient(loss, [w, local])
+assert np.isclose(float(gw), want), (float(gw), want)
+assert np.isclose(float(gl), 3.0 if r != 1 else 6.0), float(gl)
 
 # Keras DistributedOptimizer on the even set: ranks 0 and 2 take the same step, rank 1 its own.
 model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1, use_bias=False, kernel_initializer="zeros")])

@@ -94,7 +94,7 @@ class _DistributedOptimizerMixin:
     def _tfring_reduce(self, grads, variables):
         """``_tfring_reduce_shared`` on every gradient but those of local variables."""
         return self._tfring_local_vars.reduce(grads, variables, self._tfring_reduce_shared,
-                                              self._tfring_scale_local_gradients)
+                                              self._tfring_scale_local_gradients, self._tfring_process_set)
 
     def _tfring_reduce_shared(self, grads):
         """Reduces every non-None gradient across ranks (``grad_reduction.reduce_gradients``:
@@ -296,7 +296,7 @@ def PartialDistributedOptimizer(optimizer, name=None, device_dense="", device_sp
                                 compression=hvd_tf.Compression.none, sparse_as_dense=False,
                                 gradient_predivide_factor=1.0, op=hvd_tf.Average, backward_passes_per_step=1,
                                 average_aggregated_gradients=False, local_layers=None, scale_local_gradients=True,
-                                bucket_bytes=hvd_tf.DEFAULT_BUCKET_BYTES):
+                                bucket_bytes=hvd_tf.DEFAULT_BUCKET_BYTES, process_set=None):
     """``DistributedOptimizer`` whose ``local_layers`` (a Keras layer or a list) keep their
     own rank's gradients: their trainable variables are registered with
     ``register_local_var``. Horovod's ``PartialDistributedOptimizer``; see
@@ -308,7 +308,8 @@ def PartialDistributedOptimizer(optimizer, name=None, device_dense="", device_sp
                                   gradient_predivide_factor=gradient_predivide_factor, op=op,
                                   backward_passes_per_step=backward_passes_per_step,
                                   average_aggregated_gradients=average_aggregated_gradients,
-                                  bucket_bytes=bucket_bytes, scale_local_gradients=scale_local_gradients)
+                                  bucket_bytes=bucket_bytes, scale_local_gradients=scale_local_gradients,
+                                  process_set=process_set)
     for variable in local:
         result.register_local_var(variable)
     return result

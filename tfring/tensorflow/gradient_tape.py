@@ -27,7 +27,7 @@ class _DistributedGradientTapeMixin:
         grads = super().gradient(target, sources, output_gradients, **kwargs)
         flat = tf.nest.flatten(grads)
         reduced = self._tfring_local_sources.reduce(flat, tf.nest.flatten(sources), self._tfring_allreduce_grads,
-                                                    self._tfring_scale_local_gradients)
+                                                    self._tfring_scale_local_gradients, self._tfring_process_set)
         return tf.nest.pack_sequence_as(grads, reduced)
 
 
@@ -71,6 +71,7 @@ def DistributedGradientTape(tape, device_dense="", device_sparse="", compression
         "DistributedGradientTape", device_dense, device_sparse, compression, sparse_as_dense, op,
         gradient_predivide_factor, bucket_bytes, process_set)
     wrapped._tfring_local_sources = LocalSources()
+    wrapped._tfring_process_set = process_set
     wrapped._tfring_scale_local_gradients = bool(scale_local_gradients)
     return wrapped
 

@@ -27,10 +27,12 @@ class LocalSources:
     def __contains__(self, variable):
         return id(variable) in self._by_id
 
-    def reduce(self, grads, variables, reduce_fn, scale):
+    def reduce(self, grads, variables, reduce_fn, scale, process_set=None):
         """``grads[i]`` is the gradient of ``variables[i]``. Returns the list with every
         non-local, non-None gradient replaced by ``reduce_fn``'s result (one call, on those
-        gradients in order) and every local one kept (divided by the size with ``scale``)."""
+        gradients in order) and every local one kept (divided by the size with ``scale``; on
+        a ``process_set``, by its size, or by 1 on a rank outside it, whose other gradients
+        are not reduced either)."""
         grads = list(grads)
         if not self._by_id:
             return reduce_fn(grads)
@@ -41,6 +43,8 @@ class LocalSources:
             out[i] = g
         if scale:
             size = basics.size()
+            if process_set is not None and process_set.process_set_id:
+                size = process_set.size() if process_set.included() else 1
             for i, v in enumerate(variables):
                 if v in self and out[i] is not None:
                     out[i] = _divide(out[i], size)
