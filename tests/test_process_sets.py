@@ -67,6 +67,11 @@ for kind, ps, handle in pending:
         start = sum(rows[:me])
         assert np.array_equal(got, full[start:start + rows[me]]), (kind, ps, got)
 
+# Disjoint sets may use the same names at once (a shared optimizer's names, say).
+mine = one if r == 1 else evens
+shared = tfring.allreduce(x(2), op=tfring.Sum, name="shared", process_set=mine)
+assert np.all(shared == sum(m + 1 for m in mine.ranks)), shared
+
 # Errors: a set this rank is not in; an unknown id; the global set cannot be removed.
 outside = one if r != 1 else evens
 try:

@@ -41,23 +41,28 @@ std::string Disagreement(const std::string& name, const char* what, const std::v
 }  // namespace
 
 void Coordinator::Add(int rank, const Request& request, Clock::time_point now) {
-  auto it = pending_.find(request.name);
+  // A set's tensors are keyed apart: disjoint sets may use the same names at once.
+  const std::string key = request.process_set_id == 0
+                              ? request.name
+                              : request.name + '\0' + std::to_string(request.process_set_id);
+  auto it = pending_.find(key);
   if (it == pending_.end()) {
     Pending p;
     p.by_rank.resize(size_);
     p.submitted.assign(size_, false);
     p.arrived.resize(size_);
     p.first_seen = now;
+    p.name = request.name;
     p.set_id = request.process_set_id;
     if (p.set_id != 0 && (sets_ == nullptr || !sets_->Members(p.set_id, &p.members))) {
       p.set_error = "tensor '" + request.name + "': process set id " + std::to_string(p.set_id) +
                     " is not registered on rank 0; add_process_set() must be called on every rank, "
                     "in the same order";
     }
-    it = pending_.emplace(request.name, std::move(p)).first;
+    it = pending_.emplace(key, std::move(p)).first;
   }
   Pending& p = it->second;
-  if (p.set_id != 0 && p.set_error.empty() && request.process_set_id == p.set_id &&
+  if (p.set_id != 0 && p.set_error.empty() &&
       !std::binary_search(p.members.begin(), p.members.end(), rank)) {
     p.set_error = "tensor '" + request.name + "': rank " + std::to_string(rank) + " is not a member of process set " +
                   std::to_string(p.set_id) + " " + RanksList(p.members);
@@ -107,7 +112,7 @@ bool Coordinator::Complete(const Pending& p) const {
 void Coordinator::MaybeReady(std::map<std::string, Pending>::iterator it, Clock::time_point now) {
   const Pending& p = it->second;
   if (!Complete(p)) return;
-  Response resp = Validate(it->first, p);
+  Response resp = Validate(p.name, p);
   // No cache ids while ranks have joined: a joined rank's missing request is no request to
   // remember, and it must learn every name in full.
   if (resp.kind == Response::Kind::kCollective && joined_count_ == 0 && p.set_id == 0) {
@@ -151,6 +156,8 @@ Response Coordinator::Validate(const std::string& name, const Pending& p) const 
   const Request& first = reqs[ref];
   Response resp;
   resp.names = {name};
+  resp.process_set_id = p.set_id;  // errors too: a rank completes only its own set's tensor
+  resp.members = p.members;
   resp.op = first.op;
   resp.dtype = first.dtype;
   resp.reduce_op = first.reduce_op;
@@ -168,8 +175,6 @@ Response Coordinator::Validate(const std::string& name, const Pending& p) const 
   if (!p.duplicate_error.empty()) return fail(ErrorCode::kInvalidArgument, p.duplicate_error);
   if (!p.set_error.empty()) return fail(ErrorCode::kInvalidArgument, p.set_error);
   if (p.set_id != 0) {
-    resp.process_set_id = p.set_id;
-    resp.members = p.members;
     std::vector<int> joined_members;
     for (int32_t m : p.members) {
       if (joined_[m]) joined_members.push_back(m);
@@ -303,7 +308,8 @@ std::vector<StalledTensor> Coordinator::Stalled(double min_wait_s, Clock::time_p
       continue;  // a join waits for the ranks that still have data: that is no stall
     }
     StalledTensor s;
-    s.name = kv.first;
+    s.name = kv.second.name;
+    if (kv.second.set_id != 0) s.name += " (process set " + std::to_string(kv.second.set_id) + ")";
     s.waited_s = waited;
     const auto& members = kv.second.members;  // a process set: its missing members only
     for (int r = 0; r < size_; ++r) {

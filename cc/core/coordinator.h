@@ -13,7 +13,8 @@
 // tensor is complete once every rank that has not joined submitted it; only allreduce (the
 // joined ranks add zeros) and barrier may run so, anything else is an error response. The
 // join itself completes when every rank joined, with Response::root = the last rank to join.
-// Process sets (process_sets.h): a request with process_set_id != 0 is complete when every
+// Process sets (process_sets.h): a tensor is identified by its name and set (disjoint sets
+// may use the same names at once); a request with process_set_id != 0 is complete when every
 // member of that set submitted it; only the members are compared, the response carries the
 // set's id and members, fusion stays within one set, and no cache ids are assigned. Join
 // is supported on the global set only: a set's tensor that a joined member did not submit
@@ -76,7 +77,8 @@ class Coordinator {
     int count = 0;
     Clock::time_point first_seen;
     std::string duplicate_error;
-    int32_t set_id = 0;              // the first request's process set
+    std::string name;                // the tensor (pending_ keys a set's names apart)
+    int32_t set_id = 0;              // the process set
     std::vector<int32_t> members;    // its sorted global ranks; empty: every rank
     std::string set_error;           // unknown set, or a submitter outside it
   };

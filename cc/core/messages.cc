@@ -133,7 +133,9 @@ bool DecodeResponse(WireReader& rd, int world_size, Response* r) {
     if (r->members.back() < 0 || r->members.back() >= world_size) return false;
     if (i > 0 && r->members[i] <= r->members[i - 1]) return false;
   }
-  if (r->process_set_id < 0 || (r->process_set_id == 0) != r->members.empty()) return false;
+  // A collective on a set names its members; an error may not (an unknown set).
+  if (r->process_set_id < 0 || (r->process_set_id == 0 && !r->members.empty())) return false;
+  if (kind == 0 && r->process_set_id != 0 && r->members.empty()) return false;
   int code = rd.U8();
   r->error_message = rd.Str();
   if (!rd.ok() || kind > 1 || !IsValidOpType(op) || !IsValidDataType(dtype) ||

@@ -59,7 +59,9 @@ struct Response {
   double postscale = 1.0;
   // The process set: 0 and no members = every rank. Otherwise the set's sorted global
   // ranks, told by rank 0 so that no rank needs its table to execute: a rank not in
-  // `members` skips the response (it submitted nothing for it).
+  // `members` skips the response (it submitted nothing for it). An error response carries
+  // the set's id (members may be empty for an unknown set): a rank fails only its tensors
+  // of that name submitted on that set.
   int32_t process_set_id = 0;
   std::vector<int32_t> members;
   // Per op (read it through the accessors below), n = the set's size and ranks as indices

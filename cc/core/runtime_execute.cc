@@ -70,7 +70,12 @@ Status Runtime::State::BackendFor(const Response& r, Backend** backend) {
 
 Status Runtime::State::Execute(const Response& r, Clock::time_point scheduled_at) {
   if (r.kind == Response::Kind::kError) {
-    for (const auto& name : r.names) Complete(name, Status(r.error_code, r.error_message));
+    for (const auto& name : r.names) {
+      auto it = entries.find(name);  // disjoint sets may use one name: fail only this set's
+      if (it != entries.end() && it->second.submission.request.process_set_id == r.process_set_id) {
+        Complete(name, Status(r.error_code, r.error_message));
+      }
+    }
     return Status::OK();
   }
   // A process set this rank is not in: it submitted nothing, and its links are not used.

@@ -96,6 +96,22 @@ TEST_F(SetCoordinatorTest, ReadyWhenEveryMemberSubmittedAndCarriesTheMembers) {
   EXPECT_FALSE(c.HasPartial());
 }
 
+TEST_F(SetCoordinatorTest, DisjointSetsMayUseTheSameNameAtOnce) {
+  Coordinator c(3, 1 << 20, 0, &sets_);
+  c.Add(0, OnSet("grad", 1));
+  c.Add(1, OnSet("grad", 2, {7}));  // another set, another shape: no mismatch
+  c.Add(2, OnSet("grad", 1));
+  auto out = c.TakeReady();
+  ASSERT_EQ(out.size(), 2u);
+  for (const auto& r : out) {
+    EXPECT_EQ(r.kind, Response::Kind::kCollective) << r.error_message;
+    EXPECT_EQ(r.names, (std::vector<std::string>{"grad"}));
+  }
+  EXPECT_EQ(out[0].process_set_id, 2);  // ready first: its one member submitted
+  EXPECT_EQ(out[1].process_set_id, 1);
+  EXPECT_EQ(out[1].members, (std::vector<int32_t>{0, 2}));
+}
+
 TEST_F(SetCoordinatorTest, MembersOnlyAreComparedAndNamedAsGlobalRanks) {
   Coordinator c(3, 1 << 20, 0, &sets_);
   c.Add(0, OnSet("a", 1, {4}));
@@ -243,8 +259,7 @@ Submission Make(const std::string& name, OpType op, DataType dtype, std::vector<
 // Member `me` (index i in `ops.members`) submits, under names prefixed by the set id:
 // Sum and Average allreduces, an allgather of i+1 rows, a broadcast from the last member,
 // an alltoall of (p+i)%2+1 rows to member p, a reducescatter of kRsRows rows.
-void SubmitAllOps(Job& job, int me, SetOps& ops) {
-  const std::string p = "set" + std::to_string(ops.id) + "/";
+void SubmitAllOps(Job& job, int me, SetOps& ops, const std::string& p) {
   const int n = static_cast<int>(ops.members.size());
   const int i = static_cast<int>(std::find(ops.members.begin(), ops.members.end(), me) - ops.members.begin());
   Runtime& rt = job[me];
@@ -342,8 +357,10 @@ void CheckAllOps(int me, SetOps& ops) {
 }
 
 // Registers `sets` (id -> members) on every rank, then runs every collective on all of them
-// at once, each rank submitting its sets in a rank-dependent order.
-void RunSetsConcurrently(int size, bool shm, const std::map<int32_t, std::vector<int32_t>>& sets) {
+// at once, each rank submitting its sets in a rank-dependent order. With `same_names`
+// every set uses the same tensor names (only for sets no rank shares).
+void RunSetsConcurrently(int size, bool shm, const std::map<int32_t, std::vector<int32_t>>& sets,
+                         bool same_names = false) {
   Job job(size, {{"TFRING_SHM", shm ? "1" : "0"}});
   TFRING_ASSERT_OK(job.InitAll());
   for (int r = 0; r < size; ++r) {
@@ -360,7 +377,7 @@ void RunSetsConcurrently(int size, bool shm, const std::map<int32_t, std::vector
       auto ops = std::make_unique<SetOps>();
       ops->id = id;
       ops->members = sets.at(id);
-      SubmitAllOps(job, r, *ops);
+      SubmitAllOps(job, r, *ops, same_names ? "t/" : "set" + std::to_string(id) + "/");
       per_rank[r].push_back(std::move(ops));
     }
   }
@@ -379,6 +396,29 @@ TEST_P(ProcessSetJobTest, ThreeRanksDisjointAndOverlappingSets) {
 
 TEST_P(ProcessSetJobTest, FourRanksTwoDisjointPairsAndAnOverlappingTriple) {
   RunSetsConcurrently(4, GetParam(), {{1, {0, 2}}, {2, {1, 3}}, {3, {1, 2, 3}}});
+}
+
+TEST_P(ProcessSetJobTest, DisjointSetsRunTheSameNamesAtOnce) {
+  RunSetsConcurrently(4, GetParam(), {{1, {0, 2}}, {2, {1, 3}}}, /*same_names=*/true);
+}
+
+TEST_P(ProcessSetJobTest, AnErrorOnOneSetLeavesTheSameNameOnAnotherSetAlone) {
+  Job job(3, {{"TFRING_SHM", GetParam() ? "1" : "0"}});
+  TFRING_ASSERT_OK(job.InitAll());
+  for (int r = 0; r < 3; ++r) {
+    TFRING_ASSERT_OK(job[r].AddProcessSet(1, {0, 2}));
+    TFRING_ASSERT_OK(job[r].AddProcessSet(2, {1}));
+  }
+  std::vector<Completion> done;
+  for (int r = 0; r < 3; ++r) {
+    const int64_t n = r == 2 ? 5 : 4;  // ranks 0 and 2 disagree on the shape in set 1
+    Submission s = testing_util::Allreduce("g", FilledInput(job, r, n), job.Alloc<float>(n), n);
+    s.request.process_set_id = r == 1 ? 2 : 1;
+    done.push_back(Submit(job[r], std::move(s)));
+  }
+  EXPECT_TRUE(HasError(done[0].Wait(kOpTimeoutS), ErrorCode::kMismatch, {"'g'", "rank 0 has [4], rank 2 has [5]"}));
+  EXPECT_TRUE(HasError(done[2].Wait(kOpTimeoutS), ErrorCode::kMismatch, {"'g'"}));
+  TFRING_EXPECT_OK(done[1].Wait(kOpTimeoutS));
 }
 
 TEST_P(ProcessSetJobTest, EnqueueErrorsNameTheTensorTheSetAndTheRank) {
