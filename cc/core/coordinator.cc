@@ -41,10 +41,11 @@ std::string Disagreement(const std::string& name, const char* what, const std::v
 }  // namespace
 
 void Coordinator::Add(int rank, const Request& request, Clock::time_point now) {
-  // A set's tensors are keyed apart: disjoint sets may use the same names at once.
-  const std::string key = request.process_set_id == 0
-                              ? request.name
-                              : request.name + '\0' + std::to_string(request.process_set_id);
+  // A set's tensors are keyed apart: disjoint sets may use the same names at once. The
+  // global set's key is the name itself (no copy).
+  std::string set_key;
+  if (request.process_set_id != 0) set_key = request.name + '\0' + std::to_string(request.process_set_id);
+  const std::string& key = request.process_set_id == 0 ? request.name : set_key;
   auto it = pending_.find(key);
   if (it == pending_.end()) {
     Pending p;
@@ -278,7 +279,8 @@ std::vector<Response> Coordinator::TakeReady() {
     int64_t bytes = r.sizes.empty() ? 0 : r.sizes[0];
     std::ostringstream key;
     key << int(r.dtype) << "/" << int(r.reduce_op) << "/" << r.prescale << "/" << r.postscale
-        << "/" << r.device << "/" << r.process_set_id;
+        << "/" << r.device;
+    if (r.process_set_id != 0) key << "/ps" << r.process_set_id;  // fusion within one set
     auto it = open.find(key.str());
     if (it != open.end() && fused_bytes[it->second] + bytes <= fusion_threshold_) {
       Response& target = out[it->second];

@@ -32,6 +32,7 @@ Request MakeRequest(std::mt19937& rng, int i) {
   if (r.op == OpType::kAlltoall) {
     for (int p = 0; p < kWorld; ++p) r.splits.push_back(rng() % 10);
   }
+  r.process_set_id = static_cast<int32_t>(rng() % 3);  // 0: the global set
   return r;
 }
 
@@ -49,6 +50,12 @@ Response MakeResponse(std::mt19937& rng, int i) {
   for (int n = 0, k = rng() % (kWorld * kWorld + 1); n < k; ++n) r.sizes.push_back(static_cast<int64_t>(rng()) << 8);
   if (rng() % 2) {
     for (int p = 0; p < kWorld; ++p) r.ready_wait_s.push_back(static_cast<double>(rng() % 1000) / 8);
+  }
+  if (rng() % 2) {  // a process set: its id and sorted members
+    r.process_set_id = 1 + static_cast<int32_t>(rng() % 5);
+    for (int p = 0; p < kWorld; ++p) {
+      if (rng() % 2 || (p == kWorld - 1 && r.members.empty())) r.members.push_back(p);
+    }
   }
   if (r.kind == Response::Kind::kError) {
     r.error_code = ErrorCode::kMismatch;
@@ -74,6 +81,7 @@ void ExpectSameRequest(const Request& a, const Request& b) {
   EXPECT_EQ(a.postscale, b.postscale);
   EXPECT_EQ(a.shape, b.shape);
   EXPECT_EQ(a.splits, b.splits);
+  EXPECT_EQ(a.process_set_id, b.process_set_id);
 }
 
 // `decoded` came from `sent` over the wire: names sent as a known cache id arrive empty.
@@ -98,6 +106,8 @@ void ExpectSameResponse(const Response& decoded, const Response& sent) {
   EXPECT_EQ(a.postscale, b.postscale);
   EXPECT_EQ(a.sizes, b.sizes);
   EXPECT_EQ(a.ready_wait_s, b.ready_wait_s);
+  EXPECT_EQ(a.process_set_id, b.process_set_id);
+  EXPECT_EQ(a.members, b.members);
   EXPECT_EQ(a.error_code, b.error_code);
   EXPECT_EQ(a.error_message, b.error_message);
 }
@@ -351,6 +361,7 @@ TEST(MessagesTest, InvalidRequestFieldsAreRefused) {
   refused([](Request& r) { r.op = static_cast<OpType>(kNumOpTypes); }, "op");
   refused([](Request& r) { r.dtype = static_cast<DataType>(kNumDataTypes); }, "dtype");
   refused([](Request& r) { r.reduce_op = static_cast<ReduceOp>(kNumReduceOps); }, "reduce op");
+  refused([](Request& r) { r.process_set_id = -1; }, "negative process set id");
   // The root is checked against the receiver's world size.
   EXPECT_TRUE(DecodeOneRequest([](Request& r) { r.root = 1; }, 2).ok());
   EXPECT_FALSE(DecodeOneRequest([](Request& r) { r.root = 1; }, 1).ok());
@@ -376,6 +387,16 @@ TEST(MessagesTest, InvalidResponseFieldsAreRefused) {
   EXPECT_FALSE(decode([](Response& r) { r.ready_wait_s.assign(kWorld - 1, 0.5); }).ok());
   EXPECT_FALSE(decode([](Response& r) { r.ready_wait_s.assign(kWorld, -1.0); }).ok());
   EXPECT_FALSE(decode([](Response& r) { r.ready_wait_s.assign(kWorld, std::nan("")); }).ok());
+  // Process sets: a collective names its sorted, distinct members; the global set none.
+  EXPECT_TRUE(decode([](Response& r) { r.process_set_id = 2; r.members = {0, kWorld - 1}; }).ok());
+  EXPECT_FALSE(decode([](Response& r) { r.process_set_id = 2; }).ok());
+  EXPECT_FALSE(decode([](Response& r) { r.members = {0}; }).ok());
+  EXPECT_FALSE(decode([](Response& r) { r.process_set_id = -2; r.members = {0}; }).ok());
+  EXPECT_FALSE(decode([](Response& r) { r.process_set_id = 2; r.members = {1, 0}; }).ok());
+  EXPECT_FALSE(decode([](Response& r) { r.process_set_id = 2; r.members = {0, 0}; }).ok());
+  EXPECT_FALSE(decode([](Response& r) { r.process_set_id = 2; r.members = {kWorld}; }).ok());
+  // An error on an unknown set has the id and no members.
+  EXPECT_TRUE(decode([](Response& r) { r.kind = Response::Kind::kError; r.process_set_id = 9; }).ok());
 }
 
 TEST(MessagesTest, InvalidAbortIsRefused) {
