@@ -30,7 +30,7 @@ pytestmark = pytest.mark.multiprocess
 
 WORKER = os.path.join(REPO_ROOT, "tests", "workers", "elastic_train.py")
 THREE_HOSTS = "127.0.0.1:1,127.0.0.2:1,127.0.0.3:1"
-FAST = ("--discovery-interval-s", "0.2", "--start-timeout", "60")
+FAST = ("--discovery-interval-s", "0.2",)
 
 
 def _script():
@@ -161,16 +161,27 @@ def test_a_host_whose_worker_keeps_crashing_is_blacklisted_and_the_job_goes_on(t
     assert {f[1:] for f in finals.values()} == {(2, 4, 32)}, report  # never interrupted
 
 
-def test_below_min_np_the_job_ends_with_a_clear_error_after_the_timeout(tmp_path):
+@pytest.mark.parametrize("cooldown", [False, True], ids=["hopeless", "timeout"])
+def test_below_min_np_the_job_ends_with_a_clear_error(tmp_path, cooldown):
+    """Host 127.0.0.3's worker crashes, so 2 < --min-np 3 can run. Blacklisted for good on a
+    fixed host list, no third worker can ever come: the job ends at once. With a cooldown
+    the host may come back, so the driver waits --elastic-timeout first. Either way the
+    waiting workers are told why through the store (JobEndedError) and tfringrun exits 1."""
     cfg = {"mode": "fit", "epochs": 2, "commit_every": 1, "crash_hosts": ["127.0.0.3"]}
-    result = _run(["--min-np", "3", "-H", THREE_HOSTS, "--elastic-timeout", "3"], cfg, tmp_path, check=False)
+    extra = ["--blacklist-cooldown-range", "100", "100"] if cooldown else []
+    result = _run(["--min-np", "3", "-H", THREE_HOSTS, "--elastic-timeout", "3", *extra], cfg, tmp_path,
+                  check=False)
     report = format_job_output(result.stdout, result.stderr)
     assert result.returncode == 1, report
-    assert "2 worker(s) ready, below --min-np 3; waiting up to 3 s" in result.stderr, report
-    assert re.search(r"ending the elastic job: .*below --min-np 3", result.stderr), report
-    for w in ("w0", "w1"):  # the waiting workers learn why through the store, or are stopped
+    if cooldown:
+        assert "2 worker(s) ready, below --min-np 3; waiting up to 3 s" in result.stderr, report
+        reason = "only 2 worker(s) could run for 3 s (--elastic-timeout), below --min-np 3"
+    else:
+        reason = "2 worker(s) can ever run on the hosts left"
+    assert f"ending the elastic job: {reason}" in result.stderr, report
+    for w in ("w0", "w1"):
         out = rank_output(result.stdout + result.stderr, w)
-        assert "FINAL" not in out, report
+        assert f"JobEndedError: the elastic driver ended the job: {reason}" in out and "FINAL" not in out, report
 
 
 def test_custom_loop_with_tensorflow_keras_state_survives_a_lost_worker(tmp_path):

@@ -137,3 +137,68 @@ def test_outside_an_elastic_job_run_raises_at_once_and_commit_checks_nothing(mon
     state.epoch = 9
     state.restore()
     assert state.epoch == 4
+
+
+class _NoSignals:
+    def take(self):
+        return []
+
+
+def test_the_driver_re_forms_when_a_member_reports_its_generation_broken_without_any_exit(tmp_path):
+    """The runtime of a generation can break with every process alive (a network cut, a
+    remote peer frozen for a while): the members report it and the driver publishes the
+    same members again instead of waiting for an exit that never comes. Workers are plain
+    `sleep` processes; the test plays their side of the store protocol."""
+    import subprocess
+    import time
+
+    from tfring.runner.elastic_driver import ElasticJob, ElasticSettings
+    from tfring.runner.output import Output
+
+    server = _core.StoreServer("127.0.0.1", 0, SECRET)
+    store = _core.StoreClient("127.0.0.1", server.port, SECRET, 5.0)
+    procs = []
+
+    def start_worker(wid, host):
+        procs.append(subprocess.Popen(["sleep", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      start_new_session=True))
+        return procs[-1]
+
+    messages = []
+    output = Output()
+    output.message = messages.append  # the launcher's own lines; the workers print nothing
+    cfg = ElasticSettings(min_np=2, max_np=None, initial_np=None, reset_limit=None, elastic_timeout_s=30,
+                          discovery_interval_s=0.1, grace_period_s=1, stopped_limit_s=0, ready_timeout_s=30)
+    job = ElasticJob(output, store, discovery.FixedDiscovery([Host("127.0.0.1", 1), Host("127.0.0.2", 1)]),
+                     discovery.Blacklist(), start_worker, cfg)
+    result = {}
+    driver = threading.Thread(target=lambda: result.update(code=job.run(_NoSignals())), daemon=True)
+    driver.start()
+
+    def wait_for(condition, what):
+        deadline = time.monotonic() + 20
+        while not condition():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}: {messages}"
+            time.sleep(0.02)
+
+    try:
+        wait_for(lambda: len(procs) == 2, "two workers started")
+        for wid in ("w0", "w1"):
+            store.add(protocol.ready_key(wid), 1)
+        wait_for(lambda: store.add(protocol.CURRENT, 0) == 1, "generation 1")
+        store.add(protocol.broken_key(1), 1)  # w0 lost the job; nobody exited
+        wait_for(lambda: store.add(protocol.CURRENT, 0) == 2, "generation 2")
+        gen2 = protocol.Assignment.decode(store.get(protocol.assignment_key(2, "w1"), 1.0))
+        assert (gen2.slot.rank, gen2.slot.size) == (1, 2)
+        assert any("generation 2: 2 worker(s) (a worker found generation 1 broken)" in m for m in messages)
+        store.add(protocol.broken_key(1), 1)  # a late report about a generation already replaced
+        time.sleep(1.0)
+        assert store.add(protocol.CURRENT, 0) == 2
+    finally:
+        for p in procs:
+            p.kill()
+        driver.join(20)
+        server.stop()
+    # Both workers then died: both hosts are blacklisted for good, so the job ends at once.
+    assert result.get("code") == 1, messages
+    assert any(m.startswith("ending the elastic job: 0 worker(s) can ever run") for m in messages), messages

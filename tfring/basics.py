@@ -57,7 +57,12 @@ def init(process_sets=None, **settings):
             "tfring is already initialized; call tfring.shutdown() before init() with new "
             f"settings. Received: {settings}"
         )
-    _core.init({**_discovered(overrides), **overrides})
+    from tfring.elastic import worker as elastic_worker
+
+    if elastic_worker.worker_id() is not None and "TFRING_RANK" not in overrides:
+        elastic_worker.init_core(lambda found: _core.init({**found, **overrides}))
+    else:
+        _core.init({**_discovered(overrides), **overrides})
     _explicit_overrides = overrides
     _register_process_sets(process_sets)
     horovod_settings.warn_if_any()
@@ -81,14 +86,9 @@ def reinit():
 
 
 def _discovered(overrides):
-    """Identity and store: from the elastic driver's next generation (an elastic worker),
-    else from mpirun / srun when neither tfringrun nor the caller gave a rank."""
+    """Identity and store from mpirun / srun when neither tfringrun nor the caller gave a rank."""
     if "TFRING_RANK" in overrides:
         return {}
-    from tfring.elastic import worker as elastic_worker
-
-    if elastic_worker.worker_id() is not None:
-        return elastic_worker.join_settings()
     from tfring import environment_discovery
 
     return environment_discovery.discover() or {}

@@ -16,6 +16,10 @@ starting therefore never holds up the running ones.
 Keys (all under ``elastic/``):
   ``ready/<worker>``     counter: 1 once the worker waits for its first generation
   ``current``            counter: the latest published generation (0: none yet)
+  ``broken/<g>``         counter: how many workers found generation g broken (a member lost
+                         while training, or a rendezvous that failed); the driver re-forms
+                         the job when it is above 0 for the current generation, even if no
+                         process exited (a frozen remote peer, a network cut)
   ``gen/<g>/<worker>``   JSON assignment of ``worker`` in generation g
   ``ended``              counter: 1 once the driver has ended the job
   ``end_reason``         why it ended (text), written before ``ended``
@@ -35,6 +39,10 @@ END_REASON = "elastic/end_reason"
 
 def ready_key(worker):
     return f"elastic/ready/{worker}"
+
+
+def broken_key(generation):
+    return f"elastic/broken/{generation}"
 
 
 def assignment_key(generation, worker):

@@ -21,7 +21,7 @@ import sys
 
 from tfring import _core, basics, errors
 from tfring.elastic import worker
-from tfring.elastic.exceptions import HostsUpdatedInterrupt, JobEndedError
+from tfring.elastic.exceptions import HostsUpdatedInterrupt
 
 
 def _say(text):
@@ -48,27 +48,21 @@ def _first_line(exc):
     return f"{type(exc).__name__}: {(ours or lines or [''])[0]}"[:300]
 
 
-def reset():
+def reset(lost_member=False):
     """Leaves the current generation and joins the next one (blocking: until the driver
-    publishes it, bounded by TFRING_ELASTIC_TIMEOUT_S). When the rendezvous of a generation
-    fails (a member died or froze during it), joins the one after: the driver publishes it
-    once it has seen that member go.
+    publishes it, bounded by TFRING_ELASTIC_TIMEOUT_S). ``lost_member``: this generation
+    lost a member; the driver is told, so it re-forms the job even when no process exited
+    (a frozen remote peer, a cut network). A failed rendezvous is retried with the next
+    generation (``worker.init_core``).
 
     Raises:
       JobEndedError: the driver ended the job, left this worker out, or published no new
         generation in time.
     """
     basics.shutdown()
-    while True:
-        try:
-            basics.reinit()
-            return
-        except JobEndedError:
-            raise
-        except errors.TfringError as e:
-            _say(f"joining generation {worker.joined_generation()} failed ({_first_line(e)}); "
-                 "waiting for the next one")
-            basics.shutdown()
+    if lost_member:
+        worker.report_broken()
+    basics.reinit()
 
 
 def run_fn(func, reset_fn=reset):
@@ -76,10 +70,10 @@ def run_fn(func, reset_fn=reset):
 
     @functools.wraps(func)
     def wrapper(state, *args, **kwargs):
-        reset_required = False
+        reset_required = lost_member = False
         while True:
             if reset_required:
-                reset_fn()
+                reset_fn(lost_member=lost_member)
                 _say(f"rank {basics.rank()} of {basics.size()} after the reset; syncing the state from rank 0")
                 state.on_reset()
             try:
@@ -87,11 +81,13 @@ def run_fn(func, reset_fn=reset):
                 return func(state, *args, **kwargs)
             except HostsUpdatedInterrupt:
                 _say("the driver published a new membership; re-forming the job at this commit")
+                lost_member = False
             except Exception as e:
                 if not lost_job_member(e):
                     raise
                 _say(f"rank {basics.rank()} lost the job ({_first_line(e)}); restoring the last commit")
                 state.restore()
+                lost_member = True
             reset_required = True
 
     return wrapper

@@ -87,7 +87,7 @@ def join_settings(timeout_s=None):
                 if _joined == 0:
                     continue  # a new worker: a generation formed before it was ready; wait for the next
                 raise JobEndedError(f"worker {me} is not part of generation {generation} of the job "
-                                    "(its host was removed or blacklisted)") from None
+                                    "(the driver removed it: its host is no longer listed)") from None
             assignment = protocol.Assignment.decode(data)
             _joined = generation
             base = os.environ.get("TFRING_JOB_ID", "default")
@@ -100,6 +100,34 @@ def join_settings(timeout_s=None):
                 f"worker {me} waited {timeout_s:g} s for generation {_joined + 1} of the elastic job "
                 "(TFRING_ELASTIC_TIMEOUT_S); the driver published none")
         time.sleep(POLL_S)
+
+
+def report_broken():
+    """Tells the driver that the generation this worker joined cannot go on (it lost a
+    member, or its rendezvous failed), so it re-forms the job even when no process exited."""
+    if _joined:
+        _store().add(protocol.broken_key(_joined), 1)
+
+
+def init_core(core_init):
+    """Joins the next generation that includes this worker and calls ``core_init(settings)``
+    for it; when that rendezvous fails (a member died or froze during it, or did not come in
+    TFRING_START_TIMEOUT_S), reports the generation broken and joins the next one.
+
+    Raises:
+      JobEndedError: from ``join_settings``; errors of the store itself propagate too.
+    """
+    while True:
+        settings = join_settings()
+        try:
+            core_init(settings)
+            return
+        except errors.TfringError as e:
+            lines = [line for line in str(e).splitlines() if line.strip()]
+            print(f"tfring elastic: the rendezvous of generation {_joined} failed "
+                  f"({type(e).__name__}: {lines[0] if lines else ''}); waiting for the next one",
+                  file=sys.stderr, flush=True)
+            report_broken()
 
 
 def reset_for_tests():

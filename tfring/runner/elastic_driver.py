@@ -21,8 +21,13 @@ Policy:
 - Fewer than ``--min-np`` possible workers: wait up to ``--elastic-timeout`` for hosts; then
   end the job (the reason goes to the workers through the store and to the console), exit 1.
   More than ``--reset-limit`` re-formations end the job the same way.
-- Once a worker exits 0 the job is finishing: no more generations; the job exits 0 when
-  every worker has, else with the first later failure's code.
+- A member that finds the running generation broken (a lost peer, a failed rendezvous)
+  reports it through the store; the driver then re-forms the job with the same live
+  workers even if no process exited (a frozen remote peer, a network cut).
+- Once a worker exits 0 the job is finishing: no more generations, waiting workers are
+  told so; the job exits 0 when every worker has, else with the first later failure's
+  code (the others are stopped then).
+- Every SIGTERM the driver sends is followed by SIGKILL after the grace period.
 - SIGINT/SIGTERM/SIGHUP go to every worker (SIGKILL after the grace period); exit 128+N.
 
 Every wait is bounded. Main thread only; one waiter thread per worker reports its exit
@@ -43,6 +48,8 @@ from tfring.runner.stopped import stop_signal
 from tfring.runner.supervisor import describe_exit, exit_status, killpg, signal_worker
 
 TICK_S = 0.05
+END_NOTICE_S = 1.0  # between telling the workers why the job ends and SIGTERM
+BROKEN_SETTLE_S = 0.5  # after a worker reports its generation broken, before re-forming
 STOPPED_CHECK_S = 0.25
 KILL_WAIT_S = 5.0
 
@@ -58,6 +65,8 @@ class ElasticWorker:
     returncode: int = None
     removed: bool = False  # left out of the newest generation: stopped by the driver
     leave_by: float = None  # removed but still in the running generation: SIGTERM at this time
+    kill_at: float = None  # sent SIGTERM: SIGKILL at this time if it is still running
+    killed_at: float = None  # when it was sent SIGKILL
     ready: bool = False  # it waits for a generation (protocol.ready_key)
 
     @property
@@ -117,7 +126,9 @@ class ElasticJob:
         self.end_reason = None
         self.first_signal = None
         self.failure_after_finish = None
-        self._kill_at = None
+        self._stop_at = None  # _end: SIGTERM to every worker at this time
+        self._form_not_before = 0.0
+        self._force = False  # re-form even with the same members (a worker found the generation broken)
         self._stopped_since = {}
         self._next_stopped_check = 0.0
 
@@ -131,7 +142,7 @@ class ElasticJob:
     def _members(self):
         """Live workers that can be in the next generation, current members first (in rank
         order, so the lowest surviving rank becomes rank 0), then the newly ready ones."""
-        ready = [w for w in self._live() if w.ready]
+        ready = [w for w in self._live() if w.ready and not _frozen(w)]
         return sorted(ready, key=lambda w: (w.rank is None, w.rank if w.rank is not None else int(w.wid[1:])))
 
     def _pending(self):
@@ -167,6 +178,7 @@ class ElasticJob:
                 self.finishing = True
                 self.output.message(f"{worker.describe(self._size_of)} finished; no more re-formations, "
                                     "waiting for the other workers to finish")
+                self._tell_workers(f"{worker.wid} finished training; the job re-forms no more")
                 self._stop_newcomers()
             return
         if worker.rank is None:
@@ -176,7 +188,8 @@ class ElasticJob:
             if self.failure_after_finish is None:
                 self.failure_after_finish = worker
                 self.output.message(f"{worker.describe(self._size_of)} {describe_exit(code)} after another "
-                                    "worker had finished")
+                                    "worker had finished; stopping the others")
+                self._stop_all(signal.SIGTERM)
             return
         self._lost(worker, describe_exit(code))
 
@@ -194,7 +207,7 @@ class ElasticJob:
             if w.rank is None:
                 w.removed = True
                 self.output.message(f"stopping {w.describe(self._size_of)}: the job is finishing")
-                _signal(w, signal.SIGTERM)
+                self._terminate(w)
 
     def _watch_stopped(self, now):
         """Kills a local worker stopped for ``stopped_limit_s`` (frozen: its peers lose it,
@@ -225,6 +238,11 @@ class ElasticJob:
         for w in self._live():
             if w.host not in listed:
                 self._remove(w, now)
+        for w in self.workers:  # listed again before anything was done about it: it stays
+            if w.removed and w.returncode is None and w.leave_by is None and w.kill_at is None \
+                    and w.rank is not None and w.host in listed:
+                w.removed = False
+                self.output.message(f"host {w.host} is listed again; {w.describe(self._size_of)} stays")
 
     def _remove(self, w, now):
         """Leaves ``w`` (whose host is no longer listed) out of the next generation. A member
@@ -235,19 +253,44 @@ class ElasticJob:
         where = f"host {w.host} is no longer listed by the {self.discovery.describe()}"
         if w.rank is None:
             self.output.message(f"{where}; stopping {w.describe(self._size_of)}")
-            _signal(w, signal.SIGTERM)
+            self._terminate(w)
             return
-        w.leave_by = now + self.cfg.ready_timeout_s
-        self.output.message(f"{where}; {w.describe(self._size_of)} leaves at the job's next commit (SIGTERM in "
-                            f"{self.cfg.ready_timeout_s:g} s if it is still running then)")
+        self.output.message(f"{where}; {w.describe(self._size_of)} leaves at the job's next commit once a "
+                            "generation without it is published")
         self._change = f"host {w.host} removed"
 
     def _stop_leavers(self, now):
+        """SIGTERM to removed workers that have not left by their time; SIGKILL to any
+        worker still running ``grace_period_s`` after its SIGTERM."""
         for w in self.workers:
-            if w.leave_by is not None and w.returncode is None and now >= w.leave_by:
+            if w.returncode is not None:
+                continue
+            if w.leave_by is not None and now >= w.leave_by:
                 w.leave_by = None
                 self.output.message(f"{w.describe(self._size_of)} has not left; stopping it")
-                _signal(w, signal.SIGTERM)
+                self._terminate(w)
+            elif w.kill_at is not None and now >= w.kill_at:
+                w.kill_at = float("inf")
+                if self.verbose or self.end_reason is None and self.first_signal is None:
+                    self.output.message(f"{w.describe(self._size_of)} is still running {self.cfg.grace_period_s:g} s "
+                                        "after SIGTERM; killing it")
+                _signal(w, signal.SIGKILL)
+                w.killed_at = now
+
+    def _terminate(self, w):
+        _signal(w, signal.SIGTERM)
+        w.kill_at = time.monotonic() + self.cfg.grace_period_s
+
+    def _check_broken(self):
+        """A member that found the running generation broken (it lost a peer, or the
+        rendezvous failed) asks for a new one, whether or not a process exited."""
+        if self.generation and not self.finishing and self._change is None \
+                and self.store.add(protocol.broken_key(self.generation), 0):
+            self._change = f"a worker found generation {self.generation} broken"
+            self._force = True
+            # Let an exit that caused it arrive first, so the next generation leaves the
+            # dead worker out instead of waiting for it in a rendezvous.
+            self._form_not_before = time.monotonic() + BROKEN_SETTLE_S
 
     def _check_ready(self, now):
         """Marks started workers that became ready; kills one not ready in time."""
@@ -276,7 +319,7 @@ class ElasticJob:
 
     # ---- generations ------------------------------------------------------------------
     def _form_generation(self, now):
-        if self._change is None or self.finishing or self.end_reason is not None:
+        if self._change is None or self.finishing or self.end_reason is not None or now < self._form_not_before:
             return
         if self.generation == 0 and self._pending():
             return  # the first generation waits for every first worker (bounded by ready_timeout_s)
@@ -285,7 +328,7 @@ class ElasticJob:
             self._below_min_np(now, len(members))
             return
         self._waiting_since = None
-        if (self.generation > 0 and all(w.generation == self.generation for w in members)
+        if (not self._force and self.generation > 0 and all(w.generation == self.generation for w in members)
                 and len(members) == self._sizes.get(self.generation)):
             self._change = None  # the same membership: nothing to re-form
             return
@@ -300,10 +343,10 @@ class ElasticJob:
             self._waiting_since = now
             self.output.message(f"{ready} worker(s) ready, below --min-np {self.cfg.min_np}; waiting up to "
                                 f"{self.cfg.elastic_timeout_s:g} s (--elastic-timeout) for more")
-        if (not self._live() and not self._free_slots(now) and self.blacklist.permanent()
-                and isinstance(self.discovery, FixedDiscovery)):
-            self._end(f"no worker is left and every host of the job is blacklisted ({self.discovery.describe()}): "
-                      f"fewer than --min-np {self.cfg.min_np} workers can ever run")
+        possible = len(self._live()) + len(self._free_slots(now))
+        if possible < self.cfg.min_np and self.blacklist.permanent() and isinstance(self.discovery, FixedDiscovery):
+            self._end(f"{possible} worker(s) can ever run on the hosts left ({self.discovery.describe()}, the others "
+                      f"blacklisted), fewer than --min-np {self.cfg.min_np}")
         elif now - self._waiting_since > self.cfg.elastic_timeout_s:
             self._end(f"only {ready} worker(s) could run for {self.cfg.elastic_timeout_s:g} s "
                       f"(--elastic-timeout), below --min-np {self.cfg.min_np}")
@@ -317,11 +360,17 @@ class ElasticJob:
         if published != g:
             raise RuntimeError(f"the elastic store's generation is {published}, expected {g}: is another "
                                "driver using this store?")
+        now = time.monotonic()
+        for w in self.workers:  # removed members leave at the next commit; SIGTERM if they have not
+            if w.removed and w.returncode is None and w.rank is not None and w.leave_by is None \
+                    and w.kill_at is None:
+                w.leave_by = now + self.cfg.ready_timeout_s
         self.generation = g
         self._sizes[g] = len(members)
         for rank, w in enumerate(members):
             w.generation, w.rank = g, rank
         self._change = None
+        self._force = False
         plan = ", ".join(f"{w.rank}={w.wid}@{w.host}" for w in members)
         self.output.message(f"generation {g}: {len(members)} worker(s) ({reason}); ranks {plan}")
 
@@ -342,26 +391,31 @@ class ElasticJob:
             self.output.message(f"{w.describe(self._size_of)} started")
 
     def _end(self, reason):
-        """Ends the job: tells the workers why (through the store), stops them."""
+        """Ends the job: tells the workers why (through the store), then stops them after
+        ``END_NOTICE_S`` (waiting workers read the reason and exit by themselves)."""
         self.end_reason = reason
         self.output.message(f"ending the elastic job: {reason}")
+        self._tell_workers(reason)
+        self._stop_at = time.monotonic() + END_NOTICE_S
+
+    def _tell_workers(self, reason):
+        """Workers waiting for a generation raise JobEndedError with ``reason``."""
         try:
             self.store.set(protocol.END_REASON, reason.encode())
             self.store.add(protocol.ENDED, 1)
-        except Exception as e:  # noqa: BLE001 - the store is ours; report and stop anyway
+        except Exception as e:  # noqa: BLE001 - the store is ours; report and go on
             self.output.message(f"could not tell the workers through the store: {e}")
-        self._stop_all(signal.SIGTERM)
 
     def _stop_all(self, signum):
+        """``signum`` to every running worker; SIGKILL follows after the grace period."""
+        deadline = time.monotonic() + self.cfg.grace_period_s
         for w in self._running():
             _signal(w, signum)
-        if self._kill_at is None:
-            self._kill_at = time.monotonic() + self.cfg.grace_period_s
+            w.kill_at = min(w.kill_at or deadline, deadline)
 
     # ---- main loop ----------------------------------------------------------------------
     def run(self, relay):
         """Supervises until the job ends. Returns the launcher's exit code."""
-        kill_sent = None
         while True:
             for signum in relay.take():
                 self._on_signal(signum)
@@ -375,19 +429,17 @@ class ElasticJob:
             except queue.Empty:
                 pass
             now = time.monotonic()
+            self._stop_leavers(now)
+            if self._gave_up(now):
+                break
             if ending:
-                if self._kill_at is not None and now >= self._kill_at and kill_sent is None:
-                    for w in self._running():
-                        _signal(w, signal.SIGKILL)
-                    kill_sent = now
-                if kill_sent is not None and now - kill_sent > KILL_WAIT_S:
-                    self.output.message(f"{len(self._running())} worker(s) still running {KILL_WAIT_S:g} s after "
-                                        "SIGKILL; giving up")
-                    break
+                if self._stop_at is not None and now >= self._stop_at:
+                    self._stop_at = None
+                    self._stop_all(signal.SIGTERM)
                 continue
             self._watch_stopped(now)
-            self._stop_leavers(now)
             self._check_ready(now)
+            self._check_broken()
             self._discover(now)
             self._grow(now)
             self._form_generation(now)
@@ -400,11 +452,20 @@ class ElasticJob:
             return exit_status(self.failure_after_finish.returncode) or 1
         return 0
 
+    def _gave_up(self, now):
+        """True (and says so) when a worker survived SIGKILL for ``KILL_WAIT_S``."""
+        stuck = [w for w in self._running() if w.killed_at is not None and now - w.killed_at > KILL_WAIT_S]
+        if stuck:
+            self.output.message(", ".join(w.wid for w in stuck) + f" still running {KILL_WAIT_S:g} s after SIGKILL; "
+                                "giving up")
+        return bool(stuck)
+
     def _on_signal(self, signum):
         if self.first_signal is not None or self.end_reason is not None:
             self.output.message(f"got {signal_name(signum)} again; killing every worker now")
             for w in self._running():
                 _signal(w, signal.SIGKILL)
+                w.killed_at = w.killed_at or time.monotonic()
             return
         self.first_signal = signum
         self.output.message(f"got {signal_name(signum)}; passing it on to {len(self._running())} worker(s), "
@@ -415,6 +476,11 @@ class ElasticJob:
         for w in self.workers:
             if not hasattr(w.proc, "signal_group"):
                 killpg(w.pid, signal.SIGKILL)
+
+
+def _frozen(worker):
+    """A local worker stopped by a signal right now (it would hold up a rendezvous)."""
+    return not hasattr(worker.proc, "signal_group") and stop_signal(worker.pid) is not None
 
 
 def _signal(worker, signum):

@@ -24,6 +24,9 @@ from tfring.runner.signals import SignalRelay
 STORE_STOP_S = 5.0
 DRAIN_OUTPUT_S = 2.0
 TIMEOUT_MARGIN_S = 30.0  # workers wait this much longer than the driver for a generation
+# A generation's rendezvous, unless TFRING_START_TIMEOUT_S is set: a member that died during
+# it costs at most this much before the others join the next generation.
+RENDEZVOUS_TIMEOUT_S = 30.0
 
 
 def _discovery(ns, report):
@@ -46,6 +49,7 @@ def _discovery(ns, report):
 def _worker_env(base, job_settings, store, wid, host, timeout_s):
     env = {k: v for k, v in base.items()
            if k not in settings_lib.IDENTITY and not k.startswith("HOROVOD_")}
+    env["TFRING_START_TIMEOUT_S"] = f"{RENDEZVOUS_TIMEOUT_S:g}"  # unless the job sets it (next line)
     env.update({name: value for name, (value, _) in job_settings.items()})
     env.update(store.env())
     env[protocol.WORKER_ENV] = wid
@@ -64,6 +68,10 @@ class _Starter:
         self._remote = {}
 
     def __call__(self, wid, host):
+        if not hosts_lib.is_local(host) and self.store.address.startswith(("127.", "[::1]")):
+            raise OSError(f"host {host} is not this machine, but the job's store and workers listen on "
+                          f"{self.store.address}, which {host} cannot reach: start tfringrun with "
+                          "--network-interface IFACE (or list a remote host from the first discovery)")
         if hosts_lib.is_local(host):
             env = _worker_env(os.environ, self.job_settings, self.store, wid, host, self.timeout_s)
             return self._local.spawn(self.ns.command, env)

@@ -104,6 +104,10 @@ class TensorFlowKerasState(TensorFlowState):
     """
 
     def __init__(self, model, optimizer=None, backward_passes_per_step=1, **kwargs):
+        if not getattr(model, "built", False):
+            raise ValueError("TensorFlowKerasState needs a built model (its variables are the state): give it a "
+                             "keras.Input, or call model.build(input_shape), before creating the state. "
+                             f"Received: an unbuilt {type(model).__name__}")
         self.model = model
         self.optimizer = optimizer if optimizer is not None else getattr(model, "optimizer", None)
         self.backward_passes_per_step = backward_passes_per_step
@@ -116,6 +120,12 @@ class TensorFlowKerasState(TensorFlowState):
             if not opt.built:
                 opt.build(self.model.trainable_variables)
             variables += list(opt.variables)
+            # DistributedOptimizer(backward_passes_per_step=N): the local sums and their
+            # counter are state too (a restore must drop uncommitted sums; a new worker must
+            # count like the others).
+            accumulator = getattr(opt, "_tfring_accumulator", None)
+            if accumulator is not None and accumulator.built:
+                variables += [accumulator.counter, *accumulator.slots]
         return variables
 
     def on_reset(self):
