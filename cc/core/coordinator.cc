@@ -194,9 +194,8 @@ Response Coordinator::Validate(const std::string& name, const Pending& p) const 
   auto num = [](auto v) { std::ostringstream os; os << v; return os.str(); };
   auto device_name = [](int32_t d) { return d < 0 ? std::string("CPU") : "GPU:" + std::to_string(d); };
 
-  std::string err = Disagreement(name, "the process set id", reqs, present,
-                                 +[](const Request& r) { return r.process_set_id; }, num);
-  if (err.empty()) err = Disagreement(name, "the operation", reqs, present, +[](const Request& r) { return r.op; }, op_name);
+  std::string err = Disagreement(name, "the operation", reqs, present,
+                                 +[](const Request& r) { return r.op; }, op_name);
   if (err.empty()) err = Disagreement(name, "the dtype", reqs, present, +[](const Request& r) { return r.dtype; }, dtype_name);
   // Host memory or GPU must agree; GPU ordinals may differ (each rank drives its own GPU;
   // the response carries rank 0's as the label of the communicator every rank uses).

@@ -29,7 +29,7 @@
 
 namespace tfring {
 
-// Every field equal (name included).
+// Every field equal (name and process set included).
 bool SameRequest(const Request& a, const Request& b);
 
 // Rank 0's side: which ids exist, and every rank's request under each.

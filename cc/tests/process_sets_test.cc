@@ -11,6 +11,7 @@
 
 #include "coordinator.h"
 #include "messages.h"
+#include "response_cache.h"
 #include "runtime.h"
 #include "runtime_job.h"
 #include "test_util.h"
@@ -198,6 +199,14 @@ TEST_F(SetCoordinatorTest, StallNamesMissingMembersOnly) {
   ASSERT_EQ(stalled.size(), 1u);
   EXPECT_EQ(stalled[0].submitted_ranks, (std::vector<int>{0}));
   EXPECT_EQ(stalled[0].missing_ranks, (std::vector<int>{2}));
+}
+
+TEST(ProcessSetCacheTest, ASetsRequestIsNeverSentAsACachedGlobalOne) {
+  RequestCache cache;
+  Request global = OnSet("grad", 0);
+  TFRING_ASSERT_OK(cache.Remember(5, global));
+  EXPECT_EQ(cache.Lookup(global), 5);
+  EXPECT_EQ(cache.Lookup(OnSet("grad", 1)), -1);  // same name and shape, another set
 }
 
 TEST(ProcessSetMessagesTest, SetFieldsRoundTripAndBadMembersAreRefused) {
