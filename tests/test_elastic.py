@@ -246,3 +246,56 @@ def test_the_example_goes_on_when_a_worker_is_killed_mid_training():
     accuracy = float(re.search(r"Test accuracy: ([\d.]+) \(world size 2 at the end\)", output).group(1))
     assert accuracy > 0.9, output
     assert "reset: rank 1 of 2, learning rate 0.002" in output, output  # the reset callback scaled it
+
+
+PROCESS_SET_SCRIPT = """
+import os, signal
+import tensorflow as tf
+tf.config.threading.set_intra_op_parallelism_threads(1)
+tf.config.threading.set_inter_op_parallelism_threads(1)
+import tfring.tensorflow as hvd
+
+hvd.init()
+worker = os.environ["TFRING_ELASTIC_WORKER"]
+sets = {}
+
+
+def make_sets():
+    sets["pair"] = hvd.add_process_set([0, 1])
+    print(f"SETS worker={worker} rank={hvd.rank()} size={hvd.size()} id={sets['pair'].process_set_id}", flush=True)
+
+
+make_sets()
+state = hvd.elastic.ObjectState(step=0)
+state.register_reset_callbacks([make_sets])
+
+
+@hvd.elastic.run
+def train(state):
+    while state.step < 12:
+        if hvd.rank() in (0, 1):
+            pair = hvd.allreduce(tf.ones(1), op=hvd.Sum, process_set=sets["pair"]).numpy()[0]
+            assert pair == 2.0, pair
+        total = hvd.allreduce(tf.ones(1), op=hvd.Sum).numpy()[0]
+        state.step += 1
+        state.commit()
+        if worker == "w2" and state.step == 5:
+            os.kill(os.getpid(), signal.SIGKILL)
+    return total
+
+
+total = train(state)
+print(f"DONE worker={worker} rank={hvd.rank()} size={hvd.size()} total={total} step={state.step}", flush=True)
+"""
+
+
+def test_process_sets_are_added_again_in_a_reset_callback():
+    """docs/elastic.md's recipe: sets do not survive a reset; a reset callback adds them
+    again (a collective every rank makes there) and collectives on them go on."""
+    result = run_launcher(["-np", "3", "--min-np", "2", "-H", THREE_HOSTS, *FAST], PROCESS_SET_SCRIPT, timeout=150)
+    report = format_job_output(result.stdout, result.stderr)
+    assert "generation 2: 2 worker(s) (lost rank 2 on host 127.0.0.3)" in result.stderr, report
+    for w in ("w0", "w1"):
+        out = rank_output(result.stdout, w)
+        assert f"SETS worker={w} rank={w[1]} size=2 id=1" in out, report
+        assert f"DONE worker={w} rank={w[1]} size=2 total=2.0 step=12" in out, report
