@@ -75,7 +75,8 @@ STRATEGIES = frozenset({
 DISTRIBUTED_OPTIMIZER_UNSUPPORTED_KEYWORDS = {
     "num_groups": "tfring fuses by size (TFRING_FUSION_THRESHOLD), not by groups: drop it",
     "groups": "tfring fuses by size (TFRING_FUSION_THRESHOLD), not by groups: drop it",
-    "scale_local_gradients": "tfring has no local (non-reduced) gradients to scale: drop it",
+    "scale_local_gradients": "tfring.keras.DistributedOptimizer takes it (local variables: register_local_var); "
+                             "the TF1 tfring.tensorflow.DistributedOptimizer has no local variables: drop it there",
 }
 
 # Fully qualified names that no longer exist in TF 2.21 / Keras 3, and the manual fix.
