@@ -237,3 +237,29 @@ def test_tf_values_gradients_tape_and_keras_optimizer_on_a_set():
     for r in range(3):
         assert f"VALUES-OK eager {r}" in result.stdout and f"VALUES-OK function {r}" in result.stdout, result.stdout
         assert f"SCATTER-OK {r}" in result.stdout and f"RANK-OK {r}" in result.stdout, result.stdout
+
+
+BAD_ADD_SCRIPT = """
+import tfring
+from tfring import process_sets
+tfring.init()
+mine = [0, 7] if tfring.rank() == 1 else [0, 1]          # rank 1 asks for a rank the job lacks
+try:
+    process_sets.add_process_set(mine)
+except ValueError as e:
+    print("ADD_FAILED", tfring.rank(), e, flush=True)
+s = process_sets.ProcessSet([0, 1])
+kept = {s: "kept"}
+process_sets.add_process_set(s)                              # the id changes; the dict still finds it
+print("HASH_OK", tfring.rank(), kept[s], flush=True)
+tfring.barrier()
+"""
+
+
+def test_a_bad_add_on_one_rank_fails_every_rank_at_once_and_sets_hash_by_ranks():
+    result = run_job(2, BAD_ADD_SCRIPT, timeout=60, env={"TFRING_TIMEOUT_S": "600"})
+    assert "ADD_FAILED 1 a process set needs ranks in 0..1. Received: [0, 7]" in result.stdout, result.stdout
+    assert "ADD_FAILED 0 add_process_set() is collective" in result.stdout, result.stdout
+    assert "rank(s) [1] differ from rank 0" in result.stdout, result.stdout
+    for r in (0, 1):
+        assert f"HASH_OK {r} kept" in result.stdout, result.stdout

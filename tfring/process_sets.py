@@ -87,7 +87,9 @@ class ProcessSet:
             self.process_set_id == other.process_set_id
 
     def __hash__(self):
-        return hash((tuple(self.ranks or ()), self.process_set_id))
+        # The ranks only: the id changes when the set is added or removed, and an object kept
+        # in a dict or set must stay findable (equal objects still hash equal).
+        return hash(tuple(self.ranks or ()))
 
     def __repr__(self):
         return f"ProcessSet(process_set_id={self.process_set_id}, ranks={self.ranks})"
@@ -182,13 +184,18 @@ def add_process_set(process_set):
     """
     if not isinstance(process_set, ProcessSet):
         process_set = ProcessSet(process_set)
-    if process_set.process_set_id is not None:
-        raise ValueError(f"{process_set!r} is already registered")
     size = _core.size()
-    bad = [r for r in process_set.ranks if r < 0 or r >= size]
-    if bad or not process_set.ranks:
-        raise ValueError(f"a process set needs ranks in 0..{size - 1}. Received: {process_set.ranks}")
-    _check_same("add_process_set()", "ranks", _exchange("add", process_set.ranks))
+    problem = None
+    if process_set.process_set_id is not None:
+        problem = f"{process_set!r} is already registered"
+    elif not process_set.ranks or any(r < 0 or r >= size for r in process_set.ranks):
+        problem = f"a process set needs ranks in 0..{size - 1}. Received: {process_set.ranks}"
+    # Even a bad request takes part in the exchange (as [-1]): the other ranks then fail at
+    # once naming this one, instead of waiting for it until TFRING_TIMEOUT_S.
+    by_rank = _exchange("add", [-1] if problem else process_set.ranks)
+    if problem:
+        raise ValueError(problem)
+    _check_same("add_process_set()", "ranks", by_rank)
     with _lock:
         pid = _next_id[0]
         _next_id[0] += 1
