@@ -43,6 +43,16 @@ def _run(launcher_args, cfg, tmp_path, timeout=150, check=True):
                         script_args=(json.dumps(cfg), str(tmp_path)))
 
 
+def _discovery(tmp_path, hosts):
+    """A hosts file holding ``hosts`` and a discovery script printing it: (file, script)."""
+    hosts_file = tmp_path / "hosts.txt"
+    hosts_file.write_text(hosts)
+    script = tmp_path / "discover.sh"
+    script.write_text(f"#!/bin/sh\ncat {hosts_file}\n")
+    script.chmod(0o755)
+    return hosts_file, script
+
+
 def _finals(result):
     """{worker: (rank, size, epoch, iterations)} from the FINAL lines."""
     out = {}
@@ -104,11 +114,7 @@ def test_a_frozen_worker_is_killed_after_the_peer_timeout_and_the_job_goes_on(tm
 
 
 def test_discovery_adds_a_host_and_the_new_worker_starts_from_synced_state(tmp_path):
-    hosts_file = tmp_path / "hosts.txt"
-    hosts_file.write_text("127.0.0.1\n127.0.0.2\n")
-    script = tmp_path / "discover.sh"
-    script.write_text(f"#!/bin/sh\ncat {hosts_file}\n")
-    script.chmod(0o755)
+    hosts_file, script = _discovery(tmp_path, "127.0.0.1\n127.0.0.2\n")
     # Generation 1 runs slowly (0.25 s per batch, 80 batches at most) until the new worker,
     # which imports TF first, is ready and joins at the next commit.
     cfg = {"mode": "fit", "epochs": 10, "commit_every": 1, "slow_until_generation": 2, "slow_s": 0.25,
@@ -125,11 +131,7 @@ def test_discovery_adds_a_host_and_the_new_worker_starts_from_synced_state(tmp_p
 
 
 def test_a_host_the_discovery_script_drops_leaves_at_the_next_commit_without_loss(tmp_path):
-    hosts_file = tmp_path / "hosts.txt"
-    hosts_file.write_text("127.0.0.1\n127.0.0.2\n127.0.0.3\n")
-    script = tmp_path / "discover.sh"
-    script.write_text(f"#!/bin/sh\ncat {hosts_file}\n")
-    script.chmod(0o755)
+    hosts_file, script = _discovery(tmp_path, "127.0.0.1\n127.0.0.2\n127.0.0.3\n")
     cfg = {"mode": "fit", "epochs": 4, "commit_every": 1, "slow_until_generation": 2, "slow_s": 0.2,
            "shrink_file": str(hosts_file), "shrink_host": "127.0.0.2"}
     result = _run(["--min-np", "2", "--max-np", "3", "--host-discovery-script", str(script)], cfg, tmp_path)

@@ -3,6 +3,14 @@
 from tfring import errors
 
 
+def describe(exc):
+    """``Type: line`` for a log message: tfring's own line of the message (a TF op error
+    buries it under "Graph execution error:" and the node), else its first line."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    ours = [line for line in lines if line.startswith("tfring")]
+    return f"{type(exc).__name__}: {(ours or lines or [''])[0]}"[:300]
+
+
 class HostsUpdatedInterrupt(RuntimeError):
     """Raised by ``state.commit()`` / ``state.check_host_updates()`` on every rank at the same
     commit when the driver has published a new membership (a host added or removed). The

@@ -21,7 +21,7 @@ import sys
 
 from tfring import _core, basics, errors
 from tfring.elastic import worker
-from tfring.elastic.exceptions import HostsUpdatedInterrupt
+from tfring.elastic.exceptions import HostsUpdatedInterrupt, describe
 
 
 def _say(text):
@@ -38,14 +38,6 @@ def lost_job_member(exc):
     except errors.TfringError:
         return True
     return False
-
-
-def _first_line(exc):
-    """The exception's type and its most telling line: tfring's own (a TF op error buries it
-    under "Graph execution error:" and the node), else the first."""
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    ours = [line for line in lines if line.startswith("tfring")]
-    return f"{type(exc).__name__}: {(ours or lines or [''])[0]}"[:300]
 
 
 def reset(lost_member=False):
@@ -85,7 +77,7 @@ def run_fn(func, reset_fn=reset):
             except Exception as e:
                 if not lost_job_member(e):
                     raise
-                _say(f"rank {basics.rank()} lost the job ({_first_line(e)}); restoring the last commit")
+                _say(f"rank {basics.rank()} lost the job ({describe(e)}); restoring the last commit")
                 state.restore()
                 lost_member = True
             reset_required = True

@@ -15,7 +15,8 @@ import time
 
 from tfring import _core, errors
 from tfring.elastic import protocol
-from tfring.elastic.exceptions import JobEndedError
+from tfring.elastic.exceptions import JobEndedError, describe
+from tfring.runner import jobenv
 
 POLL_S = 0.05
 DEFAULT_TIMEOUT_S = 630.0
@@ -43,8 +44,7 @@ def _store():
             raise errors.PreconditionError(
                 f"{protocol.WORKER_ENV} is set but TFRING_STORE_ADDR or TFRING_SECRET is not: an elastic "
                 "worker is started by tfringrun --min-np/--max-np/--host-discovery-script, which sets them")
-        host, _, port = address.rpartition(":")
-        _client = _core.StoreClient(host.strip("[]"), int(port), secret, 30.0)
+        _client = _core.StoreClient(*jobenv.split_store_address(address), secret, 30.0)
     return _client
 
 
@@ -123,10 +123,8 @@ def init_core(core_init):
             core_init(settings)
             return
         except errors.TfringError as e:
-            lines = [line for line in str(e).splitlines() if line.strip()]
-            print(f"tfring elastic: the rendezvous of generation {_joined} failed "
-                  f"({type(e).__name__}: {lines[0] if lines else ''}); waiting for the next one",
-                  file=sys.stderr, flush=True)
+            print(f"tfring elastic: the rendezvous of generation {_joined} failed ({describe(e)}); "
+                  "waiting for the next one", file=sys.stderr, flush=True)
             report_broken()
 
 

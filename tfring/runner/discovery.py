@@ -28,10 +28,7 @@ def parse_discovery_output(text, default_slots, where):
         item = line.split("#", 1)[0].strip()
         if not item:
             continue
-        name, sep, slots = item.rpartition(":")
-        if not sep or (":" in name and not name.startswith("[")):
-            name, slots = item, str(default_slots)
-        found.append(hosts_lib._host(name, slots, f"{where}, line {number}"))
+        found.append(hosts_lib.parse_host_item(item, default_slots, f"{where}, line {number}"))
     names = [h.name for h in found]
     for name in names:
         if names.count(name) > 1:

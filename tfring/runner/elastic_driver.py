@@ -45,7 +45,7 @@ from tfring.runner.discovery import FixedDiscovery
 from tfring.runner.hosts import slots_of
 from tfring.runner.signals import signal_name
 from tfring.runner.stopped import stop_signal
-from tfring.runner.supervisor import describe_exit, exit_status, killpg, signal_worker
+from tfring.runner.supervisor import describe_exit, exit_status, killpg, signal_and_resume
 
 TICK_S = 0.05
 END_NOTICE_S = 1.0  # between telling the workers why the job ends and SIGTERM
@@ -226,7 +226,7 @@ class ElasticJob:
             if now - since >= self.cfg.stopped_limit_s:
                 self.output.message(f"{w.describe(self._size_of)} has been stopped by {signal_name(signum)} "
                                     f"for {now - since:.1f} s; killing it")
-                _signal(w, signal.SIGKILL)
+                signal_and_resume(w, signal.SIGKILL)
                 self._stopped_since.pop(w.wid, None)
 
     def _discover(self, now):
@@ -274,11 +274,11 @@ class ElasticJob:
                 if self.verbose or self.end_reason is None and self.first_signal is None:
                     self.output.message(f"{w.describe(self._size_of)} is still running {self.cfg.grace_period_s:g} s "
                                         "after SIGTERM; killing it")
-                _signal(w, signal.SIGKILL)
+                signal_and_resume(w, signal.SIGKILL)
                 w.killed_at = now
 
     def _terminate(self, w):
-        _signal(w, signal.SIGTERM)
+        signal_and_resume(w, signal.SIGTERM)
         w.kill_at = time.monotonic() + self.cfg.grace_period_s
 
     def _check_broken(self):
@@ -301,7 +301,7 @@ class ElasticJob:
             elif now - w.started > self.cfg.ready_timeout_s:
                 self.output.message(f"{w.describe(self._size_of)} did not call init() within "
                                     f"{self.cfg.ready_timeout_s:g} s (TFRING_START_TIMEOUT_S); killing it")
-                _signal(w, signal.SIGKILL)
+                signal_and_resume(w, signal.SIGKILL)
                 w.started = float("inf")  # reported once; its exit counts as a loss
 
     def _grow(self, now):
@@ -410,7 +410,7 @@ class ElasticJob:
         """``signum`` to every running worker; SIGKILL follows after the grace period."""
         deadline = time.monotonic() + self.cfg.grace_period_s
         for w in self._running():
-            _signal(w, signum)
+            signal_and_resume(w, signum)
             w.kill_at = min(w.kill_at or deadline, deadline)
 
     # ---- main loop ----------------------------------------------------------------------
@@ -464,7 +464,7 @@ class ElasticJob:
         if self.first_signal is not None or self.end_reason is not None:
             self.output.message(f"got {signal_name(signum)} again; killing every worker now")
             for w in self._running():
-                _signal(w, signal.SIGKILL)
+                signal_and_resume(w, signal.SIGKILL)
                 w.killed_at = w.killed_at or time.monotonic()
             return
         self.first_signal = signum
@@ -483,9 +483,3 @@ def _frozen(worker):
     return not hasattr(worker.proc, "signal_group") and stop_signal(worker.pid) is not None
 
 
-def _signal(worker, signum):
-    """Signals a worker's process group (SIGCONT after it, so a stopped worker acts on it)."""
-    sent = signal_worker(worker, signum)
-    if sent and signum != signal.SIGKILL and not hasattr(worker.proc, "signal_group"):
-        killpg(worker.pid, signal.SIGCONT)
-    return sent

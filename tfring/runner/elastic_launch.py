@@ -14,7 +14,7 @@ from tfring import _core, errors
 from tfring.elastic import protocol
 from tfring.runner import discovery as discovery_lib
 from tfring.runner import hosts as hosts_lib
-from tfring.runner import network, remote, spawn
+from tfring.runner import jobenv, network, remote, spawn
 from tfring.runner import settings as settings_lib
 from tfring.runner.elastic_driver import ElasticJob, ElasticSettings
 from tfring.runner.output import Output
@@ -87,12 +87,6 @@ class _Starter:
         return spawner.spawn(self.ns.command, env)
 
 
-def _setting(job_settings, name):
-    """A float setting of the job: its value from the flags/environment, else the core's default."""
-    default = settings_lib.table()[name]["default"]
-    return float(job_settings.get(name, (default, None))[0])
-
-
 def _store_bind(ns, first_hosts):
     if ns.network_interface:
         return network.interface_address(ns.network_interface)
@@ -117,8 +111,8 @@ def launch_elastic(ns, error):
     cfg = ElasticSettings(min_np=ns.min_np, max_np=ns.max_np, initial_np=ns.num_proc, reset_limit=ns.reset_limit,
                           elastic_timeout_s=ns.elastic_timeout, discovery_interval_s=ns.discovery_interval_s,
                           grace_period_s=ns.grace_period_s,
-                          stopped_limit_s=_setting(job_settings, "TFRING_PEER_TIMEOUT_S"),
-                          ready_timeout_s=_setting(job_settings, "TFRING_START_TIMEOUT_S"))
+                          stopped_limit_s=settings_lib.float_value(job_settings, "TFRING_PEER_TIMEOUT_S"),
+                          ready_timeout_s=settings_lib.float_value(job_settings, "TFRING_START_TIMEOUT_S"))
     blacklist = discovery_lib.Blacklist(tuple(ns.blacklist_cooldown_range) if ns.blacklist_cooldown_range else None)
     with SignalRelay() as relay:
         try:
@@ -126,8 +120,7 @@ def launch_elastic(ns, error):
         except errors.TfringError as e:
             return error(f"cannot serve the job's store on {bind}: {e}")
         try:
-            host, _, port = store.address.rpartition(":")
-            client = _core.StoreClient(host.strip("[]"), int(port), store.secret, 30.0)
+            client = _core.StoreClient(*jobenv.split_store_address(store.address), store.secret, 30.0)
             starter = _Starter(ns, job_settings, store, ns.elastic_timeout + TIMEOUT_MARGIN_S)
             job = ElasticJob(output, client, found, blacklist, starter, cfg, verbose=ns.verbose)
             output.message(f"elastic job: --min-np {cfg.min_np}, --max-np {cfg.max_np or 'unlimited'}, "

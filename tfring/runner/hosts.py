@@ -77,16 +77,17 @@ def parse_hosts(text):
     Raises:
       ValueError: empty list, bad host name, bad slot count, or a host listed twice.
     """
-    hosts = []
-    for item in text.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        name, sep, slots = item.rpartition(":")
-        if not sep or (":" in name and not name.startswith("[")):
-            name, slots = item, "1"  # no slots, or a bare IPv6 address
-        hosts.append(_host(name, slots, f"-H {text}"))
+    hosts = [parse_host_item(item.strip(), 1, f"-H {text}") for item in text.split(",") if item.strip()]
     return _check_unique(hosts, f"-H {text}")
+
+
+def parse_host_item(item, default_slots, where):
+    """``Host`` from ``host`` or ``host:slots`` (a bare IPv6 address has no slots; bracket
+    it to give some). Raises ValueError naming ``where``."""
+    name, sep, slots = item.rpartition(":")
+    if not sep or (":" in name and not name.startswith("[")):
+        name, slots = item, str(default_slots)
+    return _host(name, slots, where)
 
 
 def parse_hostfile(path):

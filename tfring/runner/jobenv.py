@@ -27,6 +27,15 @@ def store_address(bind_host, port):
     return f"{host}:{port}"
 
 
+def split_store_address(address):
+    """``(host, port)`` of a ``host:port`` store address (IPv6 brackets removed): the
+    inverse of ``store_address``."""
+    host, _, port = address.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host, int(port)
+
+
 def worker_env(base, slot, settings, store_addr, secret):
     """The full environment of the worker of ``slot``.
 

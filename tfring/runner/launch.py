@@ -77,13 +77,6 @@ def _plan(ns):
     return slots, placement.place(slots, ns, job_settings), job_settings
 
 
-def _peer_timeout_s(job_settings):
-    """The job's TFRING_PEER_TIMEOUT_S (validated by _plan), also the launcher's limit for a
-    stopped worker."""
-    text, _ = job_settings.get("TFRING_PEER_TIMEOUT_S", (settings_lib.table()["TFRING_PEER_TIMEOUT_S"]["default"], None))
-    return float(text)
-
-
 def launch(argv=None):
     """Runs tfringrun with ``argv`` (default: sys.argv[1:]). Returns the exit code."""
     try:
@@ -111,7 +104,8 @@ def launch(argv=None):
             return _error(f"cannot serve the job's store on {bind}: {e}")
         store_addr, secret = store.address, store.secret
         job = Job(output, blame, ns.grace_period_s, verbose=ns.verbose,
-                  stopped_limit_s=_peer_timeout_s(job_settings) if len(slots) > 1 else None)
+                  stopped_limit_s=settings_lib.float_value(job_settings, "TFRING_PEER_TIMEOUT_S")
+                  if len(slots) > 1 else None)
         try:
             if ns.verbose:
                 output.message(f"store at {store_addr} (the job secret is in TFRING_SECRET, never shown)")

@@ -94,6 +94,12 @@ def collect(namespace, environ):
     return out
 
 
+def float_value(settings, name):
+    """A float setting of the job (``collect`` output): its value from the flags or the
+    environment, else the core's default."""
+    return float(settings.get(name, (table()[name]["default"], None))[0])
+
+
 def validate(settings, slot_env):
     """Validates ``settings`` (from ``collect``) together with one rank's identity.
 

@@ -103,6 +103,15 @@ def signal_worker(worker, signum):
     return killpg(worker.pid, signum)
 
 
+def signal_and_resume(worker, signum):
+    """``signal_worker``, then SIGCONT to a local worker's group for any signal but SIGKILL:
+    a stopped worker acts on the signal only once resumed. False when it is gone."""
+    sent = signal_worker(worker, signum)
+    if sent and signum != signal.SIGKILL and not hasattr(worker.proc, "signal_group"):
+        killpg(worker.pid, signal.SIGCONT)
+    return sent
+
+
 class _Stopper:
     """When to send which signal to the workers that are still running."""
 
@@ -307,8 +316,7 @@ class Job:
             self.output.message(f"sending {signal_name(signum)} to rank(s) "
                                 + ", ".join(str(w.rank) for w in workers))
         for w in workers:
-            if signal_worker(w, signum) and signum != signal.SIGKILL and not hasattr(w.proc, "signal_group"):
-                killpg(w.pid, signal.SIGCONT)  # a stopped worker acts on it only when resumed
+            signal_and_resume(w, signum)
 
     def _reap_leftovers(self):
         """Stops whatever the workers left running in their process groups (SIGTERM, then

@@ -14,6 +14,7 @@ import os
 import threading
 
 from tfring import errors
+from tfring.runner import jobenv
 
 _lock = threading.Lock()
 _client = None
@@ -31,13 +32,6 @@ def _setting(name):
         if value:
             return value
     return ""
-
-
-def _host_port(address):
-    host, _, port = address.rpartition(":")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    return host, int(port)
 
 
 class JobStore:
@@ -82,7 +76,7 @@ def job_store(prefix):
     identity = (address, secret)
     with _lock:
         if _client is None or _client_identity != identity:
-            host, port = _host_port(address)
+            host, port = jobenv.split_store_address(address)
             timeout = float(config.get("TFRING_TIMEOUT_S", ("30",))[0])
             _client = _core.StoreClient(host, port, secret, timeout)
             _client_identity = identity
