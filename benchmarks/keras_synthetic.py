@@ -42,11 +42,52 @@ MODES = ("single", "tfring", "strategy", "mwms")
 # ---------------------------------------------------------------------------- one process
 
 
-def _fit(model, x, y, batch, steps, warmup):
+def _fit(model, x, y, batch, steps, warmup, *callbacks):
     timer = keras_models.step_timer(warmup)
     model.fit(x, y, batch_size=batch, epochs=1, steps_per_epoch=steps + warmup, shuffle=False,
-              verbose=0, callbacks=[timer])
+              verbose=0, callbacks=[timer, *callbacks])
     return timer
+
+
+class _StatsWindow:
+    """tfring.stats() at the end of the warm-up steps and at the end of training: the
+    per-step breakdown of where a step's communication time went (see ``breakdown``)."""
+
+    def __init__(self, warmup_steps):
+        import keras
+        import tfring
+
+        window = self
+
+        class Callback(keras.callbacks.Callback):
+            def on_train_batch_end(self, batch, logs=None):
+                window.seen += 1
+                if window.seen == warmup_steps:
+                    window.before = tfring.stats()
+
+            def on_train_end(self, logs=None):
+                window.after = tfring.stats()
+
+        self.seen, self.before, self.after = 0, None, None
+        self.callback = Callback()
+
+    def breakdown(self, steps):
+        """Per step, on this rank (ms unless named): the allreduce transport (ring), fusion
+        copies and scaling (execute - transport), negotiation per tensor (enqueue -> the
+        response is here), of which waiting for the slowest rank, and the counts."""
+        import numpy as np
+        import tfring
+
+        d = {k: (self.after[k] - self.before[k]) / steps for k in self.after
+             if isinstance(self.after[k], (int, float)) and k != "size"}
+        tensors = max(d["tensors"], 1e-9)
+        mine = np.array([d["allreduce_transfer_seconds"] * 1e3, (d["execute_seconds"] - d["transfer_seconds"]) * 1e3,
+                         d["negotiation_seconds"] / tensors * 1e3, d["wait_for_slowest_seconds"] / tensors * 1e3,
+                         d["collectives"], d["tensors"], d["fusion_copied_bytes"], d["bytes_reduced"]], np.float64)
+        every = tfring.allgather(mine[None, :], name="bench.breakdown")
+        keys = ("transport_ms", "copies_and_scaling_ms", "negotiation_per_tensor_ms", "wait_for_slowest_per_tensor_ms",
+                "collectives", "tensors", "fusion_copied_bytes", "bytes_reduced")
+        return [dict(zip(keys, (round(float(v), 4) for v in row))) for row in every]
 
 
 def _report(args, workers, global_batch, timer, model, extra=None):
@@ -81,11 +122,11 @@ def run_worker(args):
         optimizer = hvd.DistributedOptimizer(keras.optimizers.SGD(0.01), bucket_bytes=args.bucket_bytes)
         model.compile(optimizer=optimizer, loss=_loss())
         x, y = keras_models.data(args.model, args.batch * (steps + warmup), seed=hvd.rank())
-        timer = _fit(model, x, y, args.batch, steps, warmup)
-        stats = hvd.stats() if hasattr(hvd, "stats") else {}
+        window = _StatsWindow(warmup)
+        timer = _fit(model, x, y, args.batch, steps, warmup, window.callback)
+        breakdown = window.breakdown(steps)
         if hvd.rank() == 0:
-            _report(args, hvd.size(), args.batch * hvd.size(), timer, model,
-                    {"tfring_stats": {k: v for k, v in stats.items() if isinstance(v, (int, float))}})
+            _report(args, hvd.size(), args.batch * hvd.size(), timer, model, {"breakdown_per_rank": breakdown})
     elif args.mode == "strategy":
         import tfring
 
@@ -95,9 +136,11 @@ def run_worker(args):
             model = keras_models.build(args.model)
             model.compile(optimizer=keras.optimizers.SGD(0.01), loss=_loss())
         x, y = keras_models.data(args.model, args.batch * n * (steps + warmup))
-        timer = _fit(model, x, y, args.batch * n, steps, warmup)
+        window = _StatsWindow(warmup)
+        timer = _fit(model, x, y, args.batch * n, steps, warmup, window.callback)
+        breakdown = window.breakdown(steps)
         if tfring.rank() == 0:
-            _report(args, n, args.batch * n, timer, model)
+            _report(args, n, args.batch * n, timer, model, {"breakdown_per_rank": breakdown})
     elif args.mode == "mwms":
         run_mwms(args, tf, keras)
     else:
@@ -218,39 +261,70 @@ def _run_mwms(args, model, env):
 
 
 def compare(args):
+    """Every configuration ``args.rounds`` times, alternating (round 1: single, tfring,
+    strategy; round 2: the same; ...), so that the machine's drift between runs hits every
+    configuration alike. Efficiency is computed within each round (against that round's
+    single run); the summary gives medians and ranges over the rounds."""
     env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2")
     launcher = [sys.executable, "-m", "tfring.runner.launch", "-np", str(args.np)]
     rows, failures = [], []
-    for model in args.models:
-        plan = [("single", _worker_args(args, "single", model)),
-                ("tfring", launcher + _worker_args(args, "tfring", model)),
-                ("strategy", launcher + _worker_args(args, "strategy", model))]
-        if args.mwms:
-            plan.append(("mwms", None))
-        for mode, cmd in plan:
-            print(f"--- {model} / {mode} ---", flush=True)
-            result, error = _run_mwms(args, model, env) if mode == "mwms" else _run(cmd, env, args.timeout)
-            if error:
-                print(f"    failed: {error[-600:]}", flush=True)
-                failures.append({"model": model, "mode": mode, "error": error[-2000:]})
-                continue
-            rows.append(result)
-            print(f"    {result['samples_per_s']:.0f} samples/s, {result['median_step_s'] * 1e3:.1f} ms/step", flush=True)
-    for r in rows:
-        base = next((b for b in rows if b["model"] == r["model"] and b["mode"] == "single"), None)
-        if base:
-            r["weak_scaling_efficiency"] = r["samples_per_s"] / (r["workers"] * base["samples_per_s"])
-    print(f"\n{'model':<5} {'mode':<9} {'workers':>7} {'samples/s':>10} {'ms/step':>8} {'efficiency':>10}")
-    for r in rows:
-        eff = r.get("weak_scaling_efficiency")
-        print(f"{r['model']:<5} {r['mode']:<9} {r['workers']:>7} {r['samples_per_s']:>10.0f} "
-              f"{r['median_step_s'] * 1e3:>8.1f} {'' if eff is None else f'{eff:.1%}':>10}")
+    for round_index in range(args.rounds):
+        for model in args.models:
+            plan = [("single", _worker_args(args, "single", model)),
+                    ("tfring", launcher + _worker_args(args, "tfring", model)),
+                    ("strategy", launcher + _worker_args(args, "strategy", model))]
+            if args.mwms:
+                plan.append(("mwms", None))
+            round_rows = []
+            for mode, cmd in plan:
+                print(f"--- round {round_index + 1}/{args.rounds}: {model} / {mode} ---", flush=True)
+                result, error = _run_mwms(args, model, env) if mode == "mwms" else _run(cmd, env, args.timeout)
+                if error:
+                    print(f"    failed: {error[-600:]}", flush=True)
+                    failures.append({"round": round_index, "model": model, "mode": mode, "error": error[-2000:]})
+                    continue
+                result["round"] = round_index
+                round_rows.append(result)
+                print(f"    {result['samples_per_s']:.0f} samples/s, {result['median_step_s'] * 1e3:.1f} ms/step", flush=True)
+            base = next((b for b in round_rows if b["mode"] == "single"), None)
+            for r in round_rows:
+                if base:
+                    r["weak_scaling_efficiency"] = r["samples_per_s"] / (r["workers"] * base["samples_per_s"])
+            rows += round_rows
+    summary = _summarize(rows)
+    print(f"\n{'model':<5} {'mode':<9} {'workers':>7} {'samples/s (range)':>22} {'ms/step':>8} {'efficiency (range)':>22}")
+    for r in summary:
+        eff = "" if r["efficiency_median"] is None else \
+            f"{r['efficiency_median']:.1%} ({r['efficiency_min']:.1%}-{r['efficiency_max']:.1%})"
+        print(f"{r['model']:<5} {r['mode']:<9} {r['workers']:>7} "
+              f"{r['samples_per_s_median']:>8.0f} ({r['samples_per_s_min']:.0f}-{r['samples_per_s_max']:.0f}) "
+              f"{r['step_ms_median']:>8.2f} {eff:>22}")
     out = os.path.join(ROOT, "docs", "benchmarks", "keras_synthetic.json")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
-        json.dump({"host": platform.node(), "np": args.np, "batch_per_worker": args.batch, "steps": args.steps,
-                   "warmup": args.warmup, "results": rows, "failures": failures}, f, indent=1)
+        json.dump({"host": platform.node(), "date": time.strftime("%Y-%m-%d"), "np": args.np,
+                   "batch_per_worker": args.batch, "steps": args.steps, "warmup": args.warmup,
+                   "rounds": args.rounds, "summary": summary, "results": rows, "failures": failures}, f, indent=1)
     print(f"wrote {out}")
+
+
+def _summarize(rows):
+    """Median and range over rounds of each (model, mode)."""
+    import statistics
+
+    out = []
+    for key in dict.fromkeys((r["model"], r["mode"]) for r in rows):
+        runs = [r for r in rows if (r["model"], r["mode"]) == key]
+        sps = [r["samples_per_s"] for r in runs]
+        effs = [r["weak_scaling_efficiency"] for r in runs if "weak_scaling_efficiency" in r]
+        out.append({"model": key[0], "mode": key[1], "workers": runs[0]["workers"], "runs": len(runs),
+                    "parameters": runs[0]["parameters"],
+                    "samples_per_s_median": statistics.median(sps), "samples_per_s_min": min(sps),
+                    "samples_per_s_max": max(sps),
+                    "step_ms_median": statistics.median(r["median_step_s"] for r in runs) * 1e3,
+                    "efficiency_median": statistics.median(effs) if effs else None,
+                    "efficiency_min": min(effs) if effs else None, "efficiency_max": max(effs) if effs else None})
+    return out
 
 
 def main():
@@ -266,6 +340,7 @@ def main():
     parser.add_argument("--bucket-bytes", type=int, default=4 << 20,
                         help="DistributedOptimizer bucket_bytes in --mode tfring (0: one group)")
     parser.add_argument("--mwms", action="store_true", help="also run TF's MultiWorkerMirroredStrategy")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of every configuration (default 3)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per configuration")
     args = parser.parse_args()
     if args.compare:

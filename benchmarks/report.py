@@ -92,17 +92,40 @@ def keras_section():
     if not os.path.exists(path):
         return ""
     data = _read_json(path)
+    rounds = data.get("rounds", 1)
     lines = [(f"### Keras `fit` weak scaling, np={data['np']}, {data['batch_per_worker']} samples per worker "
-             f"and step, {data['steps']} timed steps\n"),
+              f"and step, {data['steps']} timed steps, {rounds} alternating rounds ({data.get('date', '')})\n"),
+             "Medians over the rounds, ranges in brackets; each round's efficiency is against that round's "
+             "single-process run.\n",
              "| model | configuration | workers | samples/s | ms/step | weak-scaling efficiency |",
              "|---|---|---|---|---|---|"]
-    for r in data["results"]:
-        eff = r.get("weak_scaling_efficiency")
+    for r in data.get("summary", []):
+        eff = "" if r["efficiency_median"] is None else \
+            f"{r['efficiency_median']:.1%} ({r['efficiency_min']:.1%}-{r['efficiency_max']:.1%})"
         lines.append(f"| {r['model']} ({r['parameters'] / 1e6:.2f} M params) | {r['mode']} | {r['workers']} | "
-                     f"{r['samples_per_s']:.0f} | {r['median_step_s'] * 1e3:.1f} | "
-                     f"{'' if eff is None else f'{eff:.1%}'} |")
+                     f"{r['samples_per_s_median']:.0f} ({r['samples_per_s_min']:.0f}-{r['samples_per_s_max']:.0f}) | "
+                     f"{r['step_ms_median']:.2f} | {eff} |")
     for f in data.get("failures", []):
         lines.append(f"| {f['model']} | {f['mode']} | | failed: {f['error'][-160:].splitlines()[-1]} | | |")
+    lines += ["", "Where a step's communication time goes (`tfring.stats()` over the timed steps, per step and rank, "
+              "median over the rounds): the allreduce transport (the rings, with Average's scaling), the rest of "
+              "the execution (fusion copies), negotiation per tensor (enqueue until the coordinator's response is "
+              "here) and the part of it spent waiting for the slowest rank.\n",
+              "| model | configuration | rank | transport ms | copies ms | negotiation ms/tensor | of which waiting "
+              "for the slowest | collectives | tensors | bytes packed (copied) |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    import statistics
+
+    for key in dict.fromkeys((r["model"], r["mode"]) for r in data["results"] if "breakdown_per_rank" in r):
+        runs = [r["breakdown_per_rank"] for r in data["results"] if (r["model"], r["mode"]) == key
+                and "breakdown_per_rank" in r]
+        for rank in range(len(runs[0])):
+            med = {k: statistics.median(run[rank][k] for run in runs) for k in runs[0][rank]}
+            lines.append(f"| {key[0]} | {key[1]} | {rank} | {med['transport_ms']:.2f} | "
+                         f"{med['copies_and_scaling_ms']:.2f} | {med['negotiation_per_tensor_ms']:.2f} | "
+                         f"{med['wait_for_slowest_per_tensor_ms']:.2f} | {med['collectives']:.1f} | "
+                         f"{med['tensors']:.0f} | {med['fusion_copied_bytes'] / 1e3:.0f} KB of "
+                         f"{med['bytes_reduced'] / 1e6:.2f} MB |")
     lines.append("")
     return "\n".join(lines)
 

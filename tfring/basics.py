@@ -207,7 +207,7 @@ def config_table():
 def stats():
     """This rank's counters since init (cheap, always on), as a dict: collectives, tensors,
     fused_tensors, fusion_ratio, bytes_reduced, bytes_sent, bytes_received, stall_warnings,
-    cached_tensors, control_bytes_sent, control_messages_sent, negotiation_seconds, wait_for_slowest_seconds, queue_seconds, transfer_seconds,
+    cached_tensors, fusion_copied_bytes, control_bytes_sent, control_messages_sent, negotiation_seconds, wait_for_slowest_seconds, queue_seconds, transfer_seconds,
     allreduce_transfer_seconds, execute_seconds, size. docs/monitoring.md defines each;
     ``tfring.monitoring`` turns two snapshots into per-interval metrics."""
     return _core.stats()

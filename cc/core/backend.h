@@ -44,6 +44,8 @@ struct ExecutionTimings {
   // Seconds of the transport phase alone (the collective's algorithm, without fusion
   // copies); -1 when the backend does not separate it (the whole execution counts).
   double transfer_s = -1;
+  // Bytes of this rank's tensors packed into a fusion buffer (copied in, then out again).
+  size_t fusion_copied_bytes = 0;
 };
 
 class Backend {

@@ -25,15 +25,17 @@ struct Segment {
 // (the first `count % parts` segments get one more).
 std::vector<Segment> EvenSegments(size_t count, int parts);
 
-// In-place allreduce of `count` elements (see ring_allreduce.cc for the algorithm).
+// In-place allreduce of `count` elements (see ring_allreduce.cc for the algorithm). The
+// result is multiplied by `postscale` (ScaleInPlace rules; 1.0: untouched), each element
+// once by the rank that owns its segment, so every rank ends with the same bits.
 Status RingAllreduce(const Group& comm, void* buf, size_t count, DataType dtype, ReduceOp op,
-                     size_t chunk_bytes);
+                     size_t chunk_bytes, double postscale = 1.0);
 
 // Out-of-place allreduce: `output` gets the reduction of every rank's `input`, which is
 // only read; no copy of `input` into `output` is made (input == output is in place).
 // Partial results pass through `output`, so the two must not overlap otherwise.
 Status RingAllreduce(const Group& comm, const void* input, void* output, size_t count,
-                     DataType dtype, ReduceOp op, size_t chunk_bytes);
+                     DataType dtype, ReduceOp op, size_t chunk_bytes, double postscale = 1.0);
 
 // Ring reduce-scatter phase over caller-chosen segments (one per rank). On return rank r
 // holds the fully reduced segments[(r + 1) % size] in `buf`; other segments are partial.

@@ -14,7 +14,9 @@ namespace tfring {
 
 using Clock = std::chrono::steady_clock;
 
-CpuBackend::CpuBackend(const BackendContext& context) : ctx_(context) {}
+CpuBackend::CpuBackend(const BackendContext& context)
+    : ctx_(context),
+      in_place_min_bytes_(context.config != nullptr ? context.config->Int("TFRING_FUSION_IN_PLACE_BYTES") : -1) {}
 
 Status CpuBackend::Execute(const Response& r, const std::vector<Submission*>& group,
                            ExecutionTimings* timings) {
@@ -49,66 +51,125 @@ char* CpuBackend::FusionBuffer(size_t bytes) {
   return fusion_buffer_.data();
 }
 
-// One tensor: the ring reads the input in place and writes the output (out of place), or
-// works in the output when input and output are one buffer or a prescale needs a copy.
-// Several: packed into the fusion buffer, reduced once, unpacked. Adasum (adasum.h) works
-// in place in the output or the fusion buffer, combining each tensor on its own.
+// The smallest tensor of a fused group that is reduced where it is (its own ring) rather
+// than copied into the fusion buffer and back (TFRING_FUSION_IN_PLACE_BYTES). Every rank
+// computes the same value: the ring's neighbours are on the same hosts for everyone.
+size_t CpuBackend::InPlaceMinBytes(const Group& g) const {
+  if (in_place_min_bytes_ >= 0) return static_cast<size_t>(in_place_min_bytes_);
+  if (g.size() < 2) return 0;
+  // A ring's start-up costs ~2(n-1) hand-offs: a few us each over shared memory (copying
+  // 256 KiB in and out costs ~50 us), tens of us over TCP.
+  bool all_shm = true;
+  for (int i = 0; i < g.size() && all_shm; ++i) {
+    if (i != g.rank()) all_shm = g.data(i).shm();
+  }
+  return all_shm ? (256u << 10) : (4u << 20);
+}
+
+// Allreduce of a response's tensors, in response order (the same on every rank):
+//  * a tensor alone, or one of at least InPlaceMinBytes: its own ring, which reads the
+//    input where it is and writes the output (out of place; in place when TF forwarded the
+//    input), so no byte is copied;
+//  * the smaller ones of a group: packed into the fusion buffer, reduced once, unpacked.
+// Adasum (adasum.h) works in place in the output or the fusion buffer, each tensor with
+// its own coefficients, so it is always packed.
 Status CpuBackend::Allreduce(const Group& comm, const Response& r, const std::vector<Submission*>& group,
                              ExecutionTimings* timings) {
+  double transfer_s = 0;
+  if (r.reduce_op == ReduceOp::kAdasum) {
+    TFRING_RETURN_IF_ERROR(AllreducePacked(comm, r, group, &transfer_s, &timings->fusion_copied_bytes));
+  } else {
+    const size_t in_place_min = group.size() == 1 ? 0 : InPlaceMinBytes(comm);
+    std::vector<Submission*> packed;
+    for (auto* s : group) {
+      if (s->request.Bytes() >= in_place_min) {
+        TFRING_RETURN_IF_ERROR(AllreduceOne(comm, r, *s, &transfer_s));
+      } else {
+        packed.push_back(s);
+      }
+    }
+    if (packed.size() == 1) {
+      TFRING_RETURN_IF_ERROR(AllreduceOne(comm, r, *packed[0], &transfer_s));
+    } else if (!packed.empty()) {
+      TFRING_RETURN_IF_ERROR(AllreducePacked(comm, r, packed, &transfer_s, &timings->fusion_copied_bytes));
+    }
+  }
+  timings->transfer_s = transfer_s;
+  return Status::OK();
+}
+
+// One tensor, no copy: the ring reads the input in place and writes the output, or works
+// in the output when input and output are one buffer or a prescale needs a scaled copy.
+Status CpuBackend::AllreduceOne(const Group& comm, const Response& r, Submission& s, double* transfer_s) {
+  const DataType dtype = r.dtype;
+  const size_t count = static_cast<size_t>(s.request.NumElements());
+  const size_t bytes = count * DataTypeSize(dtype);
+  char* out = static_cast<char*>(s.output);
+  const char* input = nullptr;  // set: the ring reads it and writes `out` (out of place)
+  if (count > 0 && s.input != s.output) {
+    if (ctx_.comm->cma_peers() > 0) AdviseHugePages(out, bytes);  // before the first touch
+    if (r.prescale == 1.0) {
+      input = static_cast<const char*>(s.input);  // saves a full copy (~1 ms per 16 MiB)
+    } else {
+      std::memcpy(out, s.input, bytes);
+    }
+  }
+  const auto start = Clock::now();
+  const double postscale = r.EffectivePostscale(comm.size());
+  if (input != nullptr) {
+    TFRING_RETURN_IF_ERROR(RingAllreduce(comm, input, out, count, dtype, r.reduce_op, ctx_.chunk_bytes, postscale));
+  } else {
+    ScaleInPlace(out, count, dtype, r.prescale);
+    TFRING_RETURN_IF_ERROR(RingAllreduce(comm, out, count, dtype, r.reduce_op, ctx_.chunk_bytes, postscale));
+  }
+  const auto end = Clock::now();
+  *transfer_s += std::chrono::duration<double>(end - start).count();
+  ctx_.timeline->Span(s.request.name, "TRANSFER", start, end);
+  return Status::OK();
+}
+
+// Several tensors packed into the fusion buffer, reduced once, unpacked.
+Status CpuBackend::AllreducePacked(const Group& comm, const Response& r, const std::vector<Submission*>& group,
+                                   double* transfer_s, size_t* copied_bytes) {
   const DataType dtype = r.dtype;
   const size_t es = DataTypeSize(dtype);
   size_t total = 0;
   for (auto* s : group) total += static_cast<size_t>(s->request.NumElements());
-  char* buf;
-  const char* input = nullptr;  // set: the ring reads it and writes `buf` (out of place)
-  Clock::time_point copy_in_start{};
-  if (group.size() == 1) {
-    Submission& s = *group[0];
-    buf = static_cast<char*>(s.output);
-    if (total > 0 && s.input != s.output) {
-      if (ctx_.comm->cma_peers() > 0) AdviseHugePages(buf, total * es);  // before the first touch
-      if (r.prescale == 1.0 && r.reduce_op != ReduceOp::kAdasum) {
-        input = static_cast<const char*>(s.input);  // saves a full copy (~1 ms per 16 MiB)
-      } else {
-        std::memcpy(buf, s.input, total * es);
-      }
-    }
-  } else {
-    copy_in_start = Clock::now();
-    buf = FusionBuffer(total * es);
-    size_t offset = 0;
-    for (auto* s : group) {
-      const size_t bytes = s->request.Bytes();
-      if (bytes) std::memcpy(buf + offset, s->input, bytes);
-      offset += bytes;
-    }
+  const auto copy_in_start = Clock::now();
+  // One tensor (Adasum): in its output, no unpacking.
+  const bool alone = group.size() == 1;
+  char* buf = alone ? static_cast<char*>(group[0]->output) : FusionBuffer(total * es);
+  size_t offset = 0;
+  for (auto* s : group) {
+    const size_t bytes = s->request.Bytes();
+    if (bytes && s->input != buf + offset) std::memcpy(buf + offset, s->input, bytes);
+    offset += bytes;
   }
+  const std::string& first = group[0]->request.name;
   const auto transfer_start = Clock::now();
-  if (group.size() > 1) ctx_.timeline->Span(r.names[0], "FUSION_COPY_IN", copy_in_start, transfer_start);
+  ctx_.timeline->Span(first, "FUSION_COPY_IN", copy_in_start, transfer_start);
+  ScaleInPlace(buf, total, dtype, r.prescale);
   if (r.reduce_op == ReduceOp::kAdasum) {  // in place, each tensor with its own coefficients
     std::vector<size_t> counts;
     for (auto* s : group) counts.push_back(static_cast<size_t>(s->request.NumElements()));
-    ScaleInPlace(buf, total, dtype, r.prescale);
     TFRING_RETURN_IF_ERROR(AdasumAllreduce(comm, buf, counts, dtype));
-  } else if (input != nullptr) {
-    TFRING_RETURN_IF_ERROR(RingAllreduce(comm, input, buf, total, dtype, r.reduce_op, ctx_.chunk_bytes));
+    ScaleInPlace(buf, total, dtype, r.EffectivePostscale(comm.size()));
   } else {
-    ScaleInPlace(buf, total, dtype, r.prescale);
-    TFRING_RETURN_IF_ERROR(RingAllreduce(comm, buf, total, dtype, r.reduce_op, ctx_.chunk_bytes));
+    TFRING_RETURN_IF_ERROR(RingAllreduce(comm, buf, total, dtype, r.reduce_op, ctx_.chunk_bytes,
+                                         r.EffectivePostscale(comm.size())));
   }
-  ScaleInPlace(buf, total, dtype, r.EffectivePostscale(comm.size()));
   const auto transfer_end = Clock::now();
-  timings->transfer_s = std::chrono::duration<double>(transfer_end - transfer_start).count();
-  ctx_.timeline->Span(r.names[0], "TRANSFER", transfer_start, transfer_end);
-  if (group.size() > 1) {
-    size_t offset = 0;
-    for (auto* s : group) {
-      const size_t bytes = s->request.Bytes();
-      if (bytes) std::memcpy(s->output, buf + offset, bytes);
-      offset += bytes;
-    }
-    ctx_.timeline->Span(r.names[0], "FUSION_COPY_OUT", transfer_end, Clock::now());
+  *transfer_s += std::chrono::duration<double>(transfer_end - transfer_start).count();
+  ctx_.timeline->Span(first, "TRANSFER", transfer_start, transfer_end);
+  if (alone) return Status::OK();
+  *copied_bytes += total * es;
+  offset = 0;
+  for (auto* s : group) {
+    const size_t bytes = s->request.Bytes();
+    if (bytes) std::memcpy(s->output, buf + offset, bytes);
+    offset += bytes;
   }
+  ctx_.timeline->Span(first, "FUSION_COPY_OUT", transfer_end, Clock::now());
   return Status::OK();
 }
 

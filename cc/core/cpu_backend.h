@@ -1,6 +1,7 @@
 // CpuBackend: collectives on host memory (device == -1), over the Communicator's links
-// (shared-memory rings with local peers, TCP otherwise): ring allreduce with fusion (Adasum:
-// adasum.h, fused too, each tensor combined on its own),
+// (shared-memory rings with local peers, TCP otherwise): ring allreduce with fusion (large
+// tensors of a fused group reduced where they are; Adasum: adasum.h, always packed, each
+// tensor combined on its own),
 // ring allgatherv, chain broadcast, pairwise alltoallv, ring reduce-scatter. A response
 // on a process set (Response::members) runs the same algorithms on a Group of the members'
 // links (communicator.h); the runtime calls Execute on members only.
@@ -27,6 +28,10 @@ class CpuBackend : public Backend {
  private:
   Status Allreduce(const Group& g, const Response& r, const std::vector<Submission*>& group,
                    ExecutionTimings* timings);
+  Status AllreduceOne(const Group& g, const Response& r, Submission& s, double* transfer_s);
+  Status AllreducePacked(const Group& g, const Response& r, const std::vector<Submission*>& group,
+                         double* transfer_s, size_t* copied_bytes);
+  size_t InPlaceMinBytes(const Group& g) const;
   Status Allgather(const Group& g, const Response& r, Submission& s);
   Status Broadcast(const Group& g, const Response& r, Submission& s);
   Status Alltoall(const Group& g, const Response& r, Submission& s);
@@ -36,6 +41,7 @@ class CpuBackend : public Backend {
 
   BackendContext ctx_;
   std::vector<char> fusion_buffer_;
+  int64_t in_place_min_bytes_;  // TFRING_FUSION_IN_PLACE_BYTES (-1: by transport)
 };
 
 }  // namespace tfring

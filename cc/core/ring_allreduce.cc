@@ -66,16 +66,17 @@ Status RingAllgatherPhase(const Group& comm, char* buf, const std::vector<Segmen
 }
 
 Status RingAllreduce(const Group& comm, void* buf, size_t count, DataType dtype, ReduceOp op,
-                     size_t chunk_bytes) {
-  return RingAllreduce(comm, buf, buf, count, dtype, op, chunk_bytes);
+                     size_t chunk_bytes, double postscale) {
+  return RingAllreduce(comm, buf, buf, count, dtype, op, chunk_bytes, postscale);
 }
 
 Status RingAllreduce(const Group& comm, const void* input, void* output, size_t count,
-                     DataType dtype, ReduceOp op, size_t chunk_bytes) {
+                     DataType dtype, ReduceOp op, size_t chunk_bytes, double postscale) {
   const size_t es = DataTypeSize(dtype);
   if (count == 0) return Status::OK();
   if (comm.size() == 1) {
     if (input != output) std::memcpy(output, input, count * es);
+    ScaleInPlace(output, count, dtype, postscale);
     return Status::OK();
   }
   std::vector<Segment> segments = EvenSegments(count, comm.size());
@@ -84,6 +85,11 @@ Status RingAllreduce(const Group& comm, const void* input, void* output, size_t 
   // but segments[r] in the reduce-scatter phase and segments[r] in the allgather phase.
   const char* separate_input = input != output ? static_cast<const char*>(input) : nullptr;
   TFRING_RETURN_IF_ERROR(RingReduceScatterPhase(comm, data, segments, dtype, op, chunk_bytes, separate_input));
+  // Each rank scales only the segment it owns, while it is still in cache; the allgather
+  // then hands out scaled values (1/n of a separate pass over the buffer, and every rank
+  // holds the same bits because each element was scaled once, by its owner).
+  const Segment& owned = segments[(comm.rank() + 1) % comm.size()];
+  ScaleInPlace(data + owned.offset * es, owned.count, dtype, postscale);
   return RingAllgatherPhase(comm, data, segments, es);
 }
 

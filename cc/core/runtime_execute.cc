@@ -138,6 +138,7 @@ void Runtime::State::RecordStats(const Response& r, const std::vector<Entry*>& g
     ++s.collectives;
     if (r.names.size() > 1) s.fused_tensors += static_cast<int64_t>(r.names.size());
     s.bytes_reduced += reduced;
+    s.fusion_copied_bytes += static_cast<int64_t>(timings.fusion_copied_bytes);
     s.negotiation_seconds += negotiation;
     s.wait_for_slowest_seconds += slowest;
     s.queue_seconds += queued;

@@ -19,6 +19,7 @@ struct RuntimeStats {
   int64_t cached_tensors = 0;    // tensors executed whose response named them by cache id
   int64_t control_bytes_sent = 0;  // bytes this rank sent on the control channel (negotiation)
   int64_t control_messages_sent = 0;  // messages those bytes travelled in (one envelope each)
+  int64_t fusion_copied_bytes = 0;  // allreduce bytes packed into the fusion buffer (and back)
   // Per tensor, summed over tensors of executed collectives:
   double negotiation_seconds = 0;       // enqueue on this rank -> this rank holds the response
   double wait_for_slowest_seconds = 0;  // its request at rank 0 -> the last rank's request there

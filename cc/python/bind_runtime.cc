@@ -106,6 +106,7 @@ void BindRuntime(py::module_& m) {
     d["bytes_received"] = s.bytes_received;
     d["stall_warnings"] = s.stall_warnings;
     d["cached_tensors"] = s.cached_tensors;
+    d["fusion_copied_bytes"] = s.fusion_copied_bytes;
     d["control_bytes_sent"] = s.control_bytes_sent;
     d["control_messages_sent"] = s.control_messages_sent;
     d["negotiation_seconds"] = s.negotiation_seconds;

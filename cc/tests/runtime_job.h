@@ -108,6 +108,15 @@ inline Completion Submit(Runtime& rt, Submission s) {
   return c;
 }
 
+// Enqueues `group` as one group, appending one Completion per submission to `done`.
+inline Status SubmitGroup(Runtime& rt, std::vector<Submission> group, std::vector<Completion>* done) {
+  for (auto& s : group) {
+    done->emplace_back();
+    s.done = done->back().Callback();
+  }
+  return rt.EnqueueGroup(std::move(group));
+}
+
 inline Submission Allreduce(const std::string& name, const float* in, float* out, int64_t n,
                      ReduceOp op = ReduceOp::kSum) {
   Submission s;

@@ -185,11 +185,7 @@ TEST_P(RuntimeJobTest, GroupIsFusedAndNeverAcrossDtypes) {
       s.output = iout[r][t];
       group.push_back(std::move(s));
     }
-    for (auto& s : group) {
-      done[r].emplace_back();
-      s.done = done[r].back().Callback();
-    }
-    TFRING_ASSERT_OK(job[r].EnqueueGroup(std::move(group)));
+    TFRING_ASSERT_OK(SubmitGroup(job[r], std::move(group), &done[r]));
   }
   for (int r = 0; r < 3; ++r) {
     for (auto& d : done[r]) TFRING_ASSERT_OK(d.Wait(kOpTimeoutS));
@@ -201,6 +197,45 @@ TEST_P(RuntimeJobTest, GroupIsFusedAndNeverAcrossDtypes) {
     EXPECT_EQ(st.tensors, kFloats + kInts);
     EXPECT_EQ(st.fused_tensors, kFloats + kInts) << "rank " << r;
     EXPECT_EQ(st.collectives, 2) << "one fused float32 group and one int32 group, rank " << r;
+    EXPECT_EQ(st.fusion_copied_bytes, (1 + 2 + 3 + 4 + 5 + 6) * 4 + kInts * 4 * 4) << "small tensors are packed, rank " << r;
+  }
+}
+
+// A fused group whose larger tensors are reduced where they are (their own ring, no
+// fusion-buffer copies) and whose small ones are packed: every result exact, in place
+// (input == output, as when TF forwards a buffer) and out of place, with Average's
+// postscale and a prescale, still one negotiated collective.
+TEST_P(RuntimeJobTest, GroupReducesLargeTensorsInPlaceAndPacksTheRest) {
+  auto extra = Transport();
+  extra["TFRING_FUSION_IN_PLACE_BYTES"] = "64";  // 16 floats and more: their own ring
+  Job job(3, extra);
+  TFRING_ASSERT_OK(job.InitAll());
+  const std::vector<int64_t> sizes = {1, 40, 3, 0, 100, 16, 15, 1001};
+  std::vector<std::vector<float*>> out(3);
+  std::vector<std::vector<Completion>> done(3);
+  for (int r = 0; r < 3; ++r) {
+    std::vector<Submission> group;
+    for (size_t t = 0; t < sizes.size(); ++t) {
+      float* in = FilledInput(job, r, sizes[t]);
+      const bool forwarded = t % 2 == 1;  // input and output are one buffer
+      out[r].push_back(forwarded ? in : job.Alloc<float>(sizes[t]));
+      group.push_back(Allreduce("t" + std::to_string(t), in, out[r][t], sizes[t], ReduceOp::kAverage));
+      group.back().request.prescale = 2.0;
+      group.back().request.postscale = 3.0;
+    }
+    TFRING_ASSERT_OK(SubmitGroup(job[r], std::move(group), &done[r]));
+  }
+  for (int r = 0; r < 3; ++r) {
+    for (auto& d : done[r]) TFRING_ASSERT_OK(d.Wait(kOpTimeoutS));
+    for (size_t t = 0; t < sizes.size(); ++t) {
+      for (int64_t i = 0; i < sizes[t]; ++i) {
+        ASSERT_FLOAT_EQ(out[r][t][i], SumOfInputs(3, i) * 2 / 3 * 3) << "rank " << r << " tensor " << t << " [" << i << "]";
+      }
+    }
+    RuntimeStats st = job[r].stats();
+    EXPECT_EQ(st.collectives, 1) << "one negotiated group, rank " << r;
+    EXPECT_EQ(st.tensors, static_cast<int64_t>(sizes.size()));
+    EXPECT_EQ(st.fusion_copied_bytes, (1 + 3 + 0 + 15) * 4) << "only the tensors below 64 bytes were packed, rank " << r;
   }
 }
 
