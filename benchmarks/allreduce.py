@@ -10,10 +10,12 @@ docs/benchmarks.md tables and the busbw plot.
 """
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 
@@ -66,10 +68,26 @@ def compare(args):
         jobs.append(("gloo", [sys.executable, os.path.join(HERE, "impl_gloo.py"), "--np", str(args.np)]))
     except ImportError:
         print("torch not installed: skipping PyTorch gloo", flush=True)
-    for name, cmd in jobs:
-        target = os.path.join(out_dir, f"allreduce_np{args.np}_{name}.json")
-        print(f"--- {name} ---", flush=True)
-        subprocess.run(cmd + common + ["--json", target], env=env, check=True, timeout=1800)
+    collected = {name: [] for name, _ in jobs}
+    with tempfile.TemporaryDirectory() as scratch:
+        for run in range(args.runs):  # alternating, so the machine's drift hits every implementation
+            for name, cmd in jobs:
+                target = os.path.join(scratch, f"{name}.{run}.json")
+                print(f"--- run {run + 1}/{args.runs}: {name} ---", flush=True)
+                subprocess.run(cmd + common + ["--json", target], env=env, check=True, timeout=1800)
+                with open(target) as f:
+                    collected[name].append(json.load(f))
+    for name, runs in collected.items():
+        with open(os.path.join(out_dir, f"allreduce_np{args.np}_{name}.json"), "w") as f:
+            json.dump(bench_common.merge_runs(runs), f, indent=1)
+    print(f"\nmedian of {args.runs} runs (range)")
+    for i, row in enumerate(bench_common.merge_runs(collected["tfring"])["results"]):
+        cells = []
+        for name, runs in collected.items():
+            r = bench_common.merge_runs(runs)["results"][i]
+            cells.append(f"{name} {r['median_us']:9.1f} us ({r['min_us']:.1f}-{r['max_us']:.1f}) "
+                         f"{r['busbw_GBps']:6.2f} GB/s")
+        print(f"{row['bytes']:>10} B  " + "  ".join(cells), flush=True)
 
 
 def main():
@@ -77,6 +95,7 @@ def main():
     bench_common.add_size_args(parser)
     parser.add_argument("--compare", action="store_true", help="run tfring, Open MPI and gloo in turn")
     parser.add_argument("--np", type=int, default=2, help="ranks (with --compare)")
+    parser.add_argument("--runs", type=int, default=3, help="alternating runs of every implementation (with --compare)")
     args = parser.parse_args()
     if args.compare and "TFRING_RANK" not in os.environ:
         compare(args)

@@ -56,3 +56,22 @@ def add_size_args(parser):
     parser.add_argument("--min-iters", type=int, default=5)
     parser.add_argument("--target-seconds", type=float, default=0.3)
     parser.add_argument("--json", help="write results here (rank 0)")
+
+
+def merge_runs(runs):
+    """One result from several runs of ``run_sizes`` (their JSON dicts, same sizes): per
+    size the median over runs of each run's median, the range of those medians, and the
+    busbw of the median. Keeps every run's figures under ``run_medians_us``."""
+    merged = dict(runs[0], runs=len(runs), date=time.strftime("%Y-%m-%d"))
+    rows = []
+    for i, first in enumerate(runs[0]["results"]):
+        medians = [run["results"][i]["median_us"] for run in runs]
+        median = statistics.median(medians)
+        scale = first["busbw_GBps"] * first["median_us"]  # busbw x time is constant per size
+        rows.append({"bytes": first["bytes"], "median_us": median, "min_us": min(medians), "max_us": max(medians),
+                     "busbw_GBps": scale / median if median else 0.0,
+                     "busbw_min_GBps": scale / max(medians) if max(medians) else 0.0,
+                     "busbw_max_GBps": scale / min(medians) if min(medians) else 0.0,
+                     "run_medians_us": medians})
+    merged["results"] = rows
+    return merged

@@ -6,7 +6,8 @@
 Both variants run in the same process, alternating round by round (plain, tfring, plain,
 tfring, ...) so drifts of the machine hit both alike; each round is a fresh model and
 `fit` of WARMUP + STEPS steps, timed per step after the warm-up (keras_models.step_timer).
-Overhead = median tfring step / median plain step - 1. Writes
+Overhead, per round = median tfring step / median plain step - 1; reported: the median
+over rounds and its range. Writes
 docs/benchmarks/overhead.json.
 """
 
@@ -16,6 +17,7 @@ import os
 import platform
 import statistics
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -61,18 +63,24 @@ def main():
         raise SystemExit("overhead.py measures one process: run it without tfringrun")
     rows = []
     for name in args.models:
-        plain, dist = [], []
+        plain, dist, per_round = [], [], []
         for _ in range(args.rounds):
-            plain += one_round(name, False, args)
-            dist += one_round(name, True, args)
+            round_plain, round_dist = one_round(name, False, args), one_round(name, True, args)
+            plain += round_plain
+            dist += round_dist
+            per_round.append(statistics.median(round_dist) / statistics.median(round_plain) - 1)
         p, d = statistics.median(plain), statistics.median(dist)
         rows.append({"model": name, "plain_median_step_ms": p * 1e3, "tfring_median_step_ms": d * 1e3,
-                     "overhead": d / p - 1, "steps_per_variant": len(plain)})
-        print(f"{name}: plain {p * 1e3:.2f} ms/step, DistributedOptimizer {d * 1e3:.2f} ms/step, "
-              f"overhead {100 * (d / p - 1):+.1f}% ({len(plain)} steps each)", flush=True)
+                     "overhead": statistics.median(per_round), "overhead_min": min(per_round),
+                     "overhead_max": max(per_round), "overhead_per_round": per_round,
+                     "steps_per_variant": len(plain)})
+        print(f"{name}: plain {p * 1e3:.2f} ms/step, DistributedOptimizer {d * 1e3:.2f} ms/step, overhead "
+              f"{100 * statistics.median(per_round):+.1f}% (rounds {min(per_round):+.1%} .. {max(per_round):+.1%}; "
+              f"{len(plain)} steps each)", flush=True)
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as f:
-        json.dump({"host": platform.node(), "batch": args.batch, "rounds": args.rounds, "results": rows}, f, indent=1)
+        json.dump({"host": platform.node(), "date": time.strftime("%Y-%m-%d"), "batch": args.batch,
+                   "rounds": args.rounds, "results": rows}, f, indent=1)
     hvd.shutdown()
 
 

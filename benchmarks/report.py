@@ -32,7 +32,10 @@ def allreduce_section():
     lines = []
     for n, impls in sorted(runs.items()):
         order = [i for i in ("tfring", "openmpi", "gloo") if i in impls] + sorted(set(impls) - {"tfring", "openmpi", "gloo"})
-        lines.append(f"### Allreduce, float32 sum, np={n}\n")
+        first = impls[order[0]]
+        lines.append(f"### Allreduce, float32 sum, np={n}, median of {first.get('runs', 1)} runs "
+                     f"({first.get('date', 'undated')})\n")
+        lines.append("Each implementation's runs alternate with the others'; ranges in brackets.\n")
         lines.append("| size | " + " | ".join(f"{i} latency | {i} busbw" for i in order) + " |")
         lines.append("|---|" + "---|---|" * len(order))
         sizes = [r["bytes"] for r in impls[order[0]]["results"]]
@@ -40,7 +43,11 @@ def allreduce_section():
             cells = []
             for i in order:
                 row = next((r for r in impls[i]["results"] if r["bytes"] == s), None)
-                cells += [f"{row['median_us']:.1f} us", f"{row['busbw_GBps']:.2f} GB/s"] if row else ["-", "-"]
+                if row and "min_us" in row:
+                    cells += [f"{row['median_us']:.1f} us ({row['min_us']:.1f}-{row['max_us']:.1f})",
+                              f"{row['busbw_GBps']:.2f} GB/s ({row['busbw_min_GBps']:.2f}-{row['busbw_max_GBps']:.2f})"]
+                else:
+                    cells += [f"{row['median_us']:.1f} us", f"{row['busbw_GBps']:.2f} GB/s"] if row else ["-", "-"]
             lines.append(f"| {human(s)} | " + " | ".join(cells) + " |")
         lines.append("")
         png = plot(n, impls, order)
@@ -78,11 +85,28 @@ def tf_latency_section():
     lines = []
     for path in sorted(glob.glob(os.path.join(DATA, "tf_latency_np*.json"))):
         data = _read_json(path)
-        lines.append(f"### Allreduce from a `tf.function`, float32 sum, np={data['np']}\n")
-        lines.append("| size | median | p90 | calls |")
-        lines.append("|---|---|---|---|")
-        for r in data["results"]:
-            lines.append(f"| {human(r['bytes'])} | {r['median_us']:.1f} us | {r['p90_us']:.1f} us | {r['calls']} |")
+        if "summary" not in data:
+            continue
+        lines.append(f"### Allreduce from a `tf.function`, float32 sum, np={data['np']}, median of {data['runs']} "
+                     f"runs ({data['date']})\n")
+        lines.append("Per call, ranges over the runs in brackets. `empty`: a `tf.function` returning its argument; "
+                     "`argument`: allreduce of the argument (TF allocates the output); `produce`: `t * s`; "
+                     "`produced`: allreduce of `t * s` (forwarded, in place, as gradients are); `numpy`: the NumPy "
+                     "API into a preallocated output. *Alone* subtracts the same function without the allreduce, "
+                     "within each run; busbw = bytes x 2(n-1)/n / that time.\n")
+        lines.append("| size | empty | argument | produce | produced | numpy | allreduce alone: argument | "
+                     "alone: produced | busbw argument / produced / numpy |")
+        lines.append("|---|---|---|---|---|---|---|---|---|")
+
+        def cell(c):
+            return f"{c['median_us']:.0f} us ({c['min_us']:.0f}-{c['max_us']:.0f})"
+
+        for r in data["summary"]:
+            bw = (f"{r['argument_net']['busbw_GBps']:.2f} / {r['produced_net']['busbw_GBps']:.2f} / "
+                  f"{r['numpy']['busbw_GBps']:.2f} GB/s" if r["bytes"] >= 1 << 20 else "")
+            lines.append(f"| {human(r['bytes'])} | " + " | ".join(cell(r[v]) for v in
+                         ("empty", "argument", "produce", "produced", "numpy", "argument_net", "produced_net"))
+                         + f" | {bw} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -136,11 +160,13 @@ def overhead_section():
         return ""
     data = _read_json(path)
     lines = [(f"### DistributedOptimizer overhead at np=1 (batch {data['batch']}, {data['rounds']} alternating "
-             "rounds)\n"),
+             f"rounds, {data.get('date', 'undated')})\n"),
              "| model | plain Keras ms/step | DistributedOptimizer ms/step | overhead |", "|---|---|---|---|"]
     for r in data["results"]:
+        spread = (f" ({100 * r['overhead_min']:+.1f}% .. {100 * r['overhead_max']:+.1f}% over the rounds)"
+                  if "overhead_min" in r else "")
         lines.append(f"| {r['model']} | {r['plain_median_step_ms']:.2f} | {r['tfring_median_step_ms']:.2f} | "
-                     f"{100 * r['overhead']:+.1f}% |")
+                     f"{100 * r['overhead']:+.1f}%{spread} |")
     lines.append("")
     return "\n".join(lines)
 
