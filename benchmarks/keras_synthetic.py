@@ -55,6 +55,7 @@ class _StatsWindow:
 
     def __init__(self, warmup_steps):
         import keras
+
         import tfring
 
         window = self
@@ -76,6 +77,7 @@ class _StatsWindow:
         copies and scaling (execute - transport), negotiation per tensor (enqueue -> the
         response is here), of which waiting for the slowest rank, and the counts."""
         import numpy as np
+
         import tfring
 
         d = {k: (self.after[k] - self.before[k]) / steps for k in self.after

@@ -119,8 +119,8 @@ def keras_section():
     rounds = data.get("rounds", 1)
     lines = [(f"### Keras `fit` weak scaling, np={data['np']}, {data['batch_per_worker']} samples per worker "
               f"and step, {data['steps']} timed steps, {rounds} alternating rounds ({data.get('date', '')})\n"),
-             "Medians over the rounds, ranges in brackets; each round's efficiency is against that round's "
-             "single-process run.\n",
+             ("Medians over the rounds, ranges in brackets; each round's efficiency is against that round's "
+              "single-process run.\n"),
              "| model | configuration | workers | samples/s | ms/step | weak-scaling efficiency |",
              "|---|---|---|---|---|---|"]
     for r in data.get("summary", []):
@@ -131,12 +131,12 @@ def keras_section():
                      f"{r['step_ms_median']:.2f} | {eff} |")
     for f in data.get("failures", []):
         lines.append(f"| {f['model']} | {f['mode']} | | failed: {f['error'][-160:].splitlines()[-1]} | | |")
-    lines += ["", "Where a step's communication time goes (`tfring.stats()` over the timed steps, per step and rank, "
-              "median over the rounds): the allreduce transport (the rings, with Average's scaling), the rest of "
-              "the execution (fusion copies), negotiation per tensor (enqueue until the coordinator's response is "
-              "here) and the part of it spent waiting for the slowest rank.\n",
-              "| model | configuration | rank | transport ms | copies ms | negotiation ms/tensor | of which waiting "
-              "for the slowest | collectives | tensors | bytes packed (copied) |",
+    lines += ["", ("Where a step's communication time goes (`tfring.stats()` over the timed steps, per step and rank, "
+                   "median over the rounds): the allreduce transport (the rings, with Average's scaling), the rest of "
+                   "the execution (fusion copies), negotiation per tensor (enqueue until the coordinator's response "
+                   "is here) and the part of it spent waiting for the slowest rank.\n"),
+              ("| model | configuration | rank | transport ms | copies ms | negotiation ms/tensor | of which waiting "
+               "for the slowest | collectives | tensors | bytes packed (copied) |"),
               "|---|---|---|---|---|---|---|---|---|---|"]
     import statistics
 

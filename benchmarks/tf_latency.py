@@ -59,8 +59,8 @@ def worker(args):
     for nbytes in SIZES:
         x = tf.ones([nbytes // 4], tf.float32)
         host, out = np.ones(nbytes // 4, np.float32), np.empty(nbytes // 4, np.float32)
-        calls = {name: (lambda f=f: f(x, one)) for name, f in functions.items()}
-        calls["numpy"] = lambda: tfring.allreduce(host, op=tfring.Sum, name="latency.np", out=out)
+        calls = {name: (lambda f=f, x=x: f(x, one)) for name, f in functions.items()}
+        calls["numpy"] = lambda host=host, out=out: tfring.allreduce(host, op=tfring.Sum, name="latency.np", out=out)
         for variant in VARIANTS:
             times = _time_calls(hvd, calls[variant], args.seconds)
             rows.append({"bytes": nbytes, "variant": variant, "calls": len(times),
