@@ -15,7 +15,8 @@ WORKERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workers")
 
 STATS_KEYS = {
     "collectives", "tensors", "fused_tensors", "fusion_ratio", "bytes_reduced", "bytes_sent",
-    "bytes_received", "stall_warnings", "cached_tensors", "control_bytes_sent", "control_messages_sent",
+    "bytes_received", "stall_warnings", "cached_tensors", "fusion_copied_bytes", "control_bytes_sent",
+    "control_messages_sent",
     "negotiation_seconds", "wait_for_slowest_seconds",
     "queue_seconds", "transfer_seconds", "allreduce_transfer_seconds", "execute_seconds", "size",
 }
@@ -59,6 +60,10 @@ def test_core_counters_in_a_two_rank_job():
         assert s["transfer_seconds"] > 0
         assert s["stall_warnings"] == 0
         assert s["fusion_ratio"] == s["tensors"] / s["collectives"]
+        # Only the small tensors that travelled fused were packed (copied); the 1 MiB one
+        # ran on its own, where it is.
+        b = _stats_of(result.stdout, r)["before"]
+        assert s["fusion_copied_bytes"] - b["fusion_copied_bytes"] == 1000 * (s["fused_tensors"] - b["fused_tensors"])
     # The late rank waits for nobody; rank 0 waited about the 0.5 s sleep for it.
     assert 0.4 < late[0]["wait_for_slowest_seconds"] < 3.0, late
     assert late[1]["wait_for_slowest_seconds"] < 0.3, late
