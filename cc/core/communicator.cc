@@ -185,14 +185,43 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
 // is left in /dev/shm, even after a crash). Single-copy: the reader of each ring probes
 // whether it can read the writer's memory and publishes the answer; the writer posts large
 // sends only where the answer is yes (both sides always take part, whatever their mode).
+// One record per rank under "host/<rank>": host id, CPU list and must_match settings, one
+// per line.
 Status Communicator::ExchangeHostIds(const CommunicatorOptions& opt, Store& store, Deadline deadline) {
   host_ids_.assign(size_, "");
   host_ids_[rank_] = opt.host_id;
+  std::set<int> host_cpus(opt.cpus.begin(), opt.cpus.end());
+  host_cpus_ = static_cast<int>(host_cpus.size());
   if (size_ == 1) return Status::OK();
-  TFRING_RETURN_IF_ERROR(store.Set("host/" + std::to_string(rank_), opt.host_id));
+  std::string cpu_list;
+  for (int cpu : opt.cpus) cpu_list += std::to_string(cpu) + ",";
+  TFRING_RETURN_IF_ERROR(store.Set("host/" + std::to_string(rank_), opt.host_id + "\n" + cpu_list + "\n" + opt.must_match));
+  std::vector<std::string> settings(size_, opt.must_match);
   for (int p = 0; p < size_; ++p) {
     if (p == rank_) continue;
-    TFRING_RETURN_IF_ERROR(store.Get("host/" + std::to_string(p), deadline.SecondsLeft(), &host_ids_[p]));
+    std::string record;
+    TFRING_RETURN_IF_ERROR(store.Get("host/" + std::to_string(p), deadline.SecondsLeft(), &record));
+    const size_t first = record.find('\n'), second = record.find('\n', first + 1);
+    if (first == std::string::npos || second == std::string::npos) {
+      return Status::Internal("rank " + std::to_string(p) + " published a malformed host record (a different tfring version?)");
+    }
+    host_ids_[p] = record.substr(0, first);
+    settings[p] = record.substr(second + 1);
+    if (host_ids_[p] != opt.host_id) continue;
+    const std::string cpus = record.substr(first + 1, second - first - 1);
+    for (size_t at = 0; at < cpus.size();) {
+      const size_t comma = cpus.find(',', at);
+      host_cpus.insert(std::stoi(cpus.substr(at, comma - at)));
+      at = comma + 1;
+    }
+  }
+  host_cpus_ = static_cast<int>(host_cpus.size());
+  // Every rank reads every record, so every rank fails alike, at once.
+  for (int p = 1; p < size_; ++p) {
+    if (settings[p] == settings[0]) continue;
+    return Status::InvalidArgument("settings that every rank must share differ: rank " + std::to_string(p) +
+                                   " has '" + settings[p] + "', rank 0 has '" + settings[0] +
+                                   "'; set them alike on every rank (or leave them unset)");
   }
   return Status::OK();
 }

@@ -51,6 +51,10 @@ struct CommunicatorOptions {
   bool shm = true;                            // shared-memory rings between local ranks
   size_t shm_ring_bytes = 4 << 20;            // per direction, power of two
   std::string host_id;                        // ranks with equal ids share memory
+  std::vector<int> cpus;                      // this process's CPU affinity mask (host_cpus())
+  // Settings that change what goes on the wire, as one string ("NAME=value;..."): Create()
+  // fails, naming the rank and both values, when a rank's differs from rank 0's.
+  std::string must_match;
   CmaMode cma = CmaMode::kOff;                // single-copy sends between local ranks
   size_t cma_min_bytes = 1 << 20;             // ... of at least this many bytes
   double peer_timeout_s = 30;                 // TCP keepalive / user timeout (0 = kernel default)
@@ -87,6 +91,9 @@ class Communicator {
   // Every host has the same number of ranks (host = CommunicatorOptions::host_id). Const
   // after Create(); any thread.
   bool homogeneous() const;
+  // How many CPUs this host's ranks may run on between them: the union of their affinity
+  // masks (CommunicatorOptions::cpus). Const after Create(); any thread.
+  int host_cpus() const { return host_cpus_; }
 
   // A deadline for one collective's transfers.
   Deadline TransferDeadline() const { return Deadline::After(timeout_s_); }
@@ -106,7 +113,8 @@ class Communicator {
   int rank_ = 0;
   int size_ = 1;
   double timeout_s_ = 30;
-  // Publishes this rank's host id and reads every peer's (host_ids_), at Create().
+  // Publishes this rank's host id, CPU mask and must_match settings, reads every peer's
+  // (host_ids_, host_cpus_) and checks the settings against rank 0's, at Create().
   Status ExchangeHostIds(const CommunicatorOptions& options, Store& store, Deadline deadline);
   Status ConnectSharedMemory(const CommunicatorOptions& options, Store& store, Deadline deadline);
 
@@ -115,6 +123,7 @@ class Communicator {
   std::vector<Socket> heartbeat_;
   std::vector<std::string> hostname_;
   std::vector<std::string> host_ids_;  // by rank
+  int host_cpus_ = 0;
   std::atomic<bool> aborted_{false};
   std::atomic<bool> shut_down_{false};  // Abort() closed the connections
   std::vector<char> scratch_;

@@ -51,8 +51,9 @@ const std::vector<ParamSpec>& ParamTable() {
       {"TFRING_FUSION_IN_PLACE_BYTES", ParamType::kInt, "-1", -1, 1LL << 40,
        "Tensors of at least this many bytes in a fused group are reduced where they are (a "
        "ring each) instead of being copied into the fusion buffer and back: the copies cost "
-       "more than one ring's start-up beyond this size. -1 (default): 256 KiB when the "
-       "ring's neighbours are on this host (shared memory), 4 MiB over TCP."},
+       "more than one ring's start-up beyond this size. -1 (default): 256 KiB when all the "
+       "group's ranks are on one host (shared memory), 4 MiB otherwise (TCP). Must be the "
+       "same on every rank (init fails naming the rank otherwise)."},
       {"TFRING_CACHE_CAPACITY", ParamType::kInt, "1024", 0, 1LL << 24,
        "How many tensors get a cache id, so that repeating them (a training step) negotiates "
        "one bit per tensor instead of the whole request (0 = no cache). Rank 0 keeps each "
@@ -63,12 +64,6 @@ const std::vector<ParamSpec>& ParamTable() {
       {"TFRING_SPIN_US", ParamType::kInt, "50", 0, 1000000,
        "How long a waiting transfer spins before it sleeps (microseconds; latency vs CPU). "
        "Unset, with more ranks on this host than CPUs, it is 0."},
-      {"TFRING_HOST_CPUS", ParamType::kInt, "0", 0, 1 << 24,
-       "How many CPUs the ranks on this host share between them; with more local ranks than "
-       "that, waits do not spin (unless TFRING_SPIN_US is set). tfringrun sets it to its own "
-       "affinity mask. 0: guessed from this process's mask: a mask covering every online CPU "
-       "is shared by all local ranks; a smaller one is taken as this rank's own share (a "
-       "launcher such as mpirun or Slurm bound each rank), so the host has local ranks times it."},
       {"TFRING_CHUNK_BYTES", ParamType::kInt, "262144", 1024, 1LL << 32,
        "Granularity at which received data is reduced while the rest is still in flight."},
       {"TFRING_SHM", ParamType::kBool, "1", 0, 0,

@@ -52,13 +52,17 @@ char* CpuBackend::FusionBuffer(size_t bytes) {
 }
 
 // The smallest tensor of a fused group that is reduced where it is (its own ring) rather
-// than copied into the fusion buffer and back (TFRING_FUSION_IN_PLACE_BYTES). Every rank
-// computes the same value: the ring's neighbours are on the same hosts for everyone.
+// than copied into the fusion buffer and back (TFRING_FUSION_IN_PLACE_BYTES, which init
+// checks is the same on every rank). Every member computes the same automatic value: it
+// asks whether ALL the group's members are on this host (a shared-memory link exists for
+// both sides of a pair or neither), not just its ring neighbours, which differ by rank.
 size_t CpuBackend::InPlaceMinBytes(const Group& g) const {
   if (in_place_min_bytes_ >= 0) return static_cast<size_t>(in_place_min_bytes_);
   if (g.size() < 2) return 0;
   // A ring's start-up costs ~2(n-1) hand-offs: a few us each over shared memory (copying
-  // 256 KiB in and out costs ~50 us), tens of us over TCP.
+  // 256 KiB in and out costs ~50 us), tens of us over TCP. Contract for callers of the
+  // backend: no tensor's output may overlap another tensor's input (an in-place tensor's
+  // output is written before later tensors' inputs are read).
   bool all_shm = true;
   for (int i = 0; i < g.size() && all_shm; ++i) {
     if (i != g.rank()) all_shm = g.data(i).shm();

@@ -18,19 +18,14 @@ namespace tfring {
 namespace {
 
 // CPUs this process may run on (its affinity mask), at least 1.
-int CpusAvailable() {
+std::vector<int> AffinityCpus() {
+  std::vector<int> cpus;
   cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
-// The CPUs this host's ranks share (TFRING_HOST_CPUS; guessed when 0, see config.cc).
-int HostCpusForRanks(const Config& c, int local_size) {
-  if (c.Int("TFRING_HOST_CPUS") > 0) return static_cast<int>(c.Int("TFRING_HOST_CPUS"));
-  const int mine = CpusAvailable();
-  const long online = sysconf(_SC_NPROCESSORS_ONLN);
-  if (online > 0 && mine < online) return mine * local_size;  // bound to its own share
-  return mine;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  return cpus;
 }
 
 
@@ -98,17 +93,6 @@ Status Runtime::Init(const std::map<std::string, std::string>& overrides, bool r
   st->cycle_s = c.Float("TFRING_CYCLE_TIME_MS") / 1000.0;
   SetLogRank(st->rank);
   st->spin_us = static_cast<int>(c.Int("TFRING_SPIN_US"));
-  const int host_cpus = HostCpusForRanks(c, st->local_size);
-  if (!c.IsSet("TFRING_SPIN_US") && st->local_size > host_cpus) {
-    // More ranks than cores here: a spinning rank holds the core that the rank it waits for
-    // needs (measured, 3 ranks on 2 cores: 8-byte allreduce 348 us spinning, 142 us not).
-    // Ranks bound to a core each do spin: the peer waited for has its own core (measured,
-    // np=2 bound: 8-byte allreduce 94 us not spinning, 26 us spinning).
-    TFRING_LOG(LogLevel::kInfo, "runtime", "TFRING_LOCAL_SIZE=" << st->local_size << " ranks share "
-                                               << host_cpus << " CPUs: waits do not spin "
-                                               << "(TFRING_SPIN_US=0; set it to override)");
-    st->spin_us = 0;
-  }
   SetSocketSpinMicros(st->spin_us);
   for (const char* library : {"TFRING_NCCL_LIBRARY", "TFRING_CUDA_RUNTIME_LIBRARY"}) {
     SetGpuLibraryPath(library, c.String(library));  // init(nccl_library=...) reaches the loader
@@ -126,6 +110,8 @@ Status Runtime::Init(const std::map<std::string, std::string>& overrides, bool r
   opt.cma = cma == "auto" ? CmaMode::kAuto : (cma == "1" || cma == "true") ? CmaMode::kOn : CmaMode::kOff;
   opt.cma_min_bytes = static_cast<size_t>(c.Int("TFRING_SHM_CMA_MIN_BYTES"));
   opt.host_id = HostId(st->cross_rank);
+  opt.cpus = AffinityCpus();
+  opt.must_match = "TFRING_FUSION_IN_PLACE_BYTES=" + std::to_string(c.Int("TFRING_FUSION_IN_PLACE_BYTES"));
   opt.peer_timeout_s = c.Float("TFRING_PEER_TIMEOUT_S");
   opt.hostname = Hostname();
   if (st->size > 1) {
@@ -167,6 +153,17 @@ Status Runtime::Init(const std::map<std::string, std::string>& overrides, bool r
   } else {
     MemoryStore local;  // size 1: no peers, nothing to exchange
     TFRING_RETURN_IF_ERROR(Communicator::Create(opt, local, &st->comm));
+  }
+  // More ranks on this host than CPUs they may run on (the union of their affinity masks):
+  // a spinning rank holds the core that the rank it waits for needs (measured, 3 ranks on
+  // 2 cores: 8-byte allreduce 348 us spinning, 142 us not). Ranks bound to a core each do
+  // spin: the peer waited for has its own core (np=2 bound: 94 us not spinning, 26 us).
+  if (!c.IsSet("TFRING_SPIN_US") && st->comm->host_cpus() > 0 && st->local_size > st->comm->host_cpus()) {
+    TFRING_LOG(LogLevel::kInfo, "runtime", "TFRING_LOCAL_SIZE=" << st->local_size << " ranks share "
+                                               << st->comm->host_cpus() << " CPUs: waits do not spin "
+                                               << "(TFRING_SPIN_US=0; set it to override)");
+    st->spin_us = 0;
+    SetSocketSpinMicros(0);
   }
   st->control = std::make_unique<ControlChannel>(st->rank, st->size, st->comm.get(), st->timeout_s, &st->stats);
   // Rank 0 returns only once every rank is done with the store: with TFRING_STORE_SERVE the

@@ -106,20 +106,6 @@ def cpus_from_env(env, topology=None):
     return cpus_for(mode, local_rank, local_size, topology or Topology.here())
 
 
-HOST_CPUS = "TFRING_HOST_CPUS"
-
-
-def with_host_cpus(env):
-    """``env`` plus ``TFRING_HOST_CPUS``: how many CPUs this host's ranks share (this
-    launcher's affinity mask), unless the user set it. The core then knows whether its
-    local ranks outnumber the CPUs (no spinning) even when each rank is bound to a share
-    smaller than that (config.cc)."""
-    if env.get(HOST_CPUS):
-        return env
-    count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return dict(env, **{HOST_CPUS: str(count)})
-
-
 def describe(cpus):
     """'0-3,8' for a set of CPUs (as taskset -c)."""
     if not cpus:

@@ -146,10 +146,8 @@ def run(fd=0):
     if cwd and not os.path.isdir(cwd):
         _say(f"directory {cwd} does not exist here; the worker starts in {os.getcwd()}")
         cwd = None
-    from tfring.runner import binding
     from tfring.runner.spawn import worker_preexec
 
-    env = binding.with_host_cpus(env)
     try:
         proc = subprocess.Popen(command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, close_fds=True,
                                 start_new_session=True,

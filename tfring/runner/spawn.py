@@ -65,7 +65,6 @@ class LocalSpawner:
         Raises:
           OSError: the command cannot be started (not found, not executable).
         """
-        env = binding.with_host_cpus(env)
         return subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
                                 preexec_fn=worker_preexec(env))  # noqa: PLW1509 - the hook takes no locks
