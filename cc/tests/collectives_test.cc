@@ -270,6 +270,41 @@ TEST_P(CollectivesTest, RingAllreduceOutOfPlaceLeavesInputAlone) {
   ExpectAllOk(statuses, "out-of-place allreduce");
 }
 
+// The postscale is applied inside the ring, each element once by the rank owning its
+// segment: the result must be bit for bit the unscaled ring followed by ScaleInPlace, for
+// every dtype (integer rounding, float16/bfloat16 included), counts below the world size
+// (empty segments), in and out of place.
+TEST_P(CollectivesTest, RingAllreducePostscaleEqualsScalingAfter) {
+  const size_t below_size = size() > 1 ? static_cast<size_t>(size() - 1) : 1;
+  auto statuses = Run([&](int r, Communicator& comm) -> Status {
+    std::vector<char> input, scaled, reference, output;
+    uint32_t seed = 0;
+    for (DataType dt : kAllDataTypes) {
+      if (dt == DataType::kBool) continue;
+      const size_t es = DataTypeSize(dt);
+      for (size_t n : {size_t{0}, size_t{1}, below_size, size_t{1001}, size_t{100003}}) {
+        for (double postscale : {0.5, 3.0}) {
+          FillInput(&input, ++seed, r, n, dt, ReduceOp::kSum);
+          scaled = reference = input;
+          TFRING_RETURN_IF_ERROR(RingAllreduce(comm, scaled.data(), n, dt, ReduceOp::kSum, 4099, postscale));
+          TFRING_RETURN_IF_ERROR(RingAllreduce(comm, reference.data(), n, dt, ReduceOp::kSum, 4099));
+          ScaleInPlace(reference.data(), n, dt, postscale);
+          const std::string what = std::string(DataTypeName(dt)) + " count " + std::to_string(n) + " postscale " +
+                                   std::to_string(postscale);
+          if (scaled != reference) return Status::Internal("in place differs from scaling after: " + what);
+          output.assign(input.size(), '\x77');
+          TFRING_RETURN_IF_ERROR(RingAllreduce(comm, input.data(), output.data(), n, dt, ReduceOp::kSum, 4099, postscale));
+          if (std::memcmp(output.data(), reference.data(), n * es) != 0) {
+            return Status::Internal("out of place differs from scaling after: " + what);
+          }
+        }
+      }
+    }
+    return Status::OK();
+  });
+  ExpectAllOk(statuses, "allreduce with postscale");
+}
+
 TEST_P(CollectivesTest, RingAllgathervWithZeroSizedBlocks) {
   std::mt19937 rng(size());
   std::vector<std::vector<size_t>> layouts;
