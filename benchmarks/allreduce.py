@@ -77,14 +77,15 @@ def compare(args):
                 subprocess.run(cmd + common + ["--json", target], env=env, check=True, timeout=1800)
                 with open(target) as f:
                     collected[name].append(json.load(f))
-    for name, runs in collected.items():
+    merged = {name: bench_common.merge_runs(runs) for name, runs in collected.items()}
+    for name, data in merged.items():
         with open(os.path.join(out_dir, f"allreduce_np{args.np}_{name}.json"), "w") as f:
-            json.dump(bench_common.merge_runs(runs), f, indent=1)
+            json.dump(data, f, indent=1)
     print(f"\nmedian of {args.runs} runs (range)")
-    for i, row in enumerate(bench_common.merge_runs(collected["tfring"])["results"]):
+    for i, row in enumerate(merged["tfring"]["results"]):
         cells = []
-        for name, runs in collected.items():
-            r = bench_common.merge_runs(runs)["results"][i]
+        for name, data in merged.items():
+            r = data["results"][i]
             cells.append(f"{name} {r['median_us']:9.1f} us ({r['min_us']:.1f}-{r['max_us']:.1f}) "
                          f"{r['busbw_GBps']:6.2f} GB/s")
         print(f"{row['bytes']:>10} B  " + "  ".join(cells), flush=True)

@@ -26,6 +26,7 @@ import os
 import platform
 import re
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -312,8 +313,6 @@ def compare(args):
 
 def _summarize(rows):
     """Median and range over rounds of each (model, mode)."""
-    import statistics
-
     out = []
     for key in dict.fromkeys((r["model"], r["mode"]) for r in rows):
         runs = [r for r in rows if (r["model"], r["mode"]) == key]

@@ -9,6 +9,7 @@ Only the part between the GENERATED markers of docs/benchmarks.md is rewritten.
 import glob
 import json
 import os
+import statistics
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -138,8 +139,6 @@ def keras_section():
               ("| model | configuration | rank | transport ms | copies ms | negotiation ms/tensor | of which waiting "
                "for the slowest | collectives | tensors | bytes packed (copied) |"),
               "|---|---|---|---|---|---|---|---|---|---|"]
-    import statistics
-
     for key in dict.fromkeys((r["model"], r["mode"]) for r in data["results"] if "breakdown_per_rank" in r):
         runs = [r["breakdown_per_rank"] for r in data["results"] if (r["model"], r["mode"]) == key
                 and "breakdown_per_rank" in r]

@@ -143,6 +143,9 @@ Status CpuBackend::AllreducePacked(const Group& comm, const Response& r, const s
   // One tensor (Adasum): in its output, no unpacking.
   const bool alone = group.size() == 1;
   char* buf = alone ? static_cast<char*>(group[0]->output) : FusionBuffer(total * es);
+  if (alone && total > 0 && group[0]->input != buf && ctx_.comm->cma_peers() > 0) {
+    AdviseHugePages(buf, total * es);  // before the first touch, as AllreduceOne does
+  }
   size_t offset = 0;
   for (auto* s : group) {
     const size_t bytes = s->request.Bytes();
@@ -151,7 +154,7 @@ Status CpuBackend::AllreducePacked(const Group& comm, const Response& r, const s
   }
   const std::string& first = group[0]->request.name;
   const auto transfer_start = Clock::now();
-  ctx_.timeline->Span(first, "FUSION_COPY_IN", copy_in_start, transfer_start);
+  if (!alone) ctx_.timeline->Span(first, "FUSION_COPY_IN", copy_in_start, transfer_start);
   ScaleInPlace(buf, total, dtype, r.prescale);
   if (r.reduce_op == ReduceOp::kAdasum) {  // in place, each tensor with its own coefficients
     std::vector<size_t> counts;

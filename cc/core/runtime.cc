@@ -17,7 +17,7 @@
 namespace tfring {
 namespace {
 
-// CPUs this process may run on (its affinity mask), at least 1.
+// The CPUs this process may run on (its affinity mask); empty when it cannot be read.
 std::vector<int> AffinityCpus() {
   std::vector<int> cpus;
   cpu_set_t set;
@@ -270,22 +270,19 @@ std::map<std::string, ParamValue> Runtime::config_values() const {
   return state_ ? state_->config.values() : std::map<std::string, ParamValue>{};
 }
 
+std::shared_ptr<Runtime::State> Runtime::CurrentState() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_;
+}
+
 RuntimeStats Runtime::stats() const {
-  std::shared_ptr<State> st;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    st = state_;
-  }
+  std::shared_ptr<State> st = CurrentState();
   if (!st) return RuntimeStats{};
   return st->stats.Snapshot();
 }
 
 Status Runtime::Health() const {
-  std::shared_ptr<State> st;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    st = state_;
-  }
+  std::shared_ptr<State> st = CurrentState();
   if (!st) return Status::Precondition("tfring is not initialized (or was shut down)");
   std::lock_guard<std::mutex> lock(st->mu);
   if (st->broken) return st->fatal;
@@ -294,31 +291,19 @@ Status Runtime::Health() const {
 }
 
 Status Runtime::AddProcessSet(int32_t id, const std::vector<int32_t>& ranks) {
-  std::shared_ptr<State> st;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    st = state_;
-  }
+  std::shared_ptr<State> st = CurrentState();
   if (!st) return Status::Precondition("tfring is not initialized: call tfring.init() first");
   return st->process_sets.Add(id, ranks, st->size);
 }
 
 Status Runtime::RemoveProcessSet(int32_t id) {
-  std::shared_ptr<State> st;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    st = state_;
-  }
+  std::shared_ptr<State> st = CurrentState();
   if (!st) return Status::Precondition("tfring is not initialized: call tfring.init() first");
   return st->process_sets.Remove(id);
 }
 
 Status Runtime::ProcessSetMembers(int32_t id, std::vector<int32_t>* ranks) const {
-  std::shared_ptr<State> st;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    st = state_;
-  }
+  std::shared_ptr<State> st = CurrentState();
   if (!st) return Status::Precondition("tfring is not initialized: call tfring.init() first");
   if (id == 0) {
     ranks->resize(static_cast<size_t>(st->size));
@@ -342,21 +327,13 @@ Status Runtime::ProcessSetPosition(int32_t id, int* rank, int* size) const {
 }
 
 Status Runtime::StartTimeline(const std::string& path) {
-  std::shared_ptr<State> st;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    st = state_;
-  }
+  std::shared_ptr<State> st = CurrentState();
   if (!st) return Status::Precondition("tfring is not initialized: call tfring.init() first");
   return st->rank == 0 ? st->timeline.Start(path) : Status::OK();
 }
 
 Status Runtime::StopTimeline() {
-  std::shared_ptr<State> st;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    st = state_;
-  }
+  std::shared_ptr<State> st = CurrentState();
   if (st) st->timeline.Stop();
   return Status::OK();
 }
@@ -368,11 +345,7 @@ Status Runtime::Enqueue(Submission submission) {
 }
 
 Status Runtime::EnqueueGroup(std::vector<Submission> group) {
-  std::shared_ptr<State> st;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    st = state_;
-  }
+  std::shared_ptr<State> st = CurrentState();
   if (!st) {
     return Status::Precondition(
         "tfring is not initialized (or was shut down): call tfring.init() (hvd.init()) first");

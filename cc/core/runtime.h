@@ -91,6 +91,10 @@ class Runtime {
   struct State;  // defined in runtime_state.h
 
  private:
+  // The current state, or null before Init / after Shutdown. Any thread; the copy keeps the
+  // state alive while the caller uses it.
+  std::shared_ptr<State> CurrentState() const;
+
   mutable std::mutex mu_;  // guards state_ pointer (not the state's own fields)
   std::shared_ptr<State> state_;
 };
