@@ -16,6 +16,9 @@ namespace {
 
 enum Channel : uint8_t { kData = 1, kControl = 2, kHeartbeat = 3 };
 constexpr double kHelloTimeoutS = 10.0;
+// Control messages are a few hundred bytes in steady state; a larger one (a first step's
+// requests for thousands of tensors) takes the TCP connection instead (control_channel.h).
+constexpr size_t kControlRingBytes = 256 << 10;
 
 constexpr size_t kMaxHelloBytes = 1024;
 
@@ -46,6 +49,7 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
   comm->timeout_s_ = opt.timeout_s;
   comm->data_.resize(opt.size);
   comm->control_.resize(opt.size);
+  comm->control_shm_.resize(opt.size);
   comm->heartbeat_.resize(opt.size);
   comm->hostname_.resize(opt.size);
   if (opt.size == 1) {
@@ -244,23 +248,41 @@ Status Communicator::ConnectSharedMemory(const CommunicatorOptions& opt, Store& 
   auto key = [](int from, int to) { return "shm/" + std::to_string(from) + "to" + std::to_string(to); };
   const bool cma = opt.cma != CmaMode::kOff;
   if (cma && !local.empty()) AllowCmaReaders();
-  std::string token = RandomHex(8);
+  // Each receiver creates its rings and publishes their names; each sender opens them and
+  // says so; the receiver then unlinks the names (nothing stays in /dev/shm after a crash).
+  // Control rings exist between rank 0 and the ranks on its host only (the control star).
+  struct Ring {
+    int peer;
+    const char* kind;  // "" data, "c" control
+    std::unique_ptr<ShmRing>* rx;
+    std::unique_ptr<ShmRing>* tx;
+    size_t bytes;
+  };
+  std::vector<Ring> rings;
   for (int p : local) {
-    std::string name = "/tfring-" + token + "-" + std::to_string(p) + "to" + std::to_string(rank_);
-    TFRING_RETURN_IF_ERROR(ShmRing::Create(name, opt.shm_ring_bytes, &data_[p].rx));
-    TFRING_RETURN_IF_ERROR(store.Set(key(p, rank_), name));
+    rings.push_back(Ring{p, "", &data_[p].rx, &data_[p].tx, opt.shm_ring_bytes});
+    if (opt.shm_control && (rank_ == 0 || p == 0)) {
+      rings.push_back(Ring{p, "c", &control_shm_[p].rx, &control_shm_[p].tx, kControlRingBytes});
+    }
   }
-  for (int p : local) {
+  auto ring_key = [&](const Ring& r, int from, int to) { return r.kind + key(from, to); };
+  std::string token = RandomHex(8);
+  for (const Ring& r : rings) {
+    std::string name = "/tfring-" + token + "-" + r.kind + std::to_string(r.peer) + "to" + std::to_string(rank_);
+    TFRING_RETURN_IF_ERROR(ShmRing::Create(name, r.bytes, r.rx));
+    TFRING_RETURN_IF_ERROR(store.Set(ring_key(r, r.peer, rank_), name));
+  }
+  for (const Ring& r : rings) {
     std::string name;
-    TFRING_RETURN_IF_ERROR(store.Get(key(rank_, p), deadline.SecondsLeft(), &name));
-    TFRING_RETURN_IF_ERROR(ShmRing::Open(name, &data_[p].tx));
-    if (cma) data_[p].tx->PublishWriter();
-    TFRING_RETURN_IF_ERROR(store.Set(key(rank_, p) + "/opened", "1"));
+    TFRING_RETURN_IF_ERROR(store.Get(ring_key(r, rank_, r.peer), deadline.SecondsLeft(), &name));
+    TFRING_RETURN_IF_ERROR(ShmRing::Open(name, r.tx));
+    if (cma && r.kind[0] == '\0') (*r.tx)->PublishWriter();  // before "opened": the peer probes after
+    TFRING_RETURN_IF_ERROR(store.Set(ring_key(r, rank_, r.peer) + "/opened", "1"));
   }
   std::vector<std::string> acks;
-  for (int p : local) acks.push_back(key(p, rank_) + "/opened");
+  for (const Ring& r : rings) acks.push_back(ring_key(r, r.peer, rank_) + "/opened");
   TFRING_RETURN_IF_ERROR(store.Wait(acks, deadline.SecondsLeft()));
-  for (int p : local) data_[p].rx->Unlink();
+  for (const Ring& r : rings) (*r.rx)->Unlink();
 
   Status required;  // CmaMode::kOn and a pair that cannot use it
   for (int p : local) {

@@ -7,7 +7,9 @@
 //     them from the sender's buffer. Create() probes each direction once; a pair where the
 //     kernel refuses (EPERM: Yama ptrace_scope, containers) stays on the rings.
 //   * control: a star around rank 0 carrying coordinator messages (requests up, responses
-//     down), kept apart from data so a request never interleaves with a payload.
+//     down), kept apart from data so a request never interleaves with a payload. Between
+//     rank 0 and a rank on its host, a pair of shared-memory message rings as well
+//     (control_shm_tx/rx; control_channel.h decides what goes where).
 //   * heartbeat: a second star around rank 0, owned by the liveness thread (liveness.h), so
 //     beats never wait behind a payload or the background thread. Every TCP connection also
 //     carries kernel keepalives and a user timeout of peer_timeout_s (a cut network is
@@ -50,6 +52,7 @@ struct CommunicatorOptions {
   double timeout_s = 30;                      // each transfer once running
   bool shm = true;                            // shared-memory rings between local ranks
   size_t shm_ring_bytes = 4 << 20;            // per direction, power of two
+  bool shm_control = true;                    // control messages through shared memory too
   std::string host_id;                        // ranks with equal ids share memory
   std::vector<int> cpus;                      // this process's CPU affinity mask (host_cpus())
   // Settings that change what goes on the wire, as one string ("NAME=value;..."): Create()
@@ -84,6 +87,10 @@ class Communicator {
   uint64_t bytes_received() const;
   Socket& control_to_root() { return control_[0]; }      // rank != 0
   Socket& control_from(int peer) { return control_[peer]; }  // rank == 0
+  // The shared-memory control rings to / from `peer` (rank 0 and a rank on its host, with
+  // shm and shm_control on), else null. Background thread only.
+  ShmRing* control_shm_tx(int peer) { return control_shm_[peer].tx.get(); }
+  ShmRing* control_shm_rx(int peer) { return control_shm_[peer].rx.get(); }
   // Rank 0: heartbeat(p) for every p > 0; other ranks: heartbeat(0). Liveness thread only.
   Socket& heartbeat(int peer) { return heartbeat_[peer]; }
   // Hostname of a peer this rank has a heartbeat connection with.
@@ -120,6 +127,10 @@ class Communicator {
 
   std::vector<Link> data_;
   std::vector<Socket> control_;
+  struct RingPair {
+    std::unique_ptr<ShmRing> tx, rx;
+  };
+  std::vector<RingPair> control_shm_;  // by peer
   std::vector<Socket> heartbeat_;
   std::vector<std::string> hostname_;
   std::vector<std::string> host_ids_;  // by rank

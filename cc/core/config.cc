@@ -68,6 +68,9 @@ const std::vector<ParamSpec>& ParamTable() {
        "Granularity at which received data is reduced while the rest is still in flight."},
       {"TFRING_SHM", ParamType::kBool, "1", 0, 0,
        "Move data between ranks on the same host through shared memory (0 = always TCP)."},
+      {"TFRING_SHM_CONTROL", ParamType::kBool, "1", 0, 0,
+       "Negotiation messages between rank 0 and the ranks on its host go through shared memory "
+       "as well (with TFRING_SHM; 0 = always TCP). Every rank must set it alike."},
       {"TFRING_SHM_RING_BYTES", ParamType::kInt, "4194304", 4096, 1LL << 31,
        "Size of each shared-memory ring (one per direction per local pair); a power of two."},
       {"TFRING_SHM_CMA", ParamType::kString, "0", 0, 0,

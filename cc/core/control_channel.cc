@@ -1,10 +1,31 @@
 #include "control_channel.h"
 
+#include <cstring>
+
 namespace tfring {
 namespace {
 
 constexpr size_t kMaxControlMessage = 256u << 20;
 constexpr double kTellPeersTimeoutS = 1.0;
+constexpr size_t kSeqBytes = 8;
+// A ring frame: 8-byte length of what follows, 8-byte sequence number, encoded message.
+constexpr size_t kFrameHeaderBytes = 16;
+
+void PutU64(char* at, uint64_t v) {
+  for (int i = 0; i < 8; ++i) at[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+
+uint64_t GetU64(const char* at) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(at[i])) << (8 * i);
+  return v;
+}
+
+std::string WithSeq(uint64_t seq, const std::string& body) {
+  std::string out(kSeqBytes, '\0');
+  PutU64(&out[0], seq);
+  return out + body;
+}
 
 }  // namespace
 
@@ -17,7 +38,9 @@ ControlChannel::ControlChannel(int rank, int size, Communicator* comm, double ti
   } else {
     peers_.push_back(0);
   }
+  order_.resize(static_cast<size_t>(size_));
 }
+
 
 Socket& ControlChannel::SocketOf(int peer) {
   return rank_ == 0 ? comm_->control_from(peer) : comm_->control_to_root();
@@ -30,15 +53,31 @@ Status ControlChannel::Send(const ControlMessage& message) {
     s.control_bytes_sent += static_cast<int64_t>(bytes.size() * peers_.size());
     s.control_messages_sent += static_cast<int64_t>(peers_.size());
   });
-  for (int p : peers_) {
-    TFRING_RETURN_IF_ERROR(SocketOf(p).SendMessage(bytes, Deadline::After(timeout_s_), comm_->abort_flag()));
-  }
+  const Deadline deadline = Deadline::After(timeout_s_);
+  for (int p : peers_) TFRING_RETURN_IF_ERROR(SendOne(p, bytes, deadline));
   return Status::OK();
+}
+
+Status ControlChannel::SendOne(int peer, const std::string& body, Deadline deadline) {
+  const uint64_t seq = order_[peer].next_send++;
+  ShmRing* ring = comm_->control_shm_tx(peer);
+  const size_t frame_bytes = kFrameHeaderBytes + body.size();
+  if (ring == nullptr || ring->Room() < frame_bytes) {
+    return SocketOf(peer).SendMessage(WithSeq(seq, body), deadline, comm_->abort_flag());
+  }
+  frame_.resize(frame_bytes);
+  PutU64(&frame_[0], kSeqBytes + body.size());
+  PutU64(&frame_[8], seq);
+  std::memcpy(&frame_[kFrameHeaderBytes], body.data(), body.size());
+  ring->TryWrite(frame_.data(), frame_bytes);  // takes all of it: Room() said so
+  ++shm_messages_sent_;
+  if (!ring->ReaderSleeping()) return Status::OK();
+  return SocketOf(peer).SendMessage(WithSeq(0, ""), deadline, comm_->abort_flag());  // the doorbell
 }
 
 void ControlChannel::Tell(const ControlMessage& message) {
   if (peers_.empty()) return;
-  const std::string bytes = EncodeControl(message);
+  const std::string bytes = WithSeq(0, EncodeControl(message));
   for (int p : peers_) SocketOf(p).SendMessage(bytes, Deadline::After(kTellPeersTimeoutS));
 }
 
@@ -48,7 +87,7 @@ Status ControlChannel::Greet(double timeout_s) {
   if (rank_ != 0) {
     ControlMessage hello;
     hello.kind = ControlKind::kHello;
-    return SocketOf(0).SendMessage(EncodeControl(hello), deadline, comm_->abort_flag());
+    return SocketOf(0).SendMessage(WithSeq(0, EncodeControl(hello)), deadline, comm_->abort_flag());
   }
   std::vector<int> waiting = peers_;
   while (!waiting.empty()) {
@@ -63,11 +102,11 @@ Status ControlChannel::Greet(double timeout_s) {
     if (poll(fds.data(), fds.size(), deadline.MillisLeft(100)) <= 0) continue;
     for (size_t i = fds.size(); i-- > 0;) {  // erase from the back: indexes stay valid
       if (!fds[i].revents) continue;
-      ControlMessage message;
-      TFRING_RETURN_IF_ERROR(ReceiveFrom(waiting[i], deadline, comm_->abort_flag(), &message));
-      if (message.kind != ControlKind::kHello) {
+      Incoming in;
+      TFRING_RETURN_IF_ERROR(ReceiveFrom(waiting[i], deadline, comm_->abort_flag(), &in));
+      if (in.doorbell || in.message.kind != ControlKind::kHello) {
         return Status::Internal("rank " + std::to_string(waiting[i]) + " sent control message kind " +
-                                std::to_string(static_cast<int>(message.kind)) + " before its hello");
+                                std::to_string(static_cast<int>(in.message.kind)) + " before its hello");
       }
       waiting.erase(waiting.begin() + static_cast<long>(i));
     }
@@ -82,8 +121,7 @@ void ControlChannel::AppendPollFds(std::vector<pollfd>* fds) const {
   }
 }
 
-Status ControlChannel::ReceiveFrom(int peer, Deadline deadline, const std::atomic<bool>* abort,
-                                   ControlMessage* message) {
+Status ControlChannel::ReceiveFrom(int peer, Deadline deadline, const std::atomic<bool>* abort, Incoming* in) {
   std::string bytes;
   Status st = SocketOf(peer).RecvMessage(&bytes, kMaxControlMessage, deadline, abort);
   if (!st.ok()) {
@@ -94,11 +132,79 @@ Status ControlChannel::ReceiveFrom(int peer, Deadline deadline, const std::atomi
     }
     return st;
   }
-  st = DecodeControl(bytes, size_, message);
+  if (bytes.size() < kSeqBytes) {
+    return Status::Internal("corrupt control message from rank " + std::to_string(peer) + ": " +
+                            std::to_string(bytes.size()) + " bytes, shorter than its sequence number");
+  }
+  in->seq = GetU64(bytes.data());
+  in->doorbell = bytes.size() == kSeqBytes;
+  if (in->doorbell) return Status::OK();
+  st = DecodeControl(bytes.substr(kSeqBytes), size_, &in->message);
   if (!st.ok()) {
     return Status::Internal("corrupt control message from rank " + std::to_string(peer) + ": " + st.message());
   }
   return Status::OK();
+}
+
+Status ControlChannel::Deliver(int peer, Incoming& in, const std::function<Status(int, ControlMessage&)>& handle) {
+  if (in.doorbell) return Status::OK();
+  if (in.seq == 0) return handle(peer, in.message);
+  PeerOrder& order = order_[peer];
+  if (in.seq != order.next_deliver) {
+    if (in.seq < order.next_deliver || !order.early.emplace(in.seq, std::move(in.message)).second) {
+      return Status::Internal("control message " + std::to_string(in.seq) + " from rank " + std::to_string(peer) +
+                              " arrived twice");
+    }
+    return Status::OK();
+  }
+  ++order.next_deliver;
+  TFRING_RETURN_IF_ERROR(handle(peer, in.message));
+  for (auto it = order.early.find(order.next_deliver); it != order.early.end();
+       it = order.early.find(order.next_deliver)) {
+    ControlMessage next = std::move(it->second);
+    order.early.erase(it);
+    ++order.next_deliver;
+    TFRING_RETURN_IF_ERROR(handle(peer, next));
+  }
+  return Status::OK();
+}
+
+Status ControlChannel::DrainShm(int peer, const std::function<Status(int, ControlMessage&)>& handle) {
+  ShmRing* ring = comm_->control_shm_rx(peer);
+  if (ring == nullptr) return Status::OK();
+  char header[kFrameHeaderBytes];
+  while (ring->Available() >= kFrameHeaderBytes) {  // a frame is published whole
+    ring->TryRead(header, kFrameHeaderBytes);
+    const uint64_t length = GetU64(header);
+    if (length < kSeqBytes || length - kSeqBytes > ring->Available()) {
+      return Status::Internal("corrupt shared-memory control frame from rank " + std::to_string(peer) + " (length " +
+                              std::to_string(length) + ")");
+    }
+    std::string body(static_cast<size_t>(length - kSeqBytes), '\0');
+    ring->TryRead(body.data(), body.size());
+    Incoming in;
+    in.seq = GetU64(header + 8);
+    Status st = DecodeControl(body, size_, &in.message);
+    if (!st.ok()) {
+      return Status::Internal("corrupt control message from rank " + std::to_string(peer) + ": " + st.message());
+    }
+    TFRING_RETURN_IF_ERROR(Deliver(peer, in, handle));
+  }
+  return Status::OK();
+}
+
+bool ControlChannel::ShmPending() const {
+  for (int p : peers_) {
+    ShmRing* ring = comm_->control_shm_rx(p);
+    if (ring != nullptr && ring->Available() > 0) return true;
+  }
+  return false;
+}
+
+void ControlChannel::MarkSleeping(bool sleeping) {
+  for (int p : peers_) {
+    if (ShmRing* ring = comm_->control_shm_rx(p)) ring->SetReaderSleeping(sleeping);
+  }
 }
 
 Status ControlChannel::Receive(int wait_ms,
@@ -106,13 +212,22 @@ Status ControlChannel::Receive(int wait_ms,
   if (peers_.empty()) return Status::OK();
   std::vector<pollfd> fds;
   AppendPollFds(&fds);
-  if (poll(fds.data(), fds.size(), wait_ms) <= 0) return Status::OK();
-  for (size_t i = 0; i < fds.size(); ++i) {
-    if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-    ControlMessage message;
-    TFRING_RETURN_IF_ERROR(ReceiveFrom(peers_[i], Deadline::After(timeout_s_), comm_->abort_flag(), &message));
-    TFRING_RETURN_IF_ERROR(handle(peers_[i], message));
+  int ready = 0;
+  if (wait_ms > 0) {
+    MarkSleeping(true);
+    ready = ShmPending() ? 0 : poll(fds.data(), fds.size(), wait_ms);
+    MarkSleeping(false);
   }
+  if (wait_ms <= 0 || ready == 0) ready = poll(fds.data(), fds.size(), 0);
+  // TCP first: a message that took TCP was sent after every ring frame before it, so the
+  // rings then hold whatever it must wait for.
+  for (size_t i = 0; ready > 0 && i < fds.size(); ++i) {
+    if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    Incoming in;
+    TFRING_RETURN_IF_ERROR(ReceiveFrom(peers_[i], Deadline::After(timeout_s_), comm_->abort_flag(), &in));
+    TFRING_RETURN_IF_ERROR(Deliver(peers_[i], in, handle));
+  }
+  for (int p : peers_) TFRING_RETURN_IF_ERROR(DrainShm(p, handle));
   return Status::OK();
 }
 
@@ -126,16 +241,16 @@ bool ControlChannel::AwaitAbort(double window_s, ControlMessage* abort, int* clo
     if (poll(fds.data(), fds.size(), window.MillisLeft(50)) <= 0) continue;
     for (size_t i = 0; i < fds.size(); ++i) {
       if (!fds[i].revents) continue;
-      ControlMessage message;
-      Status st = ReceiveFrom(open[i], window, nullptr, &message);
+      Incoming in;
+      Status st = ReceiveFrom(open[i], window, nullptr, &in);
       if (st.code() == ErrorCode::kInternal) continue;  // undecodable: not the abort we wait for
       if (!st.ok()) {
         if (*closed_peer < 0) *closed_peer = open[i];
         open.erase(open.begin() + static_cast<long>(i));
         break;
       }
-      if (message.kind == ControlKind::kAbort) {
-        *abort = std::move(message);
+      if (!in.doorbell && in.message.kind == ControlKind::kAbort) {
+        *abort = std::move(in.message);
         return true;
       }
     }

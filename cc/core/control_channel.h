@@ -1,15 +1,26 @@
-// ControlChannel: the negotiation star over the Communicator's control sockets. Rank 0
+// ControlChannel: the negotiation star over the Communicator's control connections. Rank 0
 // talks to every other rank; every other rank talks to rank 0 only. Messages are
 // ControlMessages (messages.h), encoded here and decoded here, so callers never see bytes.
 //
+// Two paths per peer, one ordered stream. Between rank 0 and a rank on its host a message
+// goes through a shared-memory ring (Communicator::control_shm_tx/rx) when it fits there,
+// and through the TCP connection otherwise. Each message carries a per-direction sequence
+// number, so the receiver hands them out in send order whichever path each took. The
+// ring's reader announces when it is about to sleep in poll() (MarkSleeping); a writer
+// that sees this sends a one-frame doorbell on TCP, which wakes it. The TCP connection
+// alone says that a peer died. Tell() (aborts, shutdown) and Greet() always use TCP and
+// are unordered: handled as soon as they arrive.
+//
 // Threads: the runtime's background thread only. Counters go to the StatsRecorder.
 // Every wait is bounded: sends and receives by `timeout_s` (and the communicator's abort
-// flag), Tell() by a short fixed deadline.
+// flag), Tell() by a short fixed deadline. Writing a ring never blocks.
 #pragma once
 
 #include <poll.h>
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <vector>
 
 #include "communicator.h"
@@ -46,10 +57,21 @@ class ControlChannel {
   void AppendPollFds(std::vector<pollfd>* fds) const;
 
   // Waits up to `wait_ms` (0: just looks) for messages, then receives and decodes every
-  // message that has arrived, calling `handle(from, message)` for each in arrival order per
+  // message that has arrived, calling `handle(from, message)` for each in send order per
   // peer. Stops at the first error, its own or the handler's. A closed connection is
   // kPeerLost naming the rank.
   Status Receive(int wait_ms, const std::function<Status(int from, ControlMessage& message)>& handle);
+
+  // For a caller that waits in its own poll() (on AppendPollFds and more): true when a
+  // shared-memory ring holds a message (poll() cannot see those). Cheap: memory reads only.
+  bool ShmPending() const;
+  // Around that caller's blocking poll(): MarkSleeping(true) before, then check
+  // ShmPending() (a message may have come first) and skip the poll if so; MarkSleeping(false)
+  // after. While marked, writers ring the doorbell on TCP, which poll() sees.
+  void MarkSleeping(bool sleeping);
+
+  // Messages that went through shared memory (tests and benchmarks).
+  uint64_t shm_messages_sent() const { return shm_messages_sent_; }
 
   // After a failed transfer: listens for up to `window_s` for the abort a failing peer sends
   // (rank 0 relays them). True with `*abort` filled when one came; otherwise false, with
@@ -57,8 +79,22 @@ class ControlChannel {
   bool AwaitAbort(double window_s, ControlMessage* abort, int* closed_peer);
 
  private:
+  struct Incoming {
+    uint64_t seq = 0;    // 0: unordered (Tell, Greet)
+    bool doorbell = false;
+    ControlMessage message;
+  };
+  struct PeerOrder {
+    uint64_t next_send = 1;     // sequence number of this rank's next ordered message
+    uint64_t next_deliver = 1;  // the peer's next message to hand out
+    std::map<uint64_t, ControlMessage> early;  // arrived before an earlier one
+  };
   Socket& SocketOf(int peer);
-  Status ReceiveFrom(int peer, Deadline deadline, const std::atomic<bool>* abort, ControlMessage* message);
+  Status SendOne(int peer, const std::string& body, Deadline deadline);
+  // One TCP frame: 8-byte sequence number, then the encoded message (empty: a doorbell).
+  Status ReceiveFrom(int peer, Deadline deadline, const std::atomic<bool>* abort, Incoming* in);
+  Status DrainShm(int peer, const std::function<Status(int, ControlMessage&)>& handle);
+  Status Deliver(int peer, Incoming& in, const std::function<Status(int, ControlMessage&)>& handle);
 
   const int rank_;
   const int size_;
@@ -66,6 +102,9 @@ class ControlChannel {
   const double timeout_s_;
   StatsRecorder* stats_;
   std::vector<int> peers_;
+  std::vector<PeerOrder> order_;  // by peer
+  uint64_t shm_messages_sent_ = 0;
+  std::string frame_;  // scratch for ring frames
 };
 
 }  // namespace tfring

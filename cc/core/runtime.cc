@@ -106,12 +106,15 @@ Status Runtime::Init(const std::map<std::string, std::string>& overrides, bool r
   opt.timeout_s = st->timeout_s;
   opt.shm = c.Bool("TFRING_SHM");
   opt.shm_ring_bytes = static_cast<size_t>(c.Int("TFRING_SHM_RING_BYTES"));
+  opt.shm_control = c.Bool("TFRING_SHM_CONTROL");
   const std::string& cma = c.String("TFRING_SHM_CMA");
   opt.cma = cma == "auto" ? CmaMode::kAuto : (cma == "1" || cma == "true") ? CmaMode::kOn : CmaMode::kOff;
   opt.cma_min_bytes = static_cast<size_t>(c.Int("TFRING_SHM_CMA_MIN_BYTES"));
   opt.host_id = HostId(st->cross_rank);
   opt.cpus = AffinityCpus();
-  opt.must_match = "TFRING_FUSION_IN_PLACE_BYTES=" + std::to_string(c.Int("TFRING_FUSION_IN_PLACE_BYTES"));
+  // A rank that creates shared-memory rings waits at init for its peers to open them.
+  opt.must_match = "TFRING_FUSION_IN_PLACE_BYTES=" + std::to_string(c.Int("TFRING_FUSION_IN_PLACE_BYTES")) +
+                   ";TFRING_SHM=" + std::to_string(opt.shm) + ";TFRING_SHM_CONTROL=" + std::to_string(opt.shm_control);
   opt.peer_timeout_s = c.Float("TFRING_PEER_TIMEOUT_S");
   opt.hostname = Hostname();
   if (st->size > 1) {
@@ -257,6 +260,7 @@ TFRING_STATE_GETTER(local_rank, local_rank, -1)
 TFRING_STATE_GETTER(local_size, local_size, -1)
 TFRING_STATE_GETTER(cross_rank, cross_rank, -1)
 TFRING_STATE_GETTER(cross_size, cross_size, -1)
+TFRING_STATE_GETTER(spin_us, spin_us, 0)
 #undef TFRING_STATE_GETTER
 
 int Runtime::homogeneous() const {

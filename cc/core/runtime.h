@@ -52,6 +52,9 @@ class Runtime {
   int local_size() const;
   int cross_rank() const;
   int cross_size() const;
+  // How long a thread waiting for a collective may spin (yielding) before it sleeps:
+  // TFRING_SPIN_US, or 0 where this host's ranks outnumber their CPUs. 0 before Init.
+  int spin_us() const;
   // 1 when every host runs the same number of ranks, 0 when not, -1 before Init. Hosts are
   // told apart as shared memory does (hostname, boot id and TFRING_CROSS_RANK).
   int homogeneous() const;

@@ -58,6 +58,7 @@ Status ShmRing::Create(const std::string& name, size_t capacity, std::unique_ptr
   ring->header_ = new (ring->map_) Header();
   ring->header_->head.store(0);
   ring->header_->tail.store(0);
+  ring->header_->reader_sleeping.store(0);
   ring->header_->capacity = capacity;
   ring->header_->magic = kMagic;
   ring->data_ = static_cast<char*>(ring->map_) + kHeaderBytes;
@@ -91,6 +92,21 @@ Status ShmRing::Open(const std::string& name, std::unique_ptr<ShmRing>* out) {
 size_t ShmRing::Available() const {
   return static_cast<size_t>(header_->head.load(std::memory_order_acquire) -
                              header_->tail.load(std::memory_order_relaxed));
+}
+
+size_t ShmRing::Room() const {
+  return capacity_ - static_cast<size_t>(header_->head.load(std::memory_order_relaxed) -
+                                         header_->tail.load(std::memory_order_acquire));
+}
+
+void ShmRing::SetReaderSleeping(bool sleeping) {
+  header_->reader_sleeping.store(sleeping ? 1 : 0, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+bool ShmRing::ReaderSleeping() const {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return header_->reader_sleeping.load(std::memory_order_seq_cst) != 0;
 }
 
 void ShmRing::Unlink() {

@@ -57,6 +57,16 @@ class ShmRing {
   size_t capacity() const { return capacity_; }
   // Bytes written and not yet read (a reader may still drain them after the writer died).
   size_t Available() const;
+  // Writer: bytes a TryWrite could take now (it takes them in one publish).
+  size_t Room() const;
+
+  // ---- sleeping reader (a doorbell protocol for message rings, control_channel.h) ----
+  // The reader sets the flag before it blocks elsewhere (in poll() on a socket) and checks
+  // Available() after; the writer checks ReaderSleeping() after its TryWrite and rings the
+  // doorbell when set. Both sides order the two accesses with a full fence (Dekker), so a
+  // message is never written unseen by a reader that goes to sleep.
+  void SetReaderSleeping(bool sleeping);
+  bool ReaderSleeping() const;
 
   // ---- single-copy posts (see the top of this file) ----
   struct Post {
@@ -94,6 +104,7 @@ class ShmRing {
     alignas(64) std::atomic<uint64_t> posts;  // writer: posts made (published with release)
     PostSlot slot[2];
     alignas(64) std::atomic<uint64_t> post_read;  // reader: bytes of all posts read
+    alignas(64) std::atomic<uint32_t> reader_sleeping;  // reader: SetReaderSleeping
     alignas(64) int64_t writer_pid;
     uint64_t probe_addr;
     uint64_t probe_token;

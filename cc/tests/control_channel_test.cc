@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <thread>
 
 #include "test_util.h"
@@ -160,6 +161,90 @@ TEST(ControlChannelTest, GreetTimesOutNamingTheRanksThatNeverSaidHello) {
   ControlChannel(1, 3, &mesh[1], 5, &stats).Greet(5);
   Status st = root.Greet(0.3);
   EXPECT_TRUE(HasError(st, ErrorCode::kTimeout, {"rank(s) 2 ", "TFRING_START_TIMEOUT_S"})) << Show(st);
+}
+
+// Between rank 0 and a rank on its host, messages that fit go through a shared-memory ring
+// and larger ones through TCP; the receiver hands them out in send order either way.
+TEST(ControlChannelTest, SharedMemoryAndTcpMessagesArriveInSendOrder) {
+  Mesh mesh;
+  ASSERT_TRUE(MakeMesh(MeshOptions{.size = 3, .shm = true}, &mesh).ok());
+  ASSERT_NE(mesh[1].control_shm_tx(0), nullptr);
+  EXPECT_EQ(mesh[1].control_shm_tx(2), nullptr) << "only the star around rank 0 has control rings";
+  ControlMessage big = Requests("big");
+  for (int i = 0; i < 4000; ++i) {  // ~400 KB encoded: more than a control ring holds
+    big.requests.push_back(big.requests[0]);
+    big.requests.back().name = "big." + std::to_string(i) + std::string(80, 'x');
+  }
+  std::vector<StatsRecorder> stats(3);
+  std::vector<uint64_t> through_shm(3);
+  auto statuses = RunRanks(3, 30, [&](int r) -> Status {
+    ControlChannel channel(r, 3, &mesh[r], 5, &stats[r]);
+    if (r != 0) {
+      for (const ControlMessage& m : {Requests("a"), big, Requests("b"), Requests("c"), big, Requests("d")}) {
+        TFRING_RETURN_IF_ERROR(channel.Send(m));
+      }
+      through_shm[r] = channel.shm_messages_sent();
+      return Status::OK();
+    }
+    std::map<int, std::string> order;
+    for (int i = 0; i < 400 && (order[1].size() < 6 || order[2].size() < 6); ++i) {
+      TFRING_RETURN_IF_ERROR(channel.Receive(10, [&](int from, ControlMessage& m) {
+        order[from] += m.requests.size() > 1 ? "B" : m.requests[0].name;
+        return Status::OK();
+      }));
+    }
+    for (int from : {1, 2}) {
+      if (order[from] != "aBbcBd") {
+        return Status::Internal("rank " + std::to_string(from) + "'s messages arrived as " + order[from]);
+      }
+    }
+    return Status::OK();
+  });
+  ExpectAllOk(statuses, "mixed paths");
+  EXPECT_EQ(through_shm[1], 4u) << "the small messages took the ring";
+  EXPECT_EQ(through_shm[2], 4u);
+}
+
+// A reader asleep in poll() is woken by the doorbell a writer rings on TCP after it wrote
+// the ring, so a message in shared memory never waits for the reader's timeout.
+TEST(ControlChannelTest, AMessageInSharedMemoryWakesASleepingReader) {
+  Mesh mesh;
+  ASSERT_TRUE(MakeMesh(MeshOptions{.size = 2, .shm = true}, &mesh).ok());
+  StatsRecorder stats;
+  ControlChannel root(0, 2, &mesh[0], 5, &stats);
+  ControlChannel worker(1, 2, &mesh[1], 5, &stats);
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_TRUE(worker.Send(Requests("late")).ok());
+  });
+  const auto start = std::chrono::steady_clock::now();
+  int got = 0;
+  Status st = root.Receive(10000, [&](int, ControlMessage& m) {
+    got += m.requests.size() == 1 && m.requests[0].name == "late";
+    return Status::OK();
+  });
+  late.join();
+  EXPECT_TRUE(st.ok()) << Show(st);
+  EXPECT_EQ(got, 1);
+  EXPECT_LT(SecondsSince(start), 5.0) << "woken by the doorbell, not the 10 s timeout";
+  EXPECT_EQ(worker.shm_messages_sent(), 1u);
+}
+
+TEST(ControlChannelTest, WithoutSharedMemoryControlEverythingTakesTcp) {
+  Mesh mesh;
+  ASSERT_TRUE(MakeMesh(MeshOptions{.size = 2, .shm = true, .shm_control = false}, &mesh).ok());
+  EXPECT_EQ(mesh[1].control_shm_tx(0), nullptr);
+  EXPECT_NE(mesh[1].data(0).tx, nullptr) << "data still goes through shared memory";
+  StatsRecorder stats;
+  ControlChannel root(0, 2, &mesh[0], 5, &stats);
+  ControlChannel worker(1, 2, &mesh[1], 5, &stats);
+  ASSERT_TRUE(worker.Send(Requests("tcp")).ok());
+  int got = 0;
+  for (int i = 0; i < 100 && got == 0; ++i) {
+    ASSERT_TRUE(root.Receive(50, [&](int, ControlMessage&) { ++got; return Status::OK(); }).ok());
+  }
+  EXPECT_EQ(got, 1);
+  EXPECT_EQ(worker.shm_messages_sent(), 0u);
 }
 
 }  // namespace

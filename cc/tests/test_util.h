@@ -122,6 +122,7 @@ struct MeshOptions {
   int size = 2;
   bool shm = false;
   size_t shm_ring_bytes = 1 << 16;
+  bool shm_control = true;
   double timeout_s = 10;
   double start_timeout_s = 10;
   CmaMode cma = CmaMode::kOff;  // single-copy sends (shm only)
@@ -144,6 +145,7 @@ inline Status MakeMesh(const MeshOptions& o, Mesh* mesh) {
     opt.timeout_s = o.timeout_s;
     opt.shm = o.shm;
     opt.shm_ring_bytes = o.shm_ring_bytes;
+    opt.shm_control = o.shm_control;
     opt.host_id = "test-host";
     opt.hostname = "host" + std::to_string(r);
     opt.cma = o.cma_per_rank.empty() ? o.cma : o.cma_per_rank[r];
