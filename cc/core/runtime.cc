@@ -377,8 +377,9 @@ Status Runtime::State::Submit(std::vector<Submission> group) {
       in_flight.insert(s.request.name);
       queue.push_back(std::move(s));
     }
+    queued.store(queue.size(), std::memory_order_seq_cst);
   }
-  Wake();
+  if (!spinning.load(std::memory_order_seq_cst)) Wake();
   return Status::OK();
 }
 

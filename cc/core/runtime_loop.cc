@@ -68,6 +68,7 @@ void Runtime::State::DrainQueue() {
   {
     std::lock_guard<std::mutex> lock(mu);
     batch.swap(queue);
+    queued.store(0, std::memory_order_seq_cst);
   }
   if (batch.empty()) return;
   ControlMessage msg;
@@ -240,13 +241,17 @@ void Runtime::State::WaitForWork() {
   // announced sleeping around the blocking poll (the writer then rings on TCP).
   const bool watch_shm = !is_broken;
   auto shm_pending = [&] { return watch_shm && control->ShmPending(); };
+  auto work_pending = [&] { return queued.load(std::memory_order_seq_cst) > 0 || shm_pending(); };
   int rc = 0;
   auto spin_until = Clock::now() + std::chrono::microseconds(spin_us);
+  if (spin_us > 0) spinning.store(true, std::memory_order_seq_cst);
   do {
-    if (shm_pending()) return;
+    if (work_pending()) break;
     rc = poll(fds.data(), fds.size(), 0);
     if (rc == 0) sched_yield();
   } while (rc == 0 && Clock::now() < spin_until && !stop_requested.load());
+  spinning.store(false, std::memory_order_seq_cst);
+  if (work_pending()) return;  // a submission that saw `spinning` did not write wake_fd
   if (rc == 0 && timeout_ms > 0) {
     if (watch_shm) control->MarkSleeping(true);
     if (!shm_pending()) rc = poll(fds.data(), fds.size(), timeout_ms);
@@ -333,12 +338,13 @@ void Runtime::State::Fail(const Status& failure, int origin) {
 }
 
 void Runtime::State::FailAllPending(const Status& status) {
-  std::deque<Submission> queued;
+  std::deque<Submission> unsent;
   {
     std::lock_guard<std::mutex> lock(mu);
-    queued.swap(queue);
+    unsent.swap(queue);
+    queued.store(0, std::memory_order_seq_cst);
   }
-  for (auto& s : queued) {
+  for (auto& s : unsent) {
     std::string name = s.request.name;
     entries[name] = Entry{std::move(s), Clock::now()};
   }

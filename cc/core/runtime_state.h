@@ -51,6 +51,12 @@ struct Runtime::State {
   // --- shared, guarded by mu ---
   std::mutex mu;
   std::deque<Submission> queue;
+  // Wake-ups without a syscall: while the background thread spins (`spinning`) it looks at
+  // `queued` (the queue's size, written under mu) itself, and Submit() skips the eventfd.
+  // Both sides store then load with seq_cst, so a submission never meets a thread that has
+  // just stopped looking without one of them seeing the other.
+  std::atomic<size_t> queued{0};
+  std::atomic<bool> spinning{false};
   std::set<std::string> in_flight;
   bool broken = false;  // a fatal error happened; every later op fails with `fatal`
   Status fatal;
