@@ -62,7 +62,8 @@ const std::vector<ParamSpec>& ParamTable() {
        "While more tensors are still arriving, how long the coordinator waits to fuse them "
        "with those already ready (ms)."},
       {"TFRING_SPIN_US", ParamType::kInt, "50", 0, 1000000,
-       "How long a waiting transfer spins before it sleeps (microseconds; latency vs CPU). "
+       "How long a waiting thread spins, yielding its core, before it sleeps: a transfer, the background "
+       "thread between collectives, a NumPy call waiting for its result (microseconds; latency vs CPU). "
        "Unset, with more ranks on this host than CPUs, it is 0."},
       {"TFRING_CHUNK_BYTES", ParamType::kInt, "262144", 1024, 1LL << 32,
        "Granularity at which received data is reduced while the rest is still in flight."},

@@ -156,6 +156,35 @@ TEST_P(RuntimeJobTest, RanksEnqueueInDifferentOrders) {
   }
 }
 
+// While the background thread spins it watches the queue instead of the eventfd, and a
+// submission skips the eventfd write. Submissions timed to race the end of a short spin
+// must still never wait for the idle wake-up (1 s): each completes well before that.
+TEST_P(RuntimeJobTest, SubmissionsRacingTheEndOfASpinAreNeverLeftAsleep) {
+  auto extra = Transport();
+  extra["TFRING_SPIN_US"] = "20";
+  Job job(2, extra);
+  TFRING_ASSERT_OK(job.InitAll());
+  const int kCalls = 300;
+  std::vector<double> slowest(2, 0.0);
+  auto statuses = RunRanks(2, 60, [&](int r) -> Status {
+    std::mt19937 rng(r + 7);
+    std::uniform_int_distribution<int> pause_us(0, 60);  // around the 20 us spin's end
+    const float* in = FilledInput(job, r, 2);
+    for (int i = 0; i < kCalls; ++i) {
+      float* out = job.Alloc<float>(2);
+      const auto start = std::chrono::steady_clock::now();
+      Completion c = Submit(job[r], Allreduce("racing", in, out, 2));
+      TFRING_RETURN_IF_ERROR(c.Wait(kOpTimeoutS));
+      slowest[r] = std::max(slowest[r], SecondsSince(start));
+      if (out[0] != SumOfInputs(2, 0) || out[1] != SumOfInputs(2, 1)) return Status::Internal("wrong sum");
+      std::this_thread::sleep_for(std::chrono::microseconds(pause_us(rng)));
+    }
+    return Status::OK();
+  });
+  ExpectAllOk(statuses, "racing submissions");
+  for (int r = 0; r < 2; ++r) EXPECT_LT(slowest[r], 0.5) << "rank " << r << " waited for the idle wake-up";
+}
+
 TEST_P(RuntimeJobTest, GroupIsFusedAndNeverAcrossDtypes) {
   auto extra = Transport();
   extra["TFRING_FUSION_THRESHOLD"] = "1048576";
