@@ -1,6 +1,6 @@
 #include "control_channel.h"
 
-#include <cstring>
+#include "wire.h"
 
 namespace tfring {
 namespace {
@@ -11,20 +11,12 @@ constexpr size_t kSeqBytes = 8;
 // A ring frame: 8-byte length of what follows, 8-byte sequence number, encoded message.
 constexpr size_t kFrameHeaderBytes = 16;
 
-void PutU64(char* at, uint64_t v) {
-  for (int i = 0; i < 8; ++i) at[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-}
-
-uint64_t GetU64(const char* at) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(at[i])) << (8 * i);
-  return v;
-}
-
+// A TCP control message: its sequence number (0: unordered), then its encoding (none: a
+// doorbell). Little-endian, as all of wire.h.
 std::string WithSeq(uint64_t seq, const std::string& body) {
-  std::string out(kSeqBytes, '\0');
-  PutU64(&out[0], seq);
-  return out + body;
+  WireWriter w;
+  w.I64(static_cast<int64_t>(seq));
+  return w.Take() + body;
 }
 
 }  // namespace
@@ -40,7 +32,6 @@ ControlChannel::ControlChannel(int rank, int size, Communicator* comm, double ti
   }
   order_.resize(static_cast<size_t>(size_));
 }
-
 
 Socket& ControlChannel::SocketOf(int peer) {
   return rank_ == 0 ? comm_->control_from(peer) : comm_->control_to_root();
@@ -65,10 +56,11 @@ Status ControlChannel::SendOne(int peer, const std::string& body, Deadline deadl
   if (ring == nullptr || ring->Room() < frame_bytes) {
     return SocketOf(peer).SendMessage(WithSeq(seq, body), deadline, comm_->abort_flag());
   }
-  frame_.resize(frame_bytes);
-  PutU64(&frame_[0], kSeqBytes + body.size());
-  PutU64(&frame_[8], seq);
-  std::memcpy(&frame_[kFrameHeaderBytes], body.data(), body.size());
+  WireWriter header;
+  header.I64(static_cast<int64_t>(kSeqBytes + body.size()));
+  header.I64(static_cast<int64_t>(seq));
+  frame_ = header.Take();
+  frame_ += body;
   ring->TryWrite(frame_.data(), frame_bytes);  // takes all of it: Room() said so
   ++shm_messages_sent_;
   if (!ring->ReaderSleeping()) return Status::OK();
@@ -136,7 +128,7 @@ Status ControlChannel::ReceiveFrom(int peer, Deadline deadline, const std::atomi
     return Status::Internal("corrupt control message from rank " + std::to_string(peer) + ": " +
                             std::to_string(bytes.size()) + " bytes, shorter than its sequence number");
   }
-  in->seq = GetU64(bytes.data());
+  in->seq = static_cast<uint64_t>(WireReader(bytes).I64());
   in->doorbell = bytes.size() == kSeqBytes;
   if (in->doorbell) return Status::OK();
   st = DecodeControl(bytes.substr(kSeqBytes), size_, &in->message);
@@ -172,10 +164,12 @@ Status ControlChannel::Deliver(int peer, Incoming& in, const std::function<Statu
 Status ControlChannel::DrainShm(int peer, const std::function<Status(int, ControlMessage&)>& handle) {
   ShmRing* ring = comm_->control_shm_rx(peer);
   if (ring == nullptr) return Status::OK();
-  char header[kFrameHeaderBytes];
+  std::string header(kFrameHeaderBytes, '\0');
   while (ring->Available() >= kFrameHeaderBytes) {  // a frame is published whole
-    ring->TryRead(header, kFrameHeaderBytes);
-    const uint64_t length = GetU64(header);
+    ring->TryRead(header.data(), kFrameHeaderBytes);
+    WireReader fields(header);
+    const uint64_t length = static_cast<uint64_t>(fields.I64());
+    const uint64_t seq = static_cast<uint64_t>(fields.I64());
     if (length < kSeqBytes || length - kSeqBytes > ring->Available()) {
       return Status::Internal("corrupt shared-memory control frame from rank " + std::to_string(peer) + " (length " +
                               std::to_string(length) + ")");
@@ -183,7 +177,7 @@ Status ControlChannel::DrainShm(int peer, const std::function<Status(int, Contro
     std::string body(static_cast<size_t>(length - kSeqBytes), '\0');
     ring->TryRead(body.data(), body.size());
     Incoming in;
-    in.seq = GetU64(header + 8);
+    in.seq = seq;
     Status st = DecodeControl(body, size_, &in.message);
     if (!st.ok()) {
       return Status::Internal("corrupt control message from rank " + std::to_string(peer) + ": " + st.message());
