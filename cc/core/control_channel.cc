@@ -147,6 +147,7 @@ Status ControlChannel::Deliver(int peer, Incoming& in, const std::function<Statu
       return Status::Internal("control message " + std::to_string(in.seq) + " from rank " + std::to_string(peer) +
                               " arrived twice");
     }
+    ++reordered_;
     return Status::OK();
   }
   ++order.next_deliver;
@@ -219,6 +220,10 @@ Status ControlChannel::Receive(int wait_ms,
     if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     Incoming in;
     TFRING_RETURN_IF_ERROR(ReceiveFrom(peers_[i], Deadline::After(timeout_s_), comm_->abort_flag(), &in));
+    // An unordered message (an abort, a shutdown) is handled at once, but not before what
+    // the peer put in the ring ahead of it: an error response must not lose to "rank 0 has
+    // shut down".
+    if (in.seq == 0 && !in.doorbell) TFRING_RETURN_IF_ERROR(DrainShm(peers_[i], handle));
     TFRING_RETURN_IF_ERROR(Deliver(peers_[i], in, handle));
   }
   for (int p : peers_) TFRING_RETURN_IF_ERROR(DrainShm(p, handle));

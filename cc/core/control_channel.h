@@ -70,8 +70,10 @@ class ControlChannel {
   // after. While marked, writers ring the doorbell on TCP, which poll() sees.
   void MarkSleeping(bool sleeping);
 
-  // Messages that went through shared memory (tests and benchmarks).
+  // Messages that went through shared memory, and received messages that had to wait for
+  // an earlier one (tests and benchmarks).
   uint64_t shm_messages_sent() const { return shm_messages_sent_; }
+  uint64_t reordered() const { return reordered_; }
 
   // After a failed transfer: listens for up to `window_s` for the abort a failing peer sends
   // (rank 0 relays them). True with `*abort` filled when one came; otherwise false, with
@@ -104,6 +106,7 @@ class ControlChannel {
   std::vector<int> peers_;
   std::vector<PeerOrder> order_;  // by peer
   uint64_t shm_messages_sent_ = 0;
+  uint64_t reordered_ = 0;
   std::string frame_;  // scratch for ring frames
 };
 

@@ -202,6 +202,15 @@ void AppendName(Response* r, const std::string& name, int32_t cache_id, bool cac
   r->names.push_back(name);
 }
 
+ControlMessage AbortMessage(int origin, ErrorCode code, const std::string& message) {
+  ControlMessage m;
+  m.kind = ControlKind::kAbort;
+  m.abort_origin = origin;
+  m.abort_code = code;
+  m.abort_message = message;
+  return m;
+}
+
 std::string EncodeControl(const ControlMessage& m) {
   WireWriter w;
   w.U32(kMagic);

@@ -114,6 +114,9 @@ struct ControlMessage {
   std::string abort_message;
 };
 
+// A kAbort message: `origin` broke the job, for `message` (see ControlMessage::abort_*).
+ControlMessage AbortMessage(int origin, ErrorCode code, const std::string& message);
+
 // Cache id of names[i], -1 for none.
 int32_t CacheIdAt(const Response& response, size_t i);
 // Appends a name to a (fused) response, keeping cache_ids parallel to names.

@@ -24,15 +24,6 @@ double SecondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-ControlMessage Abort(int origin, ErrorCode code, const std::string& message) {
-  ControlMessage m;
-  m.kind = ControlKind::kAbort;
-  m.abort_origin = origin;
-  m.abort_code = code;
-  m.abort_message = message;
-  return m;
-}
-
 }  // namespace
 
 void Runtime::State::Loop() {
@@ -329,7 +320,7 @@ void Runtime::State::Fail(const Status& failure, int origin) {
     // when the failure is its own; relays keep the origin's words.
     const int from = failure_origin;
     const bool own = from == rank && rank != 0;
-    control->Tell(Abort(from, status.code(), (own ? "rank " + std::to_string(rank) + " failed: " : "") +
+    control->Tell(AbortMessage(from, status.code(), (own ? "rank " + std::to_string(rank) + " failed: " : "") +
                                                   status.message()));
     if (liveness) liveness->Stop();  // the peers learn of the failure on the control channel
     comm->Abort();
@@ -367,9 +358,9 @@ void Runtime::State::Stop() {
   if (!was_broken && size > 1) {
     if (!reason.empty()) {
       // Leaving because of an error: every other rank fails with this cause.
-      control->Tell(Abort(rank, ErrorCode::kAborted, "rank " + std::to_string(rank) + " exited: " + reason));
+      control->Tell(AbortMessage(rank, ErrorCode::kAborted, "rank " + std::to_string(rank) + " exited: " + reason));
     } else if (rank == 0) {
-      control->Tell(Abort(0, ErrorCode::kPrecondition,
+      control->Tell(AbortMessage(0, ErrorCode::kPrecondition,
                           "rank 0 has shut down (it called shutdown() or its script ended); "
                           "collectives need every rank"));
     } else {

@@ -55,6 +55,7 @@ struct Completion {
   std::condition_variable cv;
   bool done = false;
   std::atomic<bool> finished{false};  // `done`, readable without the lock (WaitFor's spin)
+  int spin_us = 0;                    // Runtime::spin_us() at submission
   Status status;
   std::vector<int64_t> out_shape;
   std::unique_ptr<char[]> out_buffer;  // allgather / alltoall output
@@ -121,7 +122,7 @@ class Handle {
     py::gil_scoped_release release;
     // A small collective completes within microseconds: spinning (yielding the core to the
     // background thread, which may share it) saves the sleep and the wake-up.
-    const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(Runtime::Global().spin_us());
+    const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(c_->spin_us);
     while (!c_->finished.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < spin_until) {
       sched_yield();
     }
@@ -140,6 +141,7 @@ class Handle {
 
 std::unique_ptr<Handle> Submit(Submission s, py::object input, py::object output) {
   auto c = std::make_shared<Completion>();
+  c->spin_us = Runtime::Global().spin_us();
   s.done = [c](const Status& st) {
     {
       std::lock_guard<std::mutex> lock(c->mu);

@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "test_util.h"
@@ -22,6 +24,23 @@ ControlMessage Requests(const std::string& name) {
   m.requests.push_back(r);
   return m;
 }
+
+// Rank 0's and rank 1's channels over a 2-rank mesh with shared memory.
+class ControlChannelShmTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(MakeMesh(MeshOptions{.size = 2, .shm = true}, &mesh_).ok());
+    root_.emplace(0, 2, &mesh_[0], 5, &stats_);
+    worker_.emplace(1, 2, &mesh_[1], 5, &stats_);
+  }
+  ControlChannel& root() { return *root_; }
+  ControlChannel& worker() { return *worker_; }
+
+ private:
+  Mesh mesh_;
+  StatsRecorder stats_;
+  std::optional<ControlChannel> root_, worker_;
+};
 
 TEST(ControlChannelTest, PeersFormAStarAroundRankZero) {
   Mesh mesh;
@@ -96,12 +115,7 @@ TEST(ControlChannelTest, AwaitAbortReturnsTheOriginAndWordsOfTheFailingRank) {
   StatsRecorder stats;
   ControlChannel root(0, 2, &mesh[0], 5, &stats);
   ControlChannel worker(1, 2, &mesh[1], 5, &stats);
-  ControlMessage abort;
-  abort.kind = ControlKind::kAbort;
-  abort.abort_origin = 1;
-  abort.abort_code = ErrorCode::kMismatch;
-  abort.abort_message = "rank 1 failed: shapes differ";
-  worker.Tell(abort);
+  worker.Tell(AbortMessage(1, ErrorCode::kMismatch, "rank 1 failed: shapes differ"));
   ControlMessage got;
   int closed = -2;
   ASSERT_TRUE(root.AwaitAbort(2.0, &got, &closed));
@@ -164,7 +178,9 @@ TEST(ControlChannelTest, GreetTimesOutNamingTheRanksThatNeverSaidHello) {
 }
 
 // Between rank 0 and a rank on its host, messages that fit go through a shared-memory ring
-// and larger ones through TCP; the receiver hands them out in send order either way.
+// and larger ones through TCP; the receiver hands them out in send order either way. Rank 0
+// starts reading only once everything was sent (no doorbells): it then finds a large
+// message on TCP before the ring's earlier ones, and must hold it back.
 TEST(ControlChannelTest, SharedMemoryAndTcpMessagesArriveInSendOrder) {
   Mesh mesh;
   ASSERT_TRUE(MakeMesh(MeshOptions{.size = 3, .shm = true}, &mesh).ok());
@@ -177,6 +193,8 @@ TEST(ControlChannelTest, SharedMemoryAndTcpMessagesArriveInSendOrder) {
   }
   std::vector<StatsRecorder> stats(3);
   std::vector<uint64_t> through_shm(3);
+  std::atomic<int> senders_done{0};
+  uint64_t reordered = 0;
   auto statuses = RunRanks(3, 30, [&](int r) -> Status {
     ControlChannel channel(r, 3, &mesh[r], 5, &stats[r]);
     if (r != 0) {
@@ -184,8 +202,10 @@ TEST(ControlChannelTest, SharedMemoryAndTcpMessagesArriveInSendOrder) {
         TFRING_RETURN_IF_ERROR(channel.Send(m));
       }
       through_shm[r] = channel.shm_messages_sent();
+      senders_done.fetch_add(1);
       return Status::OK();
     }
+    while (senders_done.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     std::map<int, std::string> order;
     for (int i = 0; i < 400 && (order[1].size() < 6 || order[2].size() < 6); ++i) {
       TFRING_RETURN_IF_ERROR(channel.Receive(10, [&](int from, ControlMessage& m) {
@@ -193,6 +213,7 @@ TEST(ControlChannelTest, SharedMemoryAndTcpMessagesArriveInSendOrder) {
         return Status::OK();
       }));
     }
+    reordered = channel.reordered();
     for (int from : {1, 2}) {
       if (order[from] != "aBbcBd") {
         return Status::Internal("rank " + std::to_string(from) + "'s messages arrived as " + order[from]);
@@ -203,16 +224,32 @@ TEST(ControlChannelTest, SharedMemoryAndTcpMessagesArriveInSendOrder) {
   ExpectAllOk(statuses, "mixed paths");
   EXPECT_EQ(through_shm[1], 4u) << "the small messages took the ring";
   EXPECT_EQ(through_shm[2], 4u);
+  EXPECT_GT(reordered, 0u) << "a large message arrived before the ring's earlier ones and was held back";
+}
+
+// An abort or shutdown notice (TCP, unordered) is handled at once, but after what its
+// sender had already put in the ring: rank 0's last responses are not lost to its exit.
+TEST_F(ControlChannelShmTest, AnAbortDoesNotOvertakeMessagesAlreadyInTheRing) {
+  ControlChannel& root = this->root();
+  ControlChannel& worker = this->worker();
+  ASSERT_TRUE(worker.Send(Requests("last")).ok());
+  worker.Tell(AbortMessage(1, ErrorCode::kAborted, "rank 1 exited"));
+  ASSERT_EQ(worker.shm_messages_sent(), 1u);
+  std::string seen;
+  for (int i = 0; i < 100 && seen.size() < 2; ++i) {
+    ASSERT_TRUE(root.Receive(50, [&](int, ControlMessage& m) {
+      seen += m.kind == ControlKind::kAbort ? "A" : "r";
+      return Status::OK();
+    }).ok());
+  }
+  EXPECT_EQ(seen, "rA");
 }
 
 // A reader asleep in poll() is woken by the doorbell a writer rings on TCP after it wrote
 // the ring, so a message in shared memory never waits for the reader's timeout.
-TEST(ControlChannelTest, AMessageInSharedMemoryWakesASleepingReader) {
-  Mesh mesh;
-  ASSERT_TRUE(MakeMesh(MeshOptions{.size = 2, .shm = true}, &mesh).ok());
-  StatsRecorder stats;
-  ControlChannel root(0, 2, &mesh[0], 5, &stats);
-  ControlChannel worker(1, 2, &mesh[1], 5, &stats);
+TEST_F(ControlChannelShmTest, AMessageInSharedMemoryWakesASleepingReader) {
+  ControlChannel& root = this->root();
+  ControlChannel& worker = this->worker();
   std::thread late([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     EXPECT_TRUE(worker.Send(Requests("late")).ok());
