@@ -253,22 +253,23 @@ Status Communicator::ConnectSharedMemory(const CommunicatorOptions& opt, Store& 
   // Control rings exist between rank 0 and the ranks on its host only (the control star).
   struct Ring {
     int peer;
-    const char* kind;  // "" data, "c" control
+    bool control;  // a control ring (else data); its names and keys start with "c"
     std::unique_ptr<ShmRing>* rx;
     std::unique_ptr<ShmRing>* tx;
     size_t bytes;
   };
   std::vector<Ring> rings;
   for (int p : local) {
-    rings.push_back(Ring{p, "", &data_[p].rx, &data_[p].tx, opt.shm_ring_bytes});
+    rings.push_back(Ring{p, false, &data_[p].rx, &data_[p].tx, opt.shm_ring_bytes});
     if (opt.shm_control && (rank_ == 0 || p == 0)) {
-      rings.push_back(Ring{p, "c", &control_shm_[p].rx, &control_shm_[p].tx, kControlRingBytes});
+      rings.push_back(Ring{p, true, &control_shm_[p].rx, &control_shm_[p].tx, kControlRingBytes});
     }
   }
-  auto ring_key = [&](const Ring& r, int from, int to) { return r.kind + key(from, to); };
+  auto prefix = [](const Ring& r) { return std::string(r.control ? "c" : ""); };
+  auto ring_key = [&](const Ring& r, int from, int to) { return prefix(r) + key(from, to); };
   std::string token = RandomHex(8);
   for (const Ring& r : rings) {
-    std::string name = "/tfring-" + token + "-" + r.kind + std::to_string(r.peer) + "to" + std::to_string(rank_);
+    std::string name = "/tfring-" + token + "-" + prefix(r) + std::to_string(r.peer) + "to" + std::to_string(rank_);
     TFRING_RETURN_IF_ERROR(ShmRing::Create(name, r.bytes, r.rx));
     TFRING_RETURN_IF_ERROR(store.Set(ring_key(r, r.peer, rank_), name));
   }
@@ -276,7 +277,7 @@ Status Communicator::ConnectSharedMemory(const CommunicatorOptions& opt, Store& 
     std::string name;
     TFRING_RETURN_IF_ERROR(store.Get(ring_key(r, rank_, r.peer), deadline.SecondsLeft(), &name));
     TFRING_RETURN_IF_ERROR(ShmRing::Open(name, r.tx));
-    if (cma && r.kind[0] == '\0') (*r.tx)->PublishWriter();  // before "opened": the peer probes after
+    if (cma && !r.control) (*r.tx)->PublishWriter();  // before "opened": the peer probes after
     TFRING_RETURN_IF_ERROR(store.Set(ring_key(r, rank_, r.peer) + "/opened", "1"));
   }
   std::vector<std::string> acks;

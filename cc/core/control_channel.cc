@@ -202,18 +202,20 @@ void ControlChannel::MarkSleeping(bool sleeping) {
   }
 }
 
+int ControlChannel::PollAsleep(std::vector<pollfd>* fds, int timeout_ms) {
+  MarkSleeping(true);
+  const int rc = ShmPending() ? 0 : poll(fds->data(), fds->size(), timeout_ms);
+  MarkSleeping(false);
+  return rc;
+}
+
 Status ControlChannel::Receive(int wait_ms,
                                const std::function<Status(int from, ControlMessage& message)>& handle) {
   if (peers_.empty()) return Status::OK();
   std::vector<pollfd> fds;
   AppendPollFds(&fds);
-  int ready = 0;
-  if (wait_ms > 0) {
-    MarkSleeping(true);
-    ready = ShmPending() ? 0 : poll(fds.data(), fds.size(), wait_ms);
-    MarkSleeping(false);
-  }
-  if (wait_ms <= 0 || ready == 0) ready = poll(fds.data(), fds.size(), 0);
+  int ready = wait_ms > 0 ? PollAsleep(&fds, wait_ms) : 0;
+  if (ready == 0) ready = poll(fds.data(), fds.size(), 0);
   // TCP first: a message that took TCP was sent after every ring frame before it, so the
   // rings then hold whatever it must wait for.
   for (size_t i = 0; ready > 0 && i < fds.size(); ++i) {

@@ -6,7 +6,7 @@
 // goes through a shared-memory ring (Communicator::control_shm_tx/rx) when it fits there,
 // and through the TCP connection otherwise. Each message carries a per-direction sequence
 // number, so the receiver hands them out in send order whichever path each took. The
-// ring's reader announces when it is about to sleep in poll() (MarkSleeping); a writer
+// ring's reader announces when it is about to sleep in poll() (PollAsleep); a writer
 // that sees this sends a one-frame doorbell on TCP, which wakes it. The TCP connection
 // alone says that a peer died. Tell() (aborts, shutdown) and Greet() always use TCP and
 // are unordered: handled as soon as they arrive.
@@ -65,10 +65,11 @@ class ControlChannel {
   // For a caller that waits in its own poll() (on AppendPollFds and more): true when a
   // shared-memory ring holds a message (poll() cannot see those). Cheap: memory reads only.
   bool ShmPending() const;
-  // Around that caller's blocking poll(): MarkSleeping(true) before, then check
-  // ShmPending() (a message may have come first) and skip the poll if so; MarkSleeping(false)
-  // after. While marked, writers ring the doorbell on TCP, which poll() sees.
-  void MarkSleeping(bool sleeping);
+  // That caller's blocking poll() on `fds` (AppendPollFds' and any others), for up to
+  // `timeout_ms`: announced as sleeping in the rings, so that writers ring the doorbell on
+  // TCP, which poll() sees. Returns 0 at once when a ring already holds a message (one may
+  // have come just before), else poll()'s result.
+  int PollAsleep(std::vector<pollfd>* fds, int timeout_ms);
 
   // Messages that went through shared memory, and received messages that had to wait for
   // an earlier one (tests and benchmarks).
@@ -96,6 +97,7 @@ class ControlChannel {
   // One TCP frame: 8-byte sequence number, then the encoded message (empty: a doorbell).
   Status ReceiveFrom(int peer, Deadline deadline, const std::atomic<bool>* abort, Incoming* in);
   Status DrainShm(int peer, const std::function<Status(int, ControlMessage&)>& handle);
+  void MarkSleeping(bool sleeping);
   Status Deliver(int peer, Incoming& in, const std::function<Status(int, ControlMessage&)>& handle);
 
   const int rank_;

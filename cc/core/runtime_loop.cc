@@ -231,8 +231,9 @@ void Runtime::State::WaitForWork() {
   // Control messages in shared memory are invisible to poll(): looked at in the spin, and
   // announced sleeping around the blocking poll (the writer then rings on TCP).
   const bool watch_shm = !is_broken;
-  auto shm_pending = [&] { return watch_shm && control->ShmPending(); };
-  auto work_pending = [&] { return queued.load(std::memory_order_seq_cst) > 0 || shm_pending(); };
+  auto work_pending = [&] {
+    return queued.load(std::memory_order_seq_cst) > 0 || (watch_shm && control->ShmPending());
+  };
   int rc = 0;
   auto spin_until = Clock::now() + std::chrono::microseconds(spin_us);
   if (spin_us > 0) spinning.store(true, std::memory_order_seq_cst);
@@ -244,9 +245,7 @@ void Runtime::State::WaitForWork() {
   spinning.store(false, std::memory_order_seq_cst);
   if (work_pending()) return;  // a submission that saw `spinning` did not write wake_fd
   if (rc == 0 && timeout_ms > 0) {
-    if (watch_shm) control->MarkSleeping(true);
-    if (!shm_pending()) rc = poll(fds.data(), fds.size(), timeout_ms);
-    if (watch_shm) control->MarkSleeping(false);
+    rc = watch_shm ? control->PollAsleep(&fds, timeout_ms) : poll(fds.data(), fds.size(), timeout_ms);
   }
   if (rc > 0 && (fds[0].revents & POLLIN)) {
     uint64_t value;

@@ -53,8 +53,8 @@ std::vector<int64_t> ShapeOf(const py::array& a) {
 struct Completion {
   std::mutex mu;
   std::condition_variable cv;
-  bool done = false;
-  std::atomic<bool> finished{false};  // `done`, readable without the lock (WaitFor's spin)
+  // Set (release) under `mu` after `status`; read without the lock by poll() and WaitFor's spin.
+  std::atomic<bool> done{false};
   int spin_us = 0;                    // Runtime::spin_us() at submission
   Status status;
   std::vector<int64_t> out_shape;
@@ -79,10 +79,7 @@ class Handle {
     }
   }
 
-  bool poll() {
-    std::lock_guard<std::mutex> lock(c_->mu);
-    return c_->done;
-  }
+  bool poll() { return c_->done.load(std::memory_order_acquire); }
 
   // Blocks until done (timeout None = no limit), checking for Ctrl-C every 0.2 s.
   py::object wait(std::optional<double> timeout) {
@@ -123,11 +120,11 @@ class Handle {
     // A small collective completes within microseconds: spinning (yielding the core to the
     // background thread, which may share it) saves the sleep and the wake-up.
     const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(c_->spin_us);
-    while (!c_->finished.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < spin_until) {
+    while (!c_->done.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < spin_until) {
       sched_yield();
     }
     std::unique_lock<std::mutex> lock(c_->mu);
-    return c_->cv.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return c_->done; });
+    return c_->cv.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return c_->done.load(std::memory_order_acquire); });
   }
 
   std::string name_;
@@ -146,8 +143,7 @@ std::unique_ptr<Handle> Submit(Submission s, py::object input, py::object output
     {
       std::lock_guard<std::mutex> lock(c->mu);
       c->status = st;
-      c->done = true;
-      c->finished.store(true, std::memory_order_release);
+      c->done.store(true, std::memory_order_release);
     }
     c->cv.notify_all();
   };
