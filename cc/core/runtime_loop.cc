@@ -38,6 +38,7 @@ void Runtime::State::Loop() {
       DrainQueue();
       Negotiate();
       ExecuteScheduled();
+      if (!departure.ok()) Fail(departure, departure_origin);  // no-op if execution failed first
     }
     WaitForWork();
   }
@@ -123,6 +124,11 @@ Status Runtime::State::HandleControl(int from, ControlMessage& msg) {
     }
     case ControlKind::kAbort: {
       Status cause(msg.abort_code, msg.abort_message);
+      if (cause.code() == ErrorCode::kPrecondition && !scheduled.empty()) {
+        departure = cause;  // run what was agreed before it first (Loop)
+        departure_origin = msg.abort_origin;
+        return Status::OK();
+      }
       Fail(cause, msg.abort_origin);
       return cause;
     }
@@ -265,6 +271,10 @@ Status Runtime::State::RefineCause(const Status& status, int* origin) {
   // the control channel: prefer that root cause over "connection closed".
   // A local abort (shutdown() gave up waiting) has no remote cause to look for.
   *origin = -1;
+  if (!departure.ok()) {  // a peer that shut down without doing its part: its notice says so
+    *origin = departure_origin;
+    return departure;
+  }
   if (size == 1 || comm->aborted() ||
       (status.code() != ErrorCode::kPeerLost && status.code() != ErrorCode::kAborted)) {
     return status;

@@ -87,6 +87,12 @@ struct Runtime::State {
   std::unique_ptr<Coordinator> coordinator;        // rank 0
   std::unique_ptr<StallInspector> stall_inspector;  // rank 0
   RequestCache request_cache;  // this rank's requests under rank 0's cache ids
+  // A peer's orderly shutdown (an abort with kPrecondition) read while responses that came
+  // before it were still scheduled here: those run first (the peer did its part of them
+  // before leaving; if it did not, its closed link fails them with this cause), then the
+  // loop fails the job with it. Set by HandleControl, consumed by Loop.
+  Status departure;
+  int departure_origin = -1;
   bool joined = false;  // this rank's join is pending: it adds zeros to the others' allreduces
   Clock::time_point first_ready_at{};  // rank 0: when the oldest unsent ready tensor appeared
   std::unique_ptr<Backend> cpu_backend;

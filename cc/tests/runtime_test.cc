@@ -548,6 +548,60 @@ TEST_P(RuntimeJobTest, ShutdownOfANonRootRankFailsEveryPendingOp) { CheckShutdow
 
 TEST_P(RuntimeJobTest, ShutdownOfRankZeroFailsEveryPendingOp) { CheckShutdownOfOneRank(GetParam(), 0); }
 
+// A rank can read a response and, right behind it, the notice that a peer shut down (its
+// background thread was busy: here, held in a completion callback). The peer shut down
+// after doing its part of that response, so the response must still run here, not fail.
+TEST_P(RuntimeJobTest, ResponsesAgreedBeforeAPeersShutdownStillRun) {
+  Job job(3, Transport());
+  TFRING_ASSERT_OK(job.InitAll());
+  auto broadcast = [&](int r) {
+    Submission b = Allreduce("second", nullptr, nullptr, 4);
+    b.request.op = OpType::kBroadcast;
+    b.request.root = 0;
+    float* data = job.Alloc<float>(4);
+    for (int i = 0; i < 4; ++i) data[i] = r == 0 ? 10.0f + i : -1.0f;
+    b.input = data;
+    b.output = data;
+    return std::make_pair(b, data);
+  };
+  // Rank 2 asks for both tensors first; completing the first holds its background thread.
+  std::atomic<bool> release{false};
+  Completion first2;
+  Submission hold = Allreduce("first", FilledInput(job, 2, 4), job.Alloc<float>(4), 4);
+  auto notify = first2.Callback();
+  hold.done = [&release, notify](const Status& st) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!release.load() && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    notify(st);
+  };
+  TFRING_ASSERT_OK(job[2].Enqueue(std::move(hold)));
+  auto [second_on_2, result_on_2] = broadcast(2);
+  Completion second2 = Submit(job[2], second_on_2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // rank 2's requests reach rank 0
+  Completion first0 = Submit(job[0], Allreduce("first", FilledInput(job, 0, 4), job.Alloc<float>(4), 4));
+  Completion first1 = Submit(job[1], Allreduce("first", FilledInput(job, 1, 4), job.Alloc<float>(4), 4));
+  TFRING_ASSERT_OK(first0.Wait(kOpTimeoutS));
+  TFRING_ASSERT_OK(first1.Wait(kOpTimeoutS));
+  Completion second0 = Submit(job[0], broadcast(0).first);
+  Completion second1 = Submit(job[1], broadcast(1).first);
+  TFRING_ASSERT_OK(second0.Wait(kOpTimeoutS));
+  TFRING_ASSERT_OK(second1.Wait(kOpTimeoutS));
+  TFRING_ASSERT_OK(job[1].Shutdown());
+  // Once rank 0 fails this probe it has told rank 2 that rank 1 left.
+  float x = 1, y;
+  Completion probe = Submit(job[0], Allreduce("probe", &x, &y, 1));
+  EXPECT_TRUE(HasError(probe.Wait(kOpTimeoutS), ErrorCode::kPrecondition, {"rank 1", "shut down"}));
+  release.store(true);
+  TFRING_EXPECT_OK(first2.Wait(kOpTimeoutS));
+  TFRING_ASSERT_OK(second2.Wait(kOpTimeoutS));
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(result_on_2[i], 10.0f + i) << i;
+  // What comes after the shutdown fails, naming the rank that left.
+  Completion later = Submit(job[2], Allreduce("later", &x, &y, 1));
+  EXPECT_TRUE(HasError(later.Wait(kOpTimeoutS), ErrorCode::kPrecondition, {"rank 1", "shut down"}));
+}
+
 TEST_P(RuntimeJobTest, DestroyingARuntimeShutsItDown) {
   Job job(2, Transport());
   TFRING_ASSERT_OK(job.InitAll());
