@@ -254,6 +254,10 @@ bool ControlChannel::AwaitAbort(double window_s, ControlMessage* abort, int* clo
         *abort = std::move(in.message);
         return true;
       }
+      if (!in.doorbell && in.message.kind == ControlKind::kShutdown) {  // rank 0 hears of a departure
+        *abort = DepartureMessage(open[i]);
+        return true;
+      }
     }
   }
   return false;

@@ -77,7 +77,8 @@ class ControlChannel {
   uint64_t reordered() const { return reordered_; }
 
   // After a failed transfer: listens for up to `window_s` for the abort a failing peer sends
-  // (rank 0 relays them). True with `*abort` filled when one came; otherwise false, with
+  // (rank 0 relays them; a peer's shutdown notice counts as its DepartureMessage). True
+  // with `*abort` filled when one came; otherwise false, with
   // `*closed_peer` the first peer whose connection closed meanwhile (-1 for none).
   bool AwaitAbort(double window_s, ControlMessage* abort, int* closed_peer);
 

@@ -211,6 +211,12 @@ ControlMessage AbortMessage(int origin, ErrorCode code, const std::string& messa
   return m;
 }
 
+ControlMessage DepartureMessage(int rank) {
+  return AbortMessage(rank, ErrorCode::kPrecondition,
+                      "rank " + std::to_string(rank) +
+                          " has shut down (it called shutdown() or its script ended); collectives need every rank");
+}
+
 std::string EncodeControl(const ControlMessage& m) {
   WireWriter w;
   w.U32(kMagic);

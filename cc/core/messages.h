@@ -116,6 +116,9 @@ struct ControlMessage {
 
 // A kAbort message: `origin` broke the job, for `message` (see ControlMessage::abort_*).
 ControlMessage AbortMessage(int origin, ErrorCode code, const std::string& message);
+// The abort that stands for `rank`'s orderly shutdown (kPrecondition, the only abort with
+// that code: a receiver lets collectives agreed before it run first).
+ControlMessage DepartureMessage(int rank);
 
 // Cache id of names[i], -1 for none.
 int32_t CacheIdAt(const Response& response, size_t i);

@@ -116,9 +116,8 @@ Status Runtime::State::HandleControl(int from, ControlMessage& msg) {
       return Status::OK();
     case ControlKind::kShutdown: {
       if (rank != 0) break;
-      Status left = Status::Precondition("rank " + std::to_string(from) +
-                                         " has shut down (it called shutdown() or its script ended); "
-                                         "collectives need every rank");
+      const ControlMessage notice = DepartureMessage(from);
+      Status left(notice.abort_code, notice.abort_message);
       Fail(left, from);
       return left;
     }
@@ -271,13 +270,13 @@ Status Runtime::State::RefineCause(const Status& status, int* origin) {
   // the control channel: prefer that root cause over "connection closed".
   // A local abort (shutdown() gave up waiting) has no remote cause to look for.
   *origin = -1;
-  if (!departure.ok()) {  // a peer that shut down without doing its part: its notice says so
-    *origin = departure_origin;
-    return departure;
-  }
   if (size == 1 || comm->aborted() ||
       (status.code() != ErrorCode::kPeerLost && status.code() != ErrorCode::kAborted)) {
     return status;
+  }
+  if (!departure.ok()) {  // a peer that shut down without doing its part: its notice says so
+    *origin = departure_origin;
+    return departure;
   }
   ControlMessage abort;
   int closed = -1;
@@ -369,9 +368,7 @@ void Runtime::State::Stop() {
       // Leaving because of an error: every other rank fails with this cause.
       control->Tell(AbortMessage(rank, ErrorCode::kAborted, "rank " + std::to_string(rank) + " exited: " + reason));
     } else if (rank == 0) {
-      control->Tell(AbortMessage(0, ErrorCode::kPrecondition,
-                          "rank 0 has shut down (it called shutdown() or its script ended); "
-                          "collectives need every rank"));
+      control->Tell(DepartureMessage(0));
     } else {
       ControlMessage bye;
       bye.kind = ControlKind::kShutdown;

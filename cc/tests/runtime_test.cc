@@ -552,6 +552,8 @@ TEST_P(RuntimeJobTest, ShutdownOfRankZeroFailsEveryPendingOp) { CheckShutdownOfO
 // background thread was busy: here, held in a completion callback). The peer shut down
 // after doing its part of that response, so the response must still run here, not fail.
 TEST_P(RuntimeJobTest, ResponsesAgreedBeforeAPeersShutdownStillRun) {
+  std::atomic<bool> release{false};      // declared before the job: outlives rank 2's thread
+  std::atomic<bool> held_too_long{false};  // the hold gave up: the order was not forced
   Job job(3, Transport());
   TFRING_ASSERT_OK(job.InitAll());
   auto broadcast = [&](int r) {
@@ -564,22 +566,28 @@ TEST_P(RuntimeJobTest, ResponsesAgreedBeforeAPeersShutdownStillRun) {
     b.output = data;
     return std::make_pair(b, data);
   };
-  // Rank 2 asks for both tensors first; completing the first holds its background thread.
-  std::atomic<bool> release{false};
-  Completion first2;
+  // Rank 2 asks for both tensors at once, before the others ask for any; completing the
+  // first holds its background thread.
+  Completion first2, second2;
   Submission hold = Allreduce("first", FilledInput(job, 2, 4), job.Alloc<float>(4), 4);
   auto notify = first2.Callback();
-  hold.done = [&release, notify](const Status& st) {
+  hold.done = [&release, &held_too_long, notify](const Status& st) {
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!release.load() && std::chrono::steady_clock::now() < give_up) {
+    while (!release.load()) {
+      if (std::chrono::steady_clock::now() > give_up) {
+        held_too_long.store(true);
+        break;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     notify(st);
   };
-  TFRING_ASSERT_OK(job[2].Enqueue(std::move(hold)));
   auto [second_on_2, result_on_2] = broadcast(2);
-  Completion second2 = Submit(job[2], second_on_2);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // rank 2's requests reach rank 0
+  second_on_2.done = second2.Callback();
+  std::vector<Submission> both;
+  both.push_back(std::move(hold));
+  both.push_back(std::move(second_on_2));
+  TFRING_ASSERT_OK(job[2].EnqueueGroup(std::move(both)));
   Completion first0 = Submit(job[0], Allreduce("first", FilledInput(job, 0, 4), job.Alloc<float>(4), 4));
   Completion first1 = Submit(job[1], Allreduce("first", FilledInput(job, 1, 4), job.Alloc<float>(4), 4));
   TFRING_ASSERT_OK(first0.Wait(kOpTimeoutS));
@@ -595,11 +603,47 @@ TEST_P(RuntimeJobTest, ResponsesAgreedBeforeAPeersShutdownStillRun) {
   EXPECT_TRUE(HasError(probe.Wait(kOpTimeoutS), ErrorCode::kPrecondition, {"rank 1", "shut down"}));
   release.store(true);
   TFRING_EXPECT_OK(first2.Wait(kOpTimeoutS));
+  EXPECT_FALSE(held_too_long.load()) << "rank 2 was released by its own timeout: the order was not forced";
   TFRING_ASSERT_OK(second2.Wait(kOpTimeoutS));
   for (int i = 0; i < 4; ++i) EXPECT_EQ(result_on_2[i], 10.0f + i) << i;
   // What comes after the shutdown fails, naming the rank that left.
   Completion later = Submit(job[2], Allreduce("later", &x, &y, 1));
   EXPECT_TRUE(HasError(later.Wait(kOpTimeoutS), ErrorCode::kPrecondition, {"rank 1", "shut down"}));
+}
+
+// Rank 0 waits in a transfer for a rank that shut down without doing its part (its
+// background thread was held until after shutdown() was called). The error says the rank
+// shut down, as the notice it sent says, not that it crashed.
+TEST_P(RuntimeJobTest, APeerThatShutsDownBeforeDoingItsPartIsNamedAsShutDownNotCrashed) {
+  std::atomic<bool> release{false};  // declared before the job: outlives rank 1's thread
+  Job job(2, Transport());
+  TFRING_ASSERT_OK(job.InitAll());
+  Completion first1, second1;
+  Submission hold = Allreduce("first", FilledInput(job, 1, 4), job.Alloc<float>(4), 4);
+  auto notify = first1.Callback();
+  hold.done = [&release, notify](const Status& st) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!release.load() && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    notify(st);
+  };
+  Submission second = Allreduce("second", FilledInput(job, 1, 4), job.Alloc<float>(4), 4);
+  second.done = second1.Callback();
+  std::vector<Submission> both;
+  both.push_back(std::move(hold));
+  both.push_back(std::move(second));
+  TFRING_ASSERT_OK(job[1].EnqueueGroup(std::move(both)));
+  Completion first0 = Submit(job[0], Allreduce("first", FilledInput(job, 0, 4), job.Alloc<float>(4), 4));
+  TFRING_ASSERT_OK(first0.Wait(kOpTimeoutS));
+  Completion second0 = Submit(job[0], Allreduce("second", FilledInput(job, 0, 4), job.Alloc<float>(4), 4));
+  std::thread leaver([&] { (void)job[1].Shutdown(); });  // returns once rank 1's loop has ended
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  release.store(true);
+  leaver.join();
+  EXPECT_TRUE(HasError(second1.Wait(kOpTimeoutS), ErrorCode::kPrecondition, {"shut down"}));
+  Status st = second0.Wait(kOpTimeoutS);
+  EXPECT_TRUE(HasError(st, ErrorCode::kPrecondition, {"rank 1 has shut down"})) << st.ToString();
 }
 
 TEST_P(RuntimeJobTest, DestroyingARuntimeShutsItDown) {
