@@ -548,6 +548,31 @@ TEST_P(RuntimeJobTest, ShutdownOfANonRootRankFailsEveryPendingOp) { CheckShutdow
 
 TEST_P(RuntimeJobTest, ShutdownOfRankZeroFailsEveryPendingOp) { CheckShutdownOfOneRank(GetParam(), 0); }
 
+// Enqueues `held` and `then` on `rt` as one group. Completing `held` holds the rank's
+// background thread (it reads no control message) until `*release` is set; a hold that
+// instead ends after 10 s sets `*held_too_long`. The flags must outlive the rank.
+Status EnqueueHeldThen(Runtime& rt, Submission held, Completion* held_done, Submission then,
+                       Completion* then_done, const std::atomic<bool>* release,
+                       std::atomic<bool>* held_too_long) {
+  auto notify = held_done->Callback();
+  held.done = [release, held_too_long, notify](const Status& st) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!release->load()) {
+      if (std::chrono::steady_clock::now() > give_up) {
+        held_too_long->store(true);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    notify(st);
+  };
+  then.done = then_done->Callback();
+  std::vector<Submission> both;
+  both.push_back(std::move(held));
+  both.push_back(std::move(then));
+  return rt.EnqueueGroup(std::move(both));
+}
+
 // A rank can read a response and, right behind it, the notice that a peer shut down (its
 // background thread was busy: here, held in a completion callback). The peer shut down
 // after doing its part of that response, so the response must still run here, not fail.
@@ -569,25 +594,9 @@ TEST_P(RuntimeJobTest, ResponsesAgreedBeforeAPeersShutdownStillRun) {
   // Rank 2 asks for both tensors at once, before the others ask for any; completing the
   // first holds its background thread.
   Completion first2, second2;
-  Submission hold = Allreduce("first", FilledInput(job, 2, 4), job.Alloc<float>(4), 4);
-  auto notify = first2.Callback();
-  hold.done = [&release, &held_too_long, notify](const Status& st) {
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!release.load()) {
-      if (std::chrono::steady_clock::now() > give_up) {
-        held_too_long.store(true);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    notify(st);
-  };
   auto [second_on_2, result_on_2] = broadcast(2);
-  second_on_2.done = second2.Callback();
-  std::vector<Submission> both;
-  both.push_back(std::move(hold));
-  both.push_back(std::move(second_on_2));
-  TFRING_ASSERT_OK(job[2].EnqueueGroup(std::move(both)));
+  TFRING_ASSERT_OK(EnqueueHeldThen(job[2], Allreduce("first", FilledInput(job, 2, 4), job.Alloc<float>(4), 4),
+                                   &first2, second_on_2, &second2, &release, &held_too_long));
   Completion first0 = Submit(job[0], Allreduce("first", FilledInput(job, 0, 4), job.Alloc<float>(4), 4));
   Completion first1 = Submit(job[1], Allreduce("first", FilledInput(job, 1, 4), job.Alloc<float>(4), 4));
   TFRING_ASSERT_OK(first0.Wait(kOpTimeoutS));
@@ -615,25 +624,13 @@ TEST_P(RuntimeJobTest, ResponsesAgreedBeforeAPeersShutdownStillRun) {
 // background thread was held until after shutdown() was called). The error says the rank
 // shut down, as the notice it sent says, not that it crashed.
 TEST_P(RuntimeJobTest, APeerThatShutsDownBeforeDoingItsPartIsNamedAsShutDownNotCrashed) {
-  std::atomic<bool> release{false};  // declared before the job: outlives rank 1's thread
+  std::atomic<bool> release{false}, held_too_long{false};  // declared before the job: outlive its threads
   Job job(2, Transport());
   TFRING_ASSERT_OK(job.InitAll());
   Completion first1, second1;
-  Submission hold = Allreduce("first", FilledInput(job, 1, 4), job.Alloc<float>(4), 4);
-  auto notify = first1.Callback();
-  hold.done = [&release, notify](const Status& st) {
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!release.load() && std::chrono::steady_clock::now() < give_up) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    notify(st);
-  };
-  Submission second = Allreduce("second", FilledInput(job, 1, 4), job.Alloc<float>(4), 4);
-  second.done = second1.Callback();
-  std::vector<Submission> both;
-  both.push_back(std::move(hold));
-  both.push_back(std::move(second));
-  TFRING_ASSERT_OK(job[1].EnqueueGroup(std::move(both)));
+  TFRING_ASSERT_OK(EnqueueHeldThen(job[1], Allreduce("first", FilledInput(job, 1, 4), job.Alloc<float>(4), 4),
+                                   &first1, Allreduce("second", FilledInput(job, 1, 4), job.Alloc<float>(4), 4),
+                                   &second1, &release, &held_too_long));
   Completion first0 = Submit(job[0], Allreduce("first", FilledInput(job, 0, 4), job.Alloc<float>(4), 4));
   TFRING_ASSERT_OK(first0.Wait(kOpTimeoutS));
   Completion second0 = Submit(job[0], Allreduce("second", FilledInput(job, 0, 4), job.Alloc<float>(4), 4));
@@ -641,6 +638,7 @@ TEST_P(RuntimeJobTest, APeerThatShutsDownBeforeDoingItsPartIsNamedAsShutDownNotC
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   release.store(true);
   leaver.join();
+  EXPECT_FALSE(held_too_long.load());
   EXPECT_TRUE(HasError(second1.Wait(kOpTimeoutS), ErrorCode::kPrecondition, {"shut down"}));
   Status st = second0.Wait(kOpTimeoutS);
   EXPECT_TRUE(HasError(st, ErrorCode::kPrecondition, {"rank 1 has shut down"})) << st.ToString();
