@@ -114,13 +114,10 @@ Status Runtime::State::HandleControl(int from, ControlMessage& msg) {
         TFRING_RETURN_IF_ERROR(coordinator->AddCached(from, id));
       }
       return Status::OK();
-    case ControlKind::kShutdown: {
+    case ControlKind::kShutdown:  // rank 0 hears of a departure: the abort that stands for it
       if (rank != 0) break;
-      const ControlMessage notice = DepartureMessage(from);
-      Status left(notice.abort_code, notice.abort_message);
-      Fail(left, from);
-      return left;
-    }
+      msg = DepartureMessage(from);
+      [[fallthrough]];
     case ControlKind::kAbort: {
       Status cause(msg.abort_code, msg.abort_message);
       if (cause.code() == ErrorCode::kPrecondition && !scheduled.empty()) {
