@@ -10,11 +10,11 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 
 import numpy as np
 import pytest
 
+from benchmarks.scale import netns
 from tests.helpers import LAUNCHER, REPO_ROOT, job_env, rank_output, run_job
 from tfring.runner import args as args_lib
 from tfring.runner import hosts, network, placement, remote, remote_boot
@@ -317,61 +317,12 @@ def test_killing_the_launcher_or_the_ssh_client_leaves_no_remote_worker(tmp_path
 # ---------------------------------------------------------------- network namespaces
 
 
-def _netns_unavailable():
-    if not sys.platform.startswith("linux") or shutil.which("ip") is None:
-        return "needs Linux and iproute2 (ip)"
-    probe = f"tfrprobe{os.getpid()}"
-    out = subprocess.run(["ip", "netns", "add", probe], check=False, capture_output=True, text=True, timeout=10)
-    if out.returncode != 0:
-        return f"cannot create network namespaces here (needs root or CAP_NET_ADMIN): {out.stderr.strip()}"
-    subprocess.run(["ip", "netns", "del", probe], check=False, capture_output=True, timeout=10)
-    return None
-
-
-class NetnsHosts:
-    """Network namespaces joined by a bridge: each namespace is a "host" with one interface
-    named like the bridge (so ``--network-interface BRIDGE`` means the right one on every
-    host). The bridge in this namespace (where tfringrun runs) has .1, namespace i .(i+2)."""
-
-    def __init__(self, count):
-        tag = uuid.uuid4().hex[:5]
-        self.interface = f"tfr{tag}"
-        self.names = [f"tfr{tag}h{i}" for i in range(count)]
-        self._veths = [f"tfr{tag}v{i}" for i in range(count)]
-        octet = int(tag, 16) % 200 + 20
-        self.subnet = f"10.{octet}.{os.getpid() % 250}"
-        self.addresses = [f"{self.subnet}.{i + 2}" for i in range(count)]
-
-    def _ip(self, *words):
-        out = subprocess.run(["ip", *words], check=False, capture_output=True, text=True, timeout=10)
-        if out.returncode != 0:
-            raise RuntimeError(f"ip {' '.join(words)}: {out.stderr.strip()}")
-
-    def create(self):
-        self._ip("link", "add", self.interface, "type", "bridge")
-        self._ip("addr", "add", f"{self.subnet}.1/24", "dev", self.interface)
-        self._ip("link", "set", self.interface, "up")
-        for name, veth, address in zip(self.names, self._veths, self.addresses):
-            self._ip("netns", "add", name)
-            self._ip("link", "add", veth, "type", "veth", "peer", "name", self.interface, "netns", name)
-            self._ip("link", "set", veth, "master", self.interface)
-            self._ip("link", "set", veth, "up")
-            self._ip("-n", name, "addr", "add", f"{address}/24", "dev", self.interface)
-            self._ip("-n", name, "link", "set", self.interface, "up")
-            self._ip("-n", name, "link", "set", "lo", "up")
-
-    def destroy(self):
-        for words in ([["link", "del", v] for v in self._veths] + [["link", "del", self.interface]]
-                      + [["netns", "del", n] for n in self.names]):
-            subprocess.run(["ip", *words], check=False, capture_output=True, timeout=10)
-
-
 @pytest.fixture
 def netns_hosts():
-    why = _netns_unavailable()
+    why = netns.unavailable()
     if why:
         pytest.skip(why)
-    hosts_ = NetnsHosts(2)
+    hosts_ = netns.NetnsHosts(2)
     try:
         hosts_.create()
     except (RuntimeError, subprocess.TimeoutExpired) as e:

@@ -1,0 +1,142 @@
+"""Runs one probe job (benchmarks/scale/probe.py under ``tfringrun``), on this host or on
+emulated hosts, bounded in time, and reduces the ranks' files to one row of figures.
+
+A job never outlives its timeout: tfringrun gets SIGTERM (it stops its ranks, SIGKILL
+after its grace period), then its process group gets SIGKILL, then any probe process
+still naming this job's output folder is killed by pid.
+"""
+
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PROBE = os.path.join(HERE, "probe.py")
+LAUNCHER = os.path.join(os.path.dirname(sys.executable), "tfringrun")
+
+
+def _kill_leftovers(marker):
+    """SIGKILLs this job's probe processes still running (their command line names ``marker``)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if marker.encode() in f.read() and int(pid) != os.getpid():
+                    os.kill(int(pid), signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
+
+
+def launch(np_, probe_args=(), shm=True, hosts=None, ranks_per_host=None, timeout_s=300, env=None):
+    """Runs the probe at ``np_`` ranks (``hosts``: a NetnsHosts, ``ranks_per_host`` on each)
+    and returns ``{"ranks": [per-rank dicts], "returncode", "t_launch", "t_exit", "stderr_tail",
+    "killed": {...} or None, "loadavg_before": [...], "timed_out": bool}``."""
+    out = tempfile.mkdtemp(prefix="tfring-scale-")
+    cmd = [LAUNCHER, "-np", str(np_)]
+    if hosts is not None:
+        cmd += hosts.launch_args(ranks_per_host)
+    cmd += [sys.executable, PROBE, "--out", out, *map(str, probe_args)]
+    job_env = dict(os.environ, OMP_NUM_THREADS="1", TFRING_SHM="1" if shm else "0",
+                   PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {}))
+    loadavg = os.getloadavg()
+    t_launch = time.time()
+    proc = subprocess.Popen(cmd, env=job_env, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    timed_out = False
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        proc.send_signal(signal.SIGTERM)
+        try:
+            stdout, stderr = proc.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            stdout, stderr = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        _kill_leftovers(out)
+    t_exit = time.time()
+    ranks = []
+    for r in range(np_):
+        path = os.path.join(out, f"rank{r}.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                ranks.append(json.load(f))
+    killed = None
+    if os.path.exists(os.path.join(out, "killed.json")):
+        with open(os.path.join(out, "killed.json")) as f:
+            killed = json.load(f)
+    shutil.rmtree(out, ignore_errors=True)
+    return {"np": np_, "ranks": ranks, "returncode": proc.returncode, "t_launch": t_launch, "t_exit": t_exit,
+            "killed": killed, "timed_out": timed_out, "loadavg_before": loadavg,
+            "stderr_tail": (stderr or "")[-2000:], "stdout_tail": (stdout or "")[-1000:]}
+
+
+def _median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def summarize(job):
+    """One row of figures from a probe job (see docs/scaling.md for each one's meaning).
+    Raises RuntimeError when ranks are missing (the job failed: its stderr is quoted)."""
+    ranks = sorted(job["ranks"], key=lambda d: d["rank"])
+    if len(ranks) != job["np"] or job["timed_out"]:
+        raise RuntimeError(f"probe job at {job['np']} ranks: {len(ranks)} rank files, exit {job['returncode']}"
+                           f"{' (timed out)' if job['timed_out'] else ''}: {job['stderr_tail'][-800:]}")
+    r0, others = ranks[0], ranks[1:]
+    row = {
+        "np": job["np"], "returncode": job["returncode"], "loadavg_before": job["loadavg_before"],
+        "init_from_launch_s": max(d["t_init_done"] for d in ranks) - job["t_launch"],
+        "init_from_process_start_s": max(d["t_init_done"] - d["t_process_start"] for d in ranks),
+        "init_call_s": max(d["t_init_done"] - d["t_init_call"] for d in ranks),
+        "rank0_fds": r0["fds"]["total"], "rank0_sockets": r0["fds"]["by_kind"].get("socket", 0),
+        "other_fds_max": max((d["fds"]["total"] for d in others), default=None),
+        "other_sockets_max": max((d["fds"]["by_kind"].get("socket", 0) for d in others), default=None),
+        "rank0_rss_mb": r0["memory_kb"]["VmRSS"] / 1024,
+        "other_rss_mb_median": _median([d["memory_kb"]["VmRSS"] / 1024 for d in others]),
+        "rss_mb_total": sum(d["memory_kb"]["VmRSS"] for d in ranks) / 1024,
+    }
+    if "latency_8b_s" in r0:
+        row["latency_8b_s"] = _median([d["latency_8b_s"]["median"] for d in ranks])
+        step = r0["step"]
+        row.update({
+            "step_s": max(d["step"]["median_s"] for d in ranks),
+            "rank0_control_messages_per_step": step["per_step"]["control_messages_sent"],
+            "rank0_control_bytes_per_step": step["per_step"]["control_bytes_sent"],
+            "other_control_messages_per_step_max": max(d["step"]["per_step"]["control_messages_sent"] for d in others),
+            "other_control_messages_per_step_mean": statistics.mean(
+                d["step"]["per_step"]["control_messages_sent"] for d in others),
+            "other_control_bytes_per_step_mean": statistics.mean(
+                d["step"]["per_step"]["control_bytes_sent"] for d in others),
+            "rank0_cpu_s_per_step": step["cpu_s_per_step"],
+            "other_cpu_s_per_step_median": _median([d["step"]["cpu_s_per_step"] for d in others]),
+            "collectives_per_step": step["per_step"]["collectives"],
+            "heartbeat_rank0_bytes_sent_per_s": r0["idle"].get("bytes_sent_per_s"),
+            "heartbeat_rank0_bytes_received_per_s": r0["idle"].get("bytes_received_per_s"),
+            "idle_control_messages": sum(d["idle"]["control_messages_sent"] for d in ranks),
+            "shutdown_s": max(d["shutdown"]["seconds"] for d in ranks),
+            "exit_after_shutdown_s": job["t_exit"] - max(d["shutdown"]["t_start"] for d in ranks),
+            "big_s": {size: max(d["big"][size]["median_s"] for d in ranks) for size in r0["big"]},
+        })
+    if job["killed"]:
+        k = job["killed"]
+        survivors = [d for d in ranks if d["rank"] != k["rank"]]
+        named = [d for d in survivors if "kill" in d and f"rank {k['rank']}" in d["kill"]["message"]]
+        row["kill"] = {
+            "rank": k["rank"], "survivors": len(survivors), "survivors_named": len(named),
+            "detect_max_s": max((d["kill"]["t_error"] - k["t_kill"] for d in named), default=None),
+            "detect_median_s": _median([d["kill"]["t_error"] - k["t_kill"] for d in named]),
+            "launcher_exit_s": job["t_exit"] - k["t_kill"],
+            "message": named[0]["kill"]["message"] if named else None,
+            "error_type": named[0]["kill"]["error_type"] if named else None,
+        }
+    return row
