@@ -58,6 +58,7 @@ def test_public_api():
         "ccl_built", "cuda_built", "ddl_built", "elastic", "gloo_built", "gloo_enabled", "mpi_built", "mpi_enabled",
         "mpi_threads_supported", "nccl_built", "rocm_built",
         "ProcessSet", "add_process_set", "remove_process_set", "global_process_set",  # process sets (issue 14)
+        "broadcast_global_variables", "start_timeline", "stop_timeline",  # horovod.tensorflow.keras has them
     }
     assert set(hvd.callbacks.__all__) == {
         "BackupAndRestore", "BroadcastGlobalVariablesCallback", "LearningRateScheduleCallback",
@@ -66,9 +67,101 @@ def test_public_api():
     }
     assert (hvd.rank(), hvd.size(), hvd.verbose(), hvd.verbose(2)) == (0, 1, 1, 2)
     assert hvd.verbose(root_rank=1) == 0
-    assert isinstance(hvd.allreduce(np.float32(3.0)), np.generic) and hvd.allreduce(np.float32(3.0)) == 3.0
-    assert np.array_equal(hvd.allgather(np.arange(3)), np.arange(3))
-    assert np.array_equal(hvd.broadcast(np.arange(3), 0), np.arange(3))
+
+
+def test_value_collectives_return_tensors_as_horovod_keras():
+    # horovod.tensorflow.keras returns the op's tf.Tensor when eager (issue 28 item 4: tfring
+    # returned NumPy, so .numpy() and tf.test.TestCase.evaluate failed).
+    case = tf.test.TestCase()
+    got = hvd.allreduce(np.float32(3.0))
+    assert isinstance(got, tf.Tensor) and got.dtype == tf.float32 and got.shape == ()
+    assert got.numpy() == 3.0 and case.evaluate(got) == 3.0
+    for value, dtype in ((2.5, tf.float32), (7, tf.int32), ([1.0, 2.0], tf.float32),
+                         (np.arange(3.0), tf.float64), (tf.constant([1, 2], tf.int64), tf.int64)):
+        out = hvd.allreduce(value)
+        assert isinstance(out, tf.Tensor) and out.dtype == dtype, (value, out)
+        assert np.array_equal(case.evaluate(out), np.asarray(value)), (value, out)
+    assert hvd.allreduce([2.0, 4.0], average=False).numpy().tolist() == [2.0, 4.0]
+    assert hvd.allreduce([2.0], op=hvd.Sum, prescale_factor=2.0, postscale_factor=3.0).numpy().tolist() == [12.0]
+    with pytest.raises(ValueError, match="op parameter supersedes average"):
+        hvd.allreduce([1.0], average=True, op=hvd.Sum)
+    gathered = hvd.allgather(np.arange(6).reshape(3, 2), name="gather")
+    assert isinstance(gathered, tf.Tensor) and gathered.dtype == tf.int64 and gathered.shape == (3, 2)
+    assert np.array_equal(gathered.numpy(), np.arange(6).reshape(3, 2))
+    sent = hvd.broadcast(np.arange(3, dtype=np.float16), 0)
+    assert isinstance(sent, tf.Tensor) and sent.dtype == tf.float16
+    assert np.array_equal(case.evaluate(sent), np.arange(3))
+    share = hvd.reducescatter(np.ones((3, 2), np.float32), op=hvd.Sum)
+    assert isinstance(share, tf.Tensor) and share.shape == (3, 2) and case.evaluate(share).sum() == 6
+
+    @tf.function
+    def in_graph(x):
+        out = (hvd.allreduce(x, name="fn.allreduce"), hvd.allgather(x, name="fn.allgather"),
+               hvd.broadcast(x, 0, name="fn.broadcast"), hvd.reducescatter(x, name="fn.reducescatter"))
+        assert all(isinstance(t, tf.Tensor) and not hasattr(t, "numpy") for t in out)  # symbolic while tracing
+        return out
+
+    for out in in_graph(tf.constant([[1.0, 2.0]])):
+        assert np.array_equal(out.numpy(), [[1.0, 2.0]])
+
+
+def test_broadcast_global_variables_and_timeline_are_in_the_keras_module(tmp_path):
+    # Horovod's horovod.tensorflow.keras has them (issue 28 item 5); eagerly, Horovod's
+    # broadcast_global_variables raises RuntimeError pointing at broadcast_variables.
+    with pytest.raises(RuntimeError, match="broadcast_variables"):
+        hvd.broadcast_global_variables(0)
+    path = tmp_path / "timeline.json"
+    hvd.start_timeline(str(path))
+    hvd.allreduce([1.0], name="timeline.allreduce")
+    hvd.stop_timeline()
+    assert "timeline.allreduce" in path.read_text()
+    with pytest.warns(UserWarning, match="no cycle markers"):
+        hvd.start_timeline(str(tmp_path / "cycles.json"), mark_cycles=True)
+    hvd.stop_timeline()
+    assert json.loads((tmp_path / "cycles.json").read_text()) is not None
+
+
+def test_process_sets_follow_horovod_on_one_rank():
+    # issue 28 item 5: the global set lists every rank; duplicates are refused; removing the
+    # global set (or a set never added) returns False instead of raising.
+    assert hvd.global_process_set.ranks == [0] and hvd.global_process_set.size() == 1
+    with pytest.raises(ValueError, match="duplicate process set: ranks \\[0\\] are already process set id 0"):
+        hvd.add_process_set([0])
+    with pytest.raises(ValueError, match="duplicate"):
+        hvd.add_process_set(hvd.ProcessSet([0]))
+    assert hvd.remove_process_set(hvd.global_process_set) is False
+    assert hvd.remove_process_set(hvd.ProcessSet([0])) is False
+    assert hvd.global_process_set.process_set_id == 0 and hvd.global_process_set.ranks == [0]
+
+
+TF1_GRAPH = """
+import numpy as np, tensorflow as tf
+tf.compat.v1.disable_eager_execution()
+import tfring.keras as hvd
+hvd.init()
+got = hvd.allreduce(np.arange(3.0), op=hvd.Sum)          # no default session: a session of its own
+assert isinstance(got, np.ndarray) and got.tolist() == [0.0, 1.0, 2.0], got
+try:
+    hvd.broadcast_global_variables(0)
+    raise SystemExit("broadcast_global_variables ran without a session")
+except RuntimeError as e:
+    assert "as_default" in str(e), e
+v = tf.compat.v1.get_variable("v", initializer=tf.constant([1.0, 2.0]))
+with tf.compat.v1.Session() as session:                    # the default session inside the block
+    session.run(tf.compat.v1.global_variables_initializer())
+    assert hvd.broadcast_global_variables(0) is None       # session.run of the group op, as Horovod
+    assert hvd.allgather([[5]]).tolist() == [[5]]
+    assert session.run(v).tolist() == [1.0, 2.0]
+print("TF1-OK", flush=True)
+"""
+
+
+@pytest.mark.timeout(120)
+def test_value_collectives_run_in_the_session_in_a_tf1_graph():
+    from tests.helpers import run_job
+
+    result = run_job(1, TF1_GRAPH, timeout=100)
+    assert "TF1-OK" in result.stdout, result.stdout + result.stderr
 
 
 def test_distributed_optimizer_keeps_class_name_config_and_save_format():

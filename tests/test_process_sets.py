@@ -22,6 +22,7 @@ assert (evens.process_set_id, one.process_set_id, low.process_set_id) == (1, 2, 
 assert evens.ranks == [0, 2] and evens.size() == 2
 assert evens.rank() == {0: 0, 1: -1, 2: 1}[r] and evens.included() == (r != 1)
 assert tfring.global_process_set.process_set_id == 0 and tfring.global_process_set.size() == 3
+assert tfring.global_process_set.ranks == [0, 1, 2], tfring.global_process_set  # every rank, as Horovod
 
 def x(k, dtype=np.float32):
     return np.full(k, float(r + 1), dtype)
@@ -86,11 +87,17 @@ try:
     raise SystemExit("an unknown process set id was accepted")
 except ValueError as e:
     assert "id 10" in str(e), e
-try:
-    tfring.remove_process_set(tfring.global_process_set)
-    raise SystemExit("the global set was removed")
-except ValueError as e:
-    assert "global" in str(e), e
+# As Horovod: the global set and sets never added are not removed (False, no communication).
+assert tfring.remove_process_set(tfring.global_process_set) is False
+assert tfring.remove_process_set(tfring.ProcessSet([0, 2])) is False
+assert tfring.global_process_set.size() == 3 and evens.process_set_id == 1
+# A duplicate of a registered set (the global one included) is a ValueError on every rank.
+for dup in ([0, 1, 2], [2, 0], tfring.ProcessSet([0, 2]), evens):
+    try:
+        tfring.add_process_set(dup)
+        raise SystemExit(f"a duplicate process set was added: {dup}")
+    except ValueError as e:
+        assert "duplicate process set" in str(e), e
 
 # Add and remove at run time; ids are assigned in order and never reused.
 tail = tfring.add_process_set([1, 2])
@@ -98,27 +105,39 @@ assert tail.process_set_id == 4 and tail.ranks == [1, 2]
 if tail.included():
     got = tfring.allreduce(x(2), op=tfring.Sum, process_set=tail, name="tail")
     assert np.all(got == 5), got
-tfring.remove_process_set(tail)
+assert tfring.remove_process_set(tail) is True
 assert tail.process_set_id is None
+assert tfring.remove_process_set(tail) is False  # removed already
 try:
     tfring.allreduce(x(2), process_set=tail)
     raise SystemExit("a removed set was accepted")
 except ValueError as e:
     assert "not registered" in str(e), e
-again = tfring.add_process_set(tfring.ProcessSet([0, 1, 2]))
+again = tfring.add_process_set(tfring.ProcessSet([1, 2]))  # tail's ranks, free again; duplicates used no id
 assert again.process_set_id == 5, again
-got = tfring.allreduce(x(2), op=tfring.Sum, process_set=again, name="again")
-assert np.all(got == 6), got
+if again.included():
+    got = tfring.allreduce(x(2), op=tfring.Sum, process_set=again, name="again")
+    assert np.all(got == 5), got
 # A mismatched add fails on every rank, naming the ranks that differ.
 try:
-    tfring.add_process_set([0, 1] if r != 2 else [0, 2])
+    tfring.add_process_set([0] if r != 2 else [2])
     raise SystemExit("a mismatched add_process_set succeeded")
 except ValueError as e:
-    assert "rank(s) [2] differ from rank 0" in str(e) and "[0, 2]" in str(e), e
-after = tfring.add_process_set([0, 2])  # the failed add used no id
+    assert "rank(s) [2] differ from rank 0" in str(e) and "rank 2: [2]" in str(e), e
+after = tfring.add_process_set([0])  # the failed add used no id
 assert after.process_set_id == 6, after
 tfring.shutdown()
 assert evens.process_set_id is None  # shutdown forgets every set
+assert tfring.global_process_set.ranks == [] and tfring.global_process_set.process_set_id == 0
+# init() with a duplicate entry (the global set, or an earlier entry) fails, naming the entry.
+for sets, index in (([tfring.ProcessSet([0, 1, 2])], 0), ([tfring.ProcessSet([1]), tfring.ProcessSet([1])], 1)):
+    try:
+        tfring.init(process_sets=sets)
+        raise SystemExit(f"init accepted the duplicate process sets {sets}")
+    except ValueError as e:
+        assert f"process_sets entry number {index} is a duplicate" in str(e), e
+    assert tfring.global_process_set.ranks == [0, 1, 2]
+    tfring.shutdown()
 print("RANK-OK", r, flush=True)
 """
 
@@ -243,12 +262,12 @@ BAD_ADD_SCRIPT = """
 import tfring
 from tfring import process_sets
 tfring.init()
-mine = [0, 7] if tfring.rank() == 1 else [0, 1]          # rank 1 asks for a rank the job lacks
+mine = [0, 7] if tfring.rank() == 1 else [0]             # rank 1 asks for a rank the job lacks
 try:
     process_sets.add_process_set(mine)
 except ValueError as e:
     print("ADD_FAILED", tfring.rank(), e, flush=True)
-s = process_sets.ProcessSet([0, 1])
+s = process_sets.ProcessSet([1])
 kept = {s: "kept"}
 process_sets.add_process_set(s)                              # the id changes; the dict still finds it
 print("HASH_OK", tfring.rank(), kept[s], flush=True)

@@ -9,6 +9,7 @@ import atexit
 import contextlib
 import os
 import sys
+import warnings
 
 from tfring import _core, auto_names, horovod_settings
 from tfring import process_sets as _process_sets
@@ -213,11 +214,15 @@ def stats():
     return _core.stats()
 
 
-def start_timeline(path):
+def start_timeline(path, mark_cycles=False):
     """Rank 0 starts writing a Chrome-trace / Perfetto JSON of every collective to ``path``
     (negotiation with a mark per rank as it becomes ready, fusion copies, transfer, bytes).
     Other ranks accept the call and do nothing. Also: ``TFRING_TIMELINE=path`` or
-    ``tfringrun --timeline-filename path``."""
+    ``tfringrun --timeline-filename path``. ``mark_cycles`` is taken for Horovod's
+    signature; tfring's timeline has no cycle markers, so True only warns."""
+    if mark_cycles:
+        warnings.warn("start_timeline(mark_cycles=True): tfring's timeline has no cycle markers; the timeline "
+                      "is written without them", stacklevel=2)
     _core.start_timeline(str(path))
 
 

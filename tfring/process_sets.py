@@ -16,8 +16,14 @@ Rules (docs/tensorflow.md, "Process sets"):
   Blocking, bounded by ``TFRING_TIMEOUT_S``.
 * Ids are assigned in order (the ``init`` sets get 1..k, then each add the next) and never
   reused within one ``init``: a removed set's stale object cannot reach a newer set.
+* As in Horovod, a set whose ranks equal a registered set's (the global set included) is a
+  duplicate: ``add_process_set`` and ``init(process_sets=...)`` raise ``ValueError``.
+  ``remove_process_set`` returns False, without communicating, for ``global_process_set`` and
+  for a set that is not registered (never added, already removed), and True once it removed one.
 * An unknown or removed id is a ``ValueError`` at the call; calling a collective on a set
   this rank is not in is ``InvalidArgumentError`` (from the core, naming the set and rank).
+* ``global_process_set.ranks`` is every rank (``list(range(size()))``) while tfring is
+  initialized, ``[]`` before ``init()`` and after ``shutdown()``.
 * ``shutdown()`` forgets every set and resets the ids of the objects.
 
 Thread-safety: registration functions are meant for the main thread (they are collective);
@@ -95,8 +101,25 @@ class ProcessSet:
         return f"ProcessSet(process_set_id={self.process_set_id}, ranks={self.ranks})"
 
 
-global_process_set = ProcessSet([])
-global_process_set.process_set_id = 0
+class _GlobalProcessSet(ProcessSet):
+    """The set of every rank (id 0). Its ``ranks`` follow the running job (an elastic job's
+    size changes between generations), hence a property instead of a stored list."""
+
+    def __init__(self):  # no ranks to store: see `ranks`
+        self.process_set_id = 0
+
+    @property
+    def ranks(self):
+        return list(range(_core.size())) if _core.is_initialized() else []
+
+    def __hash__(self):
+        return hash("tfring.global_process_set")  # stable while the job's size changes
+
+    def __eq__(self, other):
+        return isinstance(other, _GlobalProcessSet)
+
+
+global_process_set = _GlobalProcessSet()
 
 _lock = threading.Lock()
 _by_id = {}     # id -> ProcessSet, ids other than 0
@@ -179,17 +202,25 @@ def add_process_set(process_set):
       process_set: a ProcessSet or a list of global ranks.
 
     Raises:
-      ValueError: ranks out of range, an already registered ProcessSet object, or ranks
-        that differ between ranks (the message names them).
+      ValueError: ranks out of range; a duplicate: the ranks of a registered set (the
+        global one, every rank, included) or an already registered ProcessSet object, as
+        Horovod; or ranks that differ between ranks (the message names them).
     """
     if not isinstance(process_set, ProcessSet):
         process_set = ProcessSet(process_set)
     size = _core.size()
     problem = None
     if process_set.process_set_id is not None:
-        problem = f"{process_set!r} is already registered"
+        problem = f"Attempted to add a duplicate process set: {process_set!r} is already registered"
     elif not process_set.ranks or any(r < 0 or r >= size for r in process_set.ranks):
         problem = f"a process set needs ranks in 0..{size - 1}. Received: {process_set.ranks}"
+    else:
+        same = _registered_with_ranks(process_set.ranks)
+        if same is not None:
+            problem = (f"Attempted to add a duplicate process set: ranks {process_set.ranks} are already "
+                       f"process set id {same.process_set_id}"
+                       + (" (global_process_set, every rank)" if same.process_set_id == 0 else "")
+                       + "; use that set, or remove it first")
     # Even a bad request takes part in the exchange (as [-1]): the other ranks then fail at
     # once naming this one, instead of waiting for it until TFRING_TIMEOUT_S.
     by_rank = _exchange("add", [-1] if problem else process_set.ranks)
@@ -211,12 +242,24 @@ def remove_process_set(process_set):
     """Unregisters a set on every rank (collective, like ``add_process_set``) and resets the
     object's id. Collectives still in flight on the set are the caller's error.
 
+    Returns:
+      True when the set was removed. False, at once and without communicating, as in
+      Horovod: for ``global_process_set`` (never removed) and for a set that is not
+      registered (never added, already removed, or left from before ``shutdown()``).
+
     Raises:
-      ValueError: the global set, an unregistered set, or ranks that differ between ranks.
+      TypeError: not a ProcessSet.
+      ValueError: ranks that passed different sets (the message names them).
     """
-    pid = resolve(process_set)
-    if pid == 0:
-        raise ValueError("the global process set cannot be removed")
+    if not isinstance(process_set, ProcessSet):
+        raise TypeError(f"remove_process_set takes a tfring ProcessSet. Received: {process_set!r}")
+    pid = process_set.process_set_id
+    if pid is None or pid == 0:
+        return False
+    with _lock:
+        known = _by_id.get(pid)
+    if known is None or known.ranks != process_set.ranks:
+        return False  # a stale object: the same answer on every rank (every rank has the same table)
     _check_same("remove_process_set()", "process set", _exchange("remove", [pid]))
     _core.remove_process_set(pid)
     with _lock:
@@ -227,13 +270,32 @@ def remove_process_set(process_set):
     return True
 
 
+def _registered_with_ranks(ranks):
+    """The registered set (the global one included) whose ranks are ``ranks``, else None."""
+    if ranks == global_process_set.ranks:
+        return global_process_set
+    with _lock:
+        return next((ps for ps in _by_id.values() if ps.ranks == ranks), None)
+
+
 def register_initial(process_sets_arg):
     """``init(process_sets=...)``: registers each set in order (ids 1..k). ``"dynamic"``
-    (Horovod's switch for run-time adds) and None register nothing."""
+    (Horovod's switch for run-time adds) and None register nothing.
+
+    Raises:
+      ValueError: an entry that duplicates the global set or an earlier entry, naming its
+        index as Horovod's ``init`` does (the entries before it stay registered).
+    """
     if process_sets_arg is None or process_sets_arg == "dynamic":
         return
-    for ps in process_sets_arg:
-        add_process_set(ps)
+    for index, ps in enumerate(process_sets_arg):
+        try:
+            add_process_set(ps)
+        except ValueError as e:
+            if "duplicate" not in str(e):
+                raise
+            raise ValueError(f"tfring could not be initialized because process_sets entry number {index} is a "
+                             f"duplicate: {e}") from e
 
 
 def reset():

@@ -170,13 +170,33 @@ with warnings.catch_warnings(record=True) as caught:
 jit_warnings = [w for w in caught if "turning jit_compile off" in str(w.message)]
 assert len(jit_warnings) == 1 and model.jit_compile is False, [str(w.message) for w in caught]
 
-# 6. Value-level reducescatter (horovod.keras): this rank's rows of the average, NumPy out --
+# 6. Value-level collectives (horovod.tensorflow.keras): tf.Tensor out, eager and in a
+#    tf.function, as Horovod (issue 28: they returned NumPy) ------------------------------
 values = np.arange(10, dtype=np.float32).reshape(5, 2) * (rank + 1)
 scattered = hvd.reducescatter(values, name="keras.reducescatter")
 mean_factor = sum(r + 1 for r in range(hvd.size())) / hvd.size()
 counts = [5 // hvd.size() + (1 if r < 5 % hvd.size() else 0) for r in range(hvd.size())]
 start = sum(counts[:rank])
-assert isinstance(scattered, np.ndarray), type(scattered)
-assert np.allclose(scattered, np.arange(10, dtype=np.float32).reshape(5, 2)[start:start + counts[rank]] * mean_factor)
+assert isinstance(scattered, tf.Tensor) and scattered.dtype == tf.float32, type(scattered)
+assert np.allclose(scattered.numpy(), np.arange(10, dtype=np.float32).reshape(5, 2)[start:start + counts[rank]] * mean_factor)
+case = tf.test.TestCase()
+mean = hvd.allreduce(np.float64(rank + 1), name="keras.allreduce")
+assert isinstance(mean, tf.Tensor) and mean.dtype == tf.float64 and case.evaluate(mean) == mean_factor, mean
+total = hvd.allreduce([rank + 1], op=hvd.Sum, name="keras.allreduce.sum")
+assert total.dtype == tf.int32 and total.numpy().tolist() == [sum(r + 1 for r in range(hvd.size()))], total
+gathered = hvd.allgather(np.full((rank + 1, 2), rank, np.int64), name="keras.allgather")
+assert isinstance(gathered, tf.Tensor) and gathered.shape == (sum(r + 1 for r in range(hvd.size())), 2)
+assert case.evaluate(gathered)[:, 0].tolist() == [r for r in range(hvd.size()) for _ in range(r + 1)], gathered
+sent = hvd.broadcast(np.full(3, rank, np.float32), hvd.size() - 1, name="keras.broadcast")
+assert isinstance(sent, tf.Tensor) and sent.numpy().tolist() == [hvd.size() - 1] * 3, sent
+
+
+@tf.function
+def value_collectives(x):
+    return hvd.allreduce(x, op=hvd.Sum, name="keras.fn.allreduce"), hvd.broadcast(x, 0, name="keras.fn.broadcast")
+
+
+summed, root = value_collectives(tf.constant([float(rank + 1)]))
+assert summed.numpy().tolist() == [float(sum(r + 1 for r in range(hvd.size())))] and root.numpy().tolist() == [1.0]
 
 print(f"rank {rank}: keras optimizer OK", flush=True)

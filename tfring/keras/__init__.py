@@ -1,7 +1,9 @@
 """tfring for Keras 3 (``import tfring.keras as hvd``), Horovod's ``horovod.keras`` API.
 
-Process basics and constants come from ``tfring.tensorflow``; ``allreduce``, ``allgather``
-and ``broadcast`` take and return values (NumPy when eager), as in ``horovod.keras``.
+Process basics, constants, process sets and the timeline come from ``tfring.tensorflow``;
+``allreduce``, ``allgather``, ``broadcast`` and ``reducescatter`` take tensor-compatible
+values and return tensors (``tf.Tensor`` when eager), and ``broadcast_global_variables``
+is for ``tf.compat.v1`` graphs, as in ``horovod.tensorflow.keras`` (``collectives``).
 """
 
 from tfring.capabilities import (
@@ -17,7 +19,13 @@ from tfring.capabilities import (
     rocm_built,
 )
 from tfring.keras import callbacks, elastic
-from tfring.keras.collectives import allgather, allreduce, broadcast, reducescatter
+from tfring.keras.collectives import (
+    allgather,
+    allreduce,
+    broadcast,
+    broadcast_global_variables,
+    reducescatter,
+)
 from tfring.keras.distributed_optimizer import (
     DistributedOptimizer,
     PartialDistributedOptimizer,
@@ -53,6 +61,8 @@ from tfring.tensorflow import (
     remove_process_set,
     shutdown,
     size,
+    start_timeline,
+    stop_timeline,
 )
 
 __all__ = [
@@ -73,6 +83,7 @@ __all__ = [
     "allgather_object",
     "allreduce",
     "broadcast",
+    "broadcast_global_variables",
     "broadcast_model_state",
     "broadcast_object",
     "broadcast_variables",
@@ -103,6 +114,8 @@ __all__ = [
     "rocm_built",
     "shutdown",
     "size",
+    "start_timeline",
+    "stop_timeline",
     "verbose",
 ]
 from tfring.gpu import pin_gpu  # noqa: F401 - GPU pinning (tfring/gpu.py)
