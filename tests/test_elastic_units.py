@@ -3,7 +3,10 @@ format and failures, the blacklist's cooldown, the store protocol a worker joins
 (against a real store), and the run wrapper outside an elastic job (fail fast, as before)."""
 
 import os
+import shlex
+import signal
 import threading
+import time
 
 import pytest
 
@@ -107,6 +110,35 @@ def test_a_waiting_worker_learns_why_the_driver_ended_the_job(elastic_store):
     assert isinstance(info.value, errors.AbortedError)
 
 
+def _finish_job(driver):
+    """What the driver writes when a worker finished training."""
+    driver.add(protocol.FINISHED, 1)
+    driver.set(protocol.END_REASON, b"w0 finished training; the job re-forms no more")
+    driver.add(protocol.ENDED, 1)
+
+
+def test_a_worker_that_never_joined_a_finished_job_exits_0_with_one_line(elastic_store, capsys):
+    _finish_job(elastic_store)
+    with pytest.raises(SystemExit) as info:
+        elastic_worker.init_core(lambda settings: pytest.fail("no rendezvous for a finished job"))
+    assert info.value.code == 0
+    err = capsys.readouterr().err
+    assert err == ("tfring elastic: worker w5: the job finished before this worker joined it (w0 finished "
+                   "training; the job re-forms no more); leaving without training\n")
+
+
+def test_a_worker_that_trained_and_finds_the_job_finished_at_its_reset_raises(elastic_store):
+    """It was part of the job (e.g. it lost a peer after another worker finished): that is
+    not a quiet leave, JobEndedError as before (the driver counts its failure)."""
+    _publish(elastic_store, 1, {"w5": "a"})
+    joined = []
+    elastic_worker.init_core(joined.append)
+    assert joined[0]["TFRING_RANK"] == "0" and elastic_store.add(protocol.joined_key("w5"), 0) == 1
+    _finish_job(elastic_store)
+    with pytest.raises(JobEndedError, match="ended the job: w0 finished training"):
+        elastic_worker.init_core(joined.append)
+
+
 def test_no_generation_in_time_ends_the_wait_naming_the_setting(elastic_store):
     with pytest.raises(JobEndedError, match=r"waited 0.3 s for generation 1 .*TFRING_ELASTIC_TIMEOUT_S"):
         elastic_worker.join_settings(timeout_s=0.3)
@@ -144,61 +176,223 @@ class _NoSignals:
         return []
 
 
-def test_the_driver_re_forms_when_a_member_reports_its_generation_broken_without_any_exit(tmp_path):
-    """The runtime of a generation can break with every process alive (a network cut, a
-    remote peer frozen for a while): the members report it and the driver publishes the
-    same members again instead of waiting for an exit that never comes. Workers are plain
-    `sleep` processes; the test plays their side of the store protocol."""
-    import subprocess
-    import time
+def _settings(**changes):
+    from tfring.runner.elastic_driver import ElasticSettings
 
-    from tfring.runner.elastic_driver import ElasticJob, ElasticSettings
-    from tfring.runner.output import Output
+    return ElasticSettings(**{"min_np": 2, "max_np": None, "initial_np": None, "reset_limit": None,
+                              "elastic_timeout_s": 30, "discovery_interval_s": 0.1, "grace_period_s": 1,
+                              "stopped_limit_s": 0, "ready_timeout_s": 30, **changes})
 
-    server = _core.StoreServer("127.0.0.1", 0, SECRET)
-    store = _core.StoreClient("127.0.0.1", server.port, SECRET, 5.0)
-    procs = []
 
-    def start_worker(wid, host):
-        procs.append(subprocess.Popen(["sleep", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      start_new_session=True))
-        return procs[-1]
+class _Driver:
+    """An ``ElasticJob`` running in a thread against a real store; the test plays the
+    workers' side of the store protocol. Workers are small shell processes:
+    ``command(wid, host)`` gives each one's argv (default: ``sleep 60``). The launcher's
+    own lines go to ``messages``; the workers' output is read as tfringrun reads it."""
 
-    messages = []
-    output = Output()
-    output.message = messages.append  # the launcher's own lines; the workers print nothing
-    cfg = ElasticSettings(min_np=2, max_np=None, initial_np=None, reset_limit=None, elastic_timeout_s=30,
-                          discovery_interval_s=0.1, grace_period_s=1, stopped_limit_s=0, ready_timeout_s=30)
-    job = ElasticJob(output, store, discovery.FixedDiscovery([Host("127.0.0.1", 1), Host("127.0.0.2", 1)]),
-                     discovery.Blacklist(), start_worker, cfg)
-    result = {}
-    driver = threading.Thread(target=lambda: result.update(code=job.run(_NoSignals())), daemon=True)
-    driver.start()
+    def __init__(self, hosts, command=None, discovery_=None, blacklist=None, **settings):
+        import subprocess
 
-    def wait_for(condition, what):
-        deadline = time.monotonic() + 20
+        from tfring.runner.elastic_driver import ElasticJob, OutputTails
+        from tfring.runner.output import Output
+
+        self.server = _core.StoreServer("127.0.0.1", 0, SECRET)
+        self.store = _core.StoreClient("127.0.0.1", self.server.port, SECRET, 5.0)
+        self.procs = {}
+        command = command or (lambda wid, host: ["sleep", "60"])
+
+        def start_worker(wid, host):
+            self.procs[wid] = subprocess.Popen(command(wid, host), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                               start_new_session=True)
+            return self.procs[wid]
+
+        self.messages = []
+        tails = OutputTails()
+        output = Output(stdout=open(os.devnull, "w"), stderr=open(os.devnull, "w"),  # noqa: SIM115
+                        observer=tails.observe)
+        output.message = self.messages.append
+        self.job = ElasticJob(output, self.store,
+                              discovery_ or discovery.FixedDiscovery([Host(h, 1) for h in hosts]),
+                              blacklist or discovery.Blacklist(), start_worker, _settings(**settings), tails=tails)
+        self.result = {}
+        self.thread = threading.Thread(target=lambda: self.result.update(code=self.job.run(_NoSignals())),
+                                       daemon=True)
+        self.started = time.monotonic()
+        self.thread.start()
+
+    def wait_for(self, condition, what, timeout=20):
+        deadline = time.monotonic() + timeout
         while not condition():
-            assert time.monotonic() < deadline, f"timed out waiting for {what}: {messages}"
+            assert time.monotonic() < deadline, f"timed out waiting for {what}: {self.messages}"
             time.sleep(0.02)
 
+    def ready(self, *wids):
+        for wid in wids:
+            self.store.add(protocol.ready_key(wid), 1)
+
+    def generation(self):
+        return self.store.add(protocol.CURRENT, 0)
+
+    def finish(self, timeout=20):
+        """Waits for the job to end; returns its exit code (None: it did not end)."""
+        self.thread.join(timeout)
+        return self.result.get("code")
+
+    def close(self):
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.kill()
+        self.thread.join(20)
+        self.server.stop()
+
+
+def test_the_driver_re_forms_when_a_member_reports_its_generation_broken_without_any_exit():
+    """The runtime of a generation can break with every process alive (a network cut, a
+    remote peer frozen for a while): the members report it and the driver publishes the
+    same members again instead of waiting for an exit that never comes."""
+    d = _Driver(["127.0.0.1", "127.0.0.2"])
     try:
-        wait_for(lambda: len(procs) == 2, "two workers started")
-        for wid in ("w0", "w1"):
-            store.add(protocol.ready_key(wid), 1)
-        wait_for(lambda: store.add(protocol.CURRENT, 0) == 1, "generation 1")
-        store.add(protocol.broken_key(1), 1)  # w0 lost the job; nobody exited
-        wait_for(lambda: store.add(protocol.CURRENT, 0) == 2, "generation 2")
-        gen2 = protocol.Assignment.decode(store.get(protocol.assignment_key(2, "w1"), 1.0))
+        d.wait_for(lambda: len(d.procs) == 2, "two workers started")
+        d.ready("w0", "w1")
+        d.wait_for(lambda: d.generation() == 1, "generation 1")
+        d.store.add(protocol.broken_key(1), 1)  # w0 lost the job; nobody exited
+        d.wait_for(lambda: d.generation() == 2, "generation 2")
+        gen2 = protocol.Assignment.decode(d.store.get(protocol.assignment_key(2, "w1"), 1.0))
         assert (gen2.slot.rank, gen2.slot.size) == (1, 2)
-        assert any("generation 2: 2 worker(s) (a worker found generation 1 broken)" in m for m in messages)
-        store.add(protocol.broken_key(1), 1)  # a late report about a generation already replaced
+        assert any("generation 2: 2 worker(s) (a worker found generation 1 broken)" in m for m in d.messages)
+        d.store.add(protocol.broken_key(1), 1)  # a late report about a generation already replaced
         time.sleep(1.0)
-        assert store.add(protocol.CURRENT, 0) == 2
+        assert d.generation() == 2
     finally:
-        for p in procs:
-            p.kill()
-        driver.join(20)
-        server.stop()
+        d.close()
     # Both workers then died: both hosts are blacklisted for good, so the job ends at once.
-    assert result.get("code") == 1, messages
-    assert any(m.startswith("ending the elastic job: 0 worker(s) can ever run") for m in messages), messages
+    assert d.result.get("code") == 1, d.messages
+    assert any(m.startswith("ending the elastic job: 0 worker(s) can ever run") for m in d.messages), d.messages
+
+
+def _exits_with(code, *stderr_lines):
+    """A worker's argv: prints ``stderr_lines`` to stderr and exits ``code`` (as a Python
+    script dies on an import error: before init())."""
+    text = "".join(f"echo {shlex.quote(line)} >&2; " for line in stderr_lines)
+    return ["sh", "-c", f"{text}exit {code}"]
+
+
+IMPORT_ERROR = ("Traceback (most recent call last):", '  File "/tmp/job.py", line 1, in <module>',
+                "ModuleNotFoundError: No module named 'tfring_nope'")
+
+
+def test_a_script_failing_before_init_on_every_worker_ends_the_job_at_once_with_its_traceback(tmp_path):
+    """Every worker exits 1 before init() and no generation formed: the script's fault.
+    The hosts come from a discovery script (a blacklisted host may come back, so the old
+    driver waited --elastic-timeout, 60 s here); the job now ends at once with the
+    workers' code and the traceback."""
+    script = tmp_path / "discover.sh"
+    script.write_text("#!/bin/sh\necho 127.0.0.1\necho 127.0.0.2\n")
+    script.chmod(0o755)
+    d = _Driver([], command=lambda wid, host: _exits_with(1, "some TensorFlow warning", *IMPORT_ERROR),
+                discovery_=discovery.ScriptDiscovery(str(script), 1, print), elastic_timeout_s=60)
+    try:
+        code = d.finish(timeout=15)
+        took = time.monotonic() - d.started
+    finally:
+        d.close()
+    report = "\n".join(d.messages)
+    assert code == 1, report
+    assert took < 15, report
+    assert ("ending the elastic job: every worker started so far (w0 on 127.0.0.1, w1 on 127.0.0.2) exited with "
+            "code 1 before calling init(), and no generation has formed: the script fails before init()") in report
+    shown = d.messages[d.messages.index("the last lines of worker w0's output:") + 1:]
+    assert shown == [f"  {line}" for line in IMPORT_ERROR], report  # from the traceback on
+    assert "waiting up to 60 s" not in report, report
+
+
+def test_a_failure_before_init_beside_a_healthy_worker_still_blacklists_the_host():
+    """A host whose worker dies before init() while another worker is still starting is a
+    host problem: blacklisted, the job goes on with the other hosts."""
+    d = _Driver(["127.0.0.1", "127.0.0.2", "127.0.0.3"], min_np=1,
+                command=lambda wid, host: ["sleep", "60"] if host == "127.0.0.1" else _exits_with(1, "boom"))
+    try:
+        d.wait_for(lambda: sum("before calling init()" in m for m in d.messages) == 2, "two lost workers")
+        assert d.job.end_reason is None, d.messages
+        assert any(m.startswith("lost worker w1 (not yet in a generation, host 127.0.0.2") and
+                   m.endswith("it exited with code 1 before calling init(); host 127.0.0.2 blacklisted for the "
+                              "rest of the job") for m in d.messages), d.messages
+        d.ready("w0")
+        d.wait_for(lambda: d.generation() == 1, "generation 1 with w0 alone")
+    finally:
+        d.close()
+
+
+class _FakeStore:
+    def add(self, key, value):
+        return 0
+
+    def set(self, key, value):
+        pass
+
+
+@pytest.mark.parametrize("exits, generation, ready, fails", [
+    ([1, 1, 1], 0, False, True),  # the rule
+    ([2], 0, False, True),  # one worker started so far
+    ([1, None], 0, False, False),  # another worker is still starting
+    ([1, 2], 0, False, False),  # different failures: not one script's
+    ([1, -9], 0, False, False),  # killed: out of memory, preempted, the driver's ready timeout
+    ([255, 255], 0, False, False),  # ssh could not reach the host
+    ([137, 137], 0, False, False),  # a remote worker killed by a signal (128 + N)
+    ([1, 1], 0, True, False),  # one of them called init()
+    ([1, 1], 1, False, False),  # a generation formed: the script can run
+])
+def test_the_rule_for_a_script_that_fails_before_init(exits, generation, ready, fails):
+    from tfring.runner.elastic_driver import ElasticJob, ElasticWorker
+
+    messages = []
+
+    class _Messages:
+        message = messages.append
+
+    job = ElasticJob(_Messages(), _FakeStore(), discovery.FixedDiscovery([]), discovery.Blacklist(), None,
+                     _settings())
+    job.generation = generation
+    job.workers = [ElasticWorker(f"w{i}", f"h{i}", None, 0.0, returncode=code, ready=ready and i == 0)
+                   for i, code in enumerate(exits)]
+    assert job._script_fails() is fails
+    assert (job.end_reason is not None) is fails and job.end_code == (exits[0] if fails else 1)
+
+
+def _waits_for_exit_file(directory):
+    """Workers that run until the test writes ``directory/<wid>`` holding their exit code."""
+    def command(wid, host):
+        path = directory / wid
+        return ["sh", "-c", f"while [ ! -e {path} ]; do sleep 0.02; done; exit $(cat {path})"]
+    return command
+
+
+def test_a_worker_that_never_joined_when_the_job_finished_leaves_and_the_job_succeeds(tmp_path):
+    """w2 is in generation 2, which the others never joined (they finished training in
+    generation 1 before their next commit): its rendezvous can never complete. Once w0
+    finishes, the driver tells the workers the job finished and stops w2 if it has not
+    left by itself; the job exits 0."""
+    d = _Driver(["127.0.0.1", "127.0.0.2", "127.0.0.3"], command=_waits_for_exit_file(tmp_path), initial_np=2)
+    try:
+        d.wait_for(lambda: len(d.procs) == 2, "two workers started")
+        d.ready("w0", "w1")
+        d.wait_for(lambda: d.generation() == 1, "generation 1")
+        for wid in ("w0", "w1"):
+            d.store.add(protocol.joined_key(wid), 1)  # their rendezvous succeeded
+        d.wait_for(lambda: len(d.procs) == 3, "w2 started on the third host")
+        d.ready("w2")
+        d.wait_for(lambda: d.generation() == 2, "generation 2 with w2")
+        (tmp_path / "w0").write_text("0")
+        d.wait_for(lambda: d.store.add(protocol.ENDED, 0), "the job finishing")
+        assert d.store.add(protocol.FINISHED, 0) == 1
+        (tmp_path / "w1").write_text("0")
+        code = d.finish()
+    finally:
+        d.close()
+    report = "\n".join(d.messages)
+    assert code == 0, report
+    assert d.procs["w2"].returncode == -signal.SIGTERM, report  # blocked in its rendezvous: stopped
+    assert any(m.startswith("worker w2 (rank 2 of 3 in generation 2, host 127.0.0.3") and
+               m.endswith("had not joined the job when it finished; it leaves without training")
+               for m in d.messages), report
+    assert "has not left" not in report and "after another worker had finished" not in report, report

@@ -21,6 +21,11 @@ Keys (all under ``elastic/``):
                          the job when it is above 0 for the current generation, even if no
                          process exited (a frozen remote peer, a network cut)
   ``gen/<g>/<worker>``   JSON assignment of ``worker`` in generation g
+  ``joined/<worker>``    counter: how many generations the worker has joined (its
+                         rendezvous succeeded); 0 for a worker that never trained
+  ``finished``           counter: 1 once a worker finished training (the job succeeded),
+                         written before ``ended``: a worker that never joined a generation
+                         then leaves with exit code 0 instead of raising JobEndedError
   ``ended``              counter: 1 once the driver has ended the job
   ``end_reason``         why it ended (text), written before ``ended``
 """
@@ -34,11 +39,16 @@ WORKER_ENV = "TFRING_ELASTIC_WORKER"  # the worker's id, set by the driver; mark
 HOST_ENV = "TFRING_ELASTIC_HOST"  # the host the driver started the worker for
 CURRENT = "elastic/current"
 ENDED = "elastic/ended"
+FINISHED = "elastic/finished"
 END_REASON = "elastic/end_reason"
 
 
 def ready_key(worker):
     return f"elastic/ready/{worker}"
+
+
+def joined_key(worker):
+    return f"elastic/joined/{worker}"
 
 
 def broken_key(generation):

@@ -21,6 +21,7 @@ from tfring.runner import jobenv
 POLL_S = 0.05
 DEFAULT_TIMEOUT_S = 630.0
 _joined = 0  # the generation this process joined last (0: none)
+_trained = False  # a rendezvous of this process succeeded once (it took part in the job)
 _client = None
 
 
@@ -54,8 +55,15 @@ def current_generation():
 
 
 def _check_not_ended(store):
+    """Raises JobEndedError once the driver has ended the job. A worker that never joined
+    a generation of a job that *finished* (a worker completed training) has nothing to do:
+    it says so in one line and exits 0 (``SystemExit(0)``) instead."""
     if store.add(protocol.ENDED, 0):
         reason = store.get(protocol.END_REASON, 5.0).decode(errors="replace")
+        if store.add(protocol.FINISHED, 0) and not _trained:
+            print(f"tfring elastic: worker {worker_id()}: the job finished before this worker joined it "
+                  f"({reason}); leaving without training", file=sys.stderr, flush=True)
+            raise SystemExit(0)
         raise JobEndedError(f"the elastic driver ended the job: {reason}")
 
 
@@ -66,6 +74,7 @@ def join_settings(timeout_s=None):
       JobEndedError: the driver ended the job, left this worker out of the newest
         generation (it stops such workers itself), or published no new generation within
         the timeout.
+      SystemExit(0): the job finished before this worker ever joined it (``_check_not_ended``).
     """
     global _joined
     me = worker_id()
@@ -116,18 +125,26 @@ def init_core(core_init):
 
     Raises:
       JobEndedError: from ``join_settings``; errors of the store itself propagate too.
+      SystemExit(0): from ``join_settings``, when the job finished before this worker
+        joined it.
     """
+    global _trained
     while True:
         settings = join_settings()
         try:
             core_init(settings)
-            return
         except errors.TfringError as e:
             print(f"tfring elastic: the rendezvous of generation {_joined} failed ({describe(e)}); "
                   "waiting for the next one", file=sys.stderr, flush=True)
             report_broken()
+            continue
+        # Before any collective: a peer that finishes has then seen this worker joined, so
+        # the driver never takes a member for a late joiner (elastic_driver.py).
+        _store().add(protocol.joined_key(worker_id()), 1)
+        _trained = True
+        return
 
 
 def reset_for_tests():
-    global _joined, _client
-    _joined, _client = 0, None
+    global _joined, _client, _trained
+    _joined, _client, _trained = 0, None, False

@@ -18,6 +18,12 @@ Policy:
 - A host the discovery script stops listing: its workers leave at the job's next commit
   (the others re-form without them, nothing is lost); SIGTERM if they have not left
   TFRING_START_TIMEOUT_S later.
+- The script fails before ``init()``: no generation has formed yet, and every worker
+  started so far has exited with the same code from 1 to 127 (an exit, not a signal,
+  not ssh's 255) without having called ``init()`` (an import error, a typo, a bad
+  argument). No host can help: end the job at once with that code, showing the last lines
+  of a failed worker's output (its traceback). A worker that fails while another one is
+  still starting or ready, or after a generation formed, is lost as above.
 - Fewer than ``--min-np`` possible workers: wait up to ``--elastic-timeout`` for hosts; then
   end the job (the reason goes to the workers through the store and to the console), exit 1.
   More than ``--reset-limit`` re-formations end the job the same way.
@@ -26,7 +32,11 @@ Policy:
   workers even if no process exited (a frozen remote peer, a network cut).
 - Once a worker exits 0 the job is finishing: no more generations, waiting workers are
   told so; the job exits 0 when every worker has, else with the first later failure's
-  code (the others are stopped then).
+  code (the others are stopped then). A *late joiner* (a worker that never joined a
+  generation: still starting, waiting, or in the rendezvous of a generation the finished
+  worker never joined) has nothing to do: it exits 0 by itself once it reads that the job
+  finished, or is stopped ``END_NOTICE_S`` later (a rendezvous does not read the store);
+  either way its exit does not count.
 - Every SIGTERM the driver sends is followed by SIGKILL after the grace period.
 - SIGINT/SIGTERM/SIGHUP go to every worker (SIGKILL after the grace period); exit 128+N.
 
@@ -34,6 +44,7 @@ Every wait is bounded. Main thread only; one waiter thread per worker reports it
 through a queue.
 """
 
+import collections
 import dataclasses
 import queue
 import signal
@@ -52,6 +63,32 @@ END_NOTICE_S = 1.0  # between telling the workers why the job ends and SIGTERM
 BROKEN_SETTLE_S = 0.5  # after a worker reports its generation broken, before re-forming
 STOPPED_CHECK_S = 0.25
 KILL_WAIT_S = 5.0
+TAIL_LINES = 40  # lines of each worker's output kept for the report of a script failing before init()
+REPORT_LINES = 20  # at most this many of them are shown
+DRAIN_FAILED_S = 2.0  # for the output of workers that failed before init(), before it is shown
+
+
+class OutputTails:
+    """The last ``TAIL_LINES`` lines of each worker's output (both streams, in arrival
+    order): ``Output(observer=tails.observe)``. Thread-safe (called by the reader threads)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._lines = {}
+
+    def observe(self, wid, text):
+        with self._lock:
+            self._lines.setdefault(wid, collections.deque(maxlen=TAIL_LINES)).append(text.rstrip("\r\n"))
+
+    def last_lines(self, wid):
+        """The worker's last lines worth showing: from its last ``Traceback`` line on when
+        one is kept, else the last ones; at most ``REPORT_LINES``."""
+        with self._lock:
+            lines = list(self._lines.get(wid, ()))
+        starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
+        if starts:
+            lines = lines[starts[-1]:]
+        return lines[-REPORT_LINES:]
 
 
 @dataclasses.dataclass
@@ -68,6 +105,7 @@ class ElasticWorker:
     kill_at: float = None  # sent SIGTERM: SIGKILL at this time if it is still running
     killed_at: float = None  # when it was sent SIGKILL
     ready: bool = False  # it waits for a generation (protocol.ready_key)
+    late: bool = False  # never joined a generation when the job finished: leaves quietly
 
     @property
     def pid(self):
@@ -103,10 +141,13 @@ class ElasticJob:
       start_worker: ``f(wid, host) -> Popen-like`` (raises OSError when it cannot start).
       settings: ``ElasticSettings``.
       verbose: report every start and exit.
+      tails: the ``OutputTails`` observing ``output`` (shown when the script fails before
+        ``init()``); None: none are shown.
     """
 
-    def __init__(self, output, store, discovery, blacklist, start_worker, settings, verbose=False):
+    def __init__(self, output, store, discovery, blacklist, start_worker, settings, verbose=False, tails=None):
         self.output = output
+        self.tails = tails
         self.store = store
         self.discovery = discovery
         self.blacklist = blacklist
@@ -126,6 +167,7 @@ class ElasticJob:
         self.end_reason = None
         self.first_signal = None
         self.failure_after_finish = None
+        self.end_code = 1  # the exit code of a job ended by _end
         self._stop_at = None  # _end: SIGTERM to every worker at this time
         self._form_not_before = 0.0
         self._force = False  # re-form even with the same members (a worker found the generation broken)
@@ -178,11 +220,14 @@ class ElasticJob:
                 self.finishing = True
                 self.output.message(f"{worker.describe(self._size_of)} finished; no more re-formations, "
                                     "waiting for the other workers to finish")
-                self._tell_workers(f"{worker.wid} finished training; the job re-forms no more")
-                self._stop_newcomers()
+                self._tell_workers(f"{worker.wid} finished training; the job re-forms no more", finished=True)
+                self._dismiss_late_joiners()
             return
-        if worker.rank is None:
-            self._lost(worker, describe_exit(code))  # never in a generation: the job goes on without it
+        if worker.rank is None:  # never in a generation: the job goes on without it
+            worker.ready = worker.ready or bool(self.store.add(protocol.ready_key(worker.wid), 0))
+            if not worker.ready and self._script_fails():
+                return
+            self._lost(worker, describe_exit(code) + ("" if worker.ready else " before calling init()"))
             return
         if self.finishing:
             if self.failure_after_finish is None:
@@ -201,13 +246,60 @@ class ElasticJob:
         if worker.rank is not None:  # a worker not yet in a generation holds up no one
             self._change = f"lost rank {worker.rank} on host {worker.host}"
 
-    def _stop_newcomers(self):
-        """Once the job finishes, workers not in its last generation have nothing to join."""
+    def _script_fails(self):
+        """Ends the job (True) when the script fails before ``init()`` on every worker:
+        no generation has formed, and every worker started so far has exited with one same
+        code from 1 to 127 without having called ``init()`` (module docstring). ``ready``
+        is up to date for every exited worker (``_on_exit`` reads the store)."""
+        codes = {w.returncode for w in self.workers}
+        if self.generation or len(codes) != 1 or any(w.ready for w in self.workers):
+            return False
+        code = codes.pop()
+        if code is None or not 0 < code < 128:
+            return False
+        failed = ", ".join(f"{w.wid} on {w.host}" for w in self.workers)
+        self.end_code = code
+        self._end(f"every worker started so far ({failed}) exited with code {code} before calling init(), "
+                  "and no generation has formed: the script fails before init(), which no other host can "
+                  "change, so the job does not wait for hosts (--elastic-timeout)")
+        self._show_last_lines(self.workers)
+        return True
+
+    def _show_last_lines(self, failed):
+        """The last lines of the first failed worker's output (its traceback), and the last
+        line of each other one that ended differently."""
+        if self.tails is None:
+            return
+        self.output.drain([w.wid for w in failed], DRAIN_FAILED_S)
+        first = self.tails.last_lines(failed[0].wid)
+        if not first:
+            self.output.message(f"worker {failed[0].wid} printed nothing")
+            return
+        self.output.message(f"the last lines of worker {failed[0].wid}'s output:")
+        for line in first:
+            self.output.message(f"  {line}")
+        for w in failed[1:]:
+            last = self.tails.last_lines(w.wid)[-1:]
+            if last != first[-1:]:
+                self.output.message(f"worker {w.wid} ended with: {last[0] if last else '(no output)'}")
+
+    def _joined(self, w):
+        """True once ``w`` has joined a generation (its rendezvous succeeded)."""
+        return self.store.add(protocol.joined_key(w.wid), 0) > 0
+
+    def _dismiss_late_joiners(self):
+        """Once the job finishes, a worker that never joined a generation has nothing to
+        join: still starting, waiting for a generation, or in the rendezvous of one that the
+        finished worker never joined (so it can never complete). It has read that the job
+        finished (``_tell_workers``) and leaves with exit code 0 by itself; one that has
+        not left ``END_NOTICE_S`` later (it was importing, or blocked in the rendezvous)
+        gets SIGTERM. Its exit does not count either way."""
+        now = time.monotonic()
         for w in self._live():
-            if w.rank is None:
-                w.removed = True
-                self.output.message(f"stopping {w.describe(self._size_of)}: the job is finishing")
-                self._terminate(w)
+            if w.rank is None or not self._joined(w):
+                w.removed, w.late, w.leave_by = True, True, now + END_NOTICE_S
+                self.output.message(f"{w.describe(self._size_of)} had not joined the job when it finished; it "
+                                    "leaves without training")
 
     def _watch_stopped(self, now):
         """Kills a local worker stopped for ``stopped_limit_s`` (frozen: its peers lose it,
@@ -267,7 +359,11 @@ class ElasticJob:
                 continue
             if w.leave_by is not None and now >= w.leave_by:
                 w.leave_by = None
-                self.output.message(f"{w.describe(self._size_of)} has not left; stopping it")
+                if w.late and w.rank is not None and self._joined(w):
+                    w.removed = w.late = False  # it joined after all (before its peer finished): a member
+                    continue
+                if not w.late or self.verbose:
+                    self.output.message(f"{w.describe(self._size_of)} has not left; stopping it")
                 self._terminate(w)
             elif w.kill_at is not None and now >= w.kill_at:
                 w.kill_at = float("inf")
@@ -398,9 +494,12 @@ class ElasticJob:
         self._tell_workers(reason)
         self._stop_at = time.monotonic() + END_NOTICE_S
 
-    def _tell_workers(self, reason):
-        """Workers waiting for a generation raise JobEndedError with ``reason``."""
+    def _tell_workers(self, reason, finished=False):
+        """Workers waiting for a generation raise JobEndedError with ``reason``; with
+        ``finished`` (the job succeeded), those that never joined one exit 0 instead."""
         try:
+            if finished:
+                self.store.add(protocol.FINISHED, 1)
             self.store.set(protocol.END_REASON, reason.encode())
             self.store.add(protocol.ENDED, 1)
         except Exception as e:  # noqa: BLE001 - the store is ours; report and go on
@@ -445,7 +544,7 @@ class ElasticJob:
             self._form_generation(now)
         self._reap_leftovers()
         if self.end_reason is not None:
-            return 1
+            return self.end_code
         if self.first_signal is not None:
             return 128 + self.first_signal
         if self.failure_after_finish is not None:

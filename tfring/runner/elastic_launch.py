@@ -16,7 +16,7 @@ from tfring.runner import discovery as discovery_lib
 from tfring.runner import hosts as hosts_lib
 from tfring.runner import jobenv, network, remote, spawn
 from tfring.runner import settings as settings_lib
-from tfring.runner.elastic_driver import ElasticJob, ElasticSettings
+from tfring.runner.elastic_driver import ElasticJob, ElasticSettings, OutputTails
 from tfring.runner.output import Output
 from tfring.runner.rendezvous import Store
 from tfring.runner.signals import SignalRelay
@@ -100,7 +100,8 @@ def launch_elastic(ns, error):
     """Runs the elastic job of the parsed command line ``ns``; returns the exit code.
     ``error(text)`` reports a usage error and returns its exit code."""
     try:
-        output = Output(log_dir=ns.output_filename)
+        tails = OutputTails()  # shown when the script fails before init() on every worker
+        output = Output(log_dir=ns.output_filename, observer=tails.observe)
         found = _discovery(ns, output.message)
         job_settings = settings_lib.collect(ns, os.environ)
         settings_lib.validate(job_settings, {})
@@ -122,7 +123,7 @@ def launch_elastic(ns, error):
         try:
             client = _core.StoreClient(*jobenv.split_store_address(store.address), store.secret, 30.0)
             starter = _Starter(ns, job_settings, store, ns.elastic_timeout + TIMEOUT_MARGIN_S)
-            job = ElasticJob(output, client, found, blacklist, starter, cfg, verbose=ns.verbose)
+            job = ElasticJob(output, client, found, blacklist, starter, cfg, verbose=ns.verbose, tails=tails)
             output.message(f"elastic job: --min-np {cfg.min_np}, --max-np {cfg.max_np or 'unlimited'}, "
                            f"{found.describe()}")
             code = job.run(relay)
