@@ -17,7 +17,7 @@ def migrate(source):
 
 
 def manual(notes):
-    return [n for n in notes if not n.rewritten]
+    return [n for n in notes if n.manual]
 
 
 def test_horovod_imports_and_dotted_uses_become_tfring():
@@ -145,28 +145,187 @@ def test_removed_tf1_and_keras2_api_gets_the_manual_fix_through_the_scripts_alia
     left = {(n.line, n.message.split(":")[0]) for n in manual(notes)}
     assert left == {  # named as the script spells them
         (5, "tf.ConfigProto"), (6, "tf.Session"), (6, "K.set_session"), (7, "tf.estimator"),
-        (8, "ImageDataGenerator"), (10, "DistributedOptimizer(num_groups=...)"),
-    }
+        (10, "DistributedOptimizer(num_groups=...)"),
+    }, "tf.keras.preprocessing.image.ImageDataGenerator still exists in Keras 3: no note"
     assert new.replace("import tfring.tensorflow as hvd", "import horovod.tensorflow as hvd") == source
 
 
-def test_comments_and_strings_get_launcher_and_variable_rewrites():
-    new, notes = migrate('''\
+def test_strings_get_launcher_and_variable_rewrites_and_comments_stay_as_written():
+    source = textwrap.dedent('''\
         """Run: horovodrun -np 4 -H a:2,b:2 python train.py"""
         import os
         os.environ["HOROVOD_FUSION_THRESHOLD"] = "1"  # or horovodrun --fusion-threshold-mb 1
         os.environ["HOROVOD_AUTOTUNE"] = "1"
         print(f"HOROVOD_CYCLE_TIME={x}")
+        # this is running via horovodrun; HOROVOD_CYCLE_TIME=2 HOROVOD_AUTOTUNE=1
         ''')
+    new, notes = python_source.rewrite(source)
     assert new == textwrap.dedent('''\
         """Run: tfringrun -np 4 -H a:2,b:2 python train.py"""
         import os
-        os.environ["TFRING_FUSION_THRESHOLD"] = "1"  # or tfringrun --fusion-threshold-mb 1
+        os.environ["TFRING_FUSION_THRESHOLD"] = "1"  # or horovodrun --fusion-threshold-mb 1
         os.environ["HOROVOD_AUTOTUNE"] = "1"
         print(f"TFRING_CYCLE_TIME_MS={x}")
+        # this is running via horovodrun; HOROVOD_CYCLE_TIME=2 HOROVOD_AUTOTUNE=1
         ''')
     (autotune,) = manual(notes)
     assert autotune.line == 4 and "autotuner" in autotune.message
+    assert sorted(n.line for n in notes) == [1, 3, 4, 5], "a comment is neither rewritten nor counted"
+
+
+def test_lr_of_a_name_bound_to_a_keras_optimizer_is_renamed_and_other_lr_left():
+    new, notes = migrate("""\
+        import tensorflow as tf
+        import horovod.tensorflow as hvd
+        lr = 0.001
+        opt = tf.optimizers.Adam(lr * hvd.size())
+        wrapped = hvd.DistributedOptimizer(tf.keras.optimizers.SGD(0.1))
+        def on_state_reset():
+            opt.lr.assign(lr * hvd.size())
+            wrapped.lr.assign(1.0)
+        print(args.lr, config.lr)
+        def train(optimizer):
+            optimizer.lr.assign(0.5)
+        """)
+    assert "opt.learning_rate.assign(lr * hvd.size())" in new and "wrapped.learning_rate.assign(1.0)" in new
+    assert "print(args.lr, config.lr)" in new, "an .lr of something that is not an optimizer stays"
+    assert "optimizer.lr.assign(0.5)" in new, "a parameter's type is not known: left, with a note"
+    (uncertain,) = manual(notes)
+    assert uncertain.line == 11 and "optimizer.learning_rate" in uncertain.message
+    assert {n.line for n in notes if n.rewritten} == {2, 7, 8}
+
+
+def test_tf_config_reads_are_listed_and_cluster_resolver_gets_advice():
+    _, notes = migrate("""\
+        import json, os
+        import tensorflow as tf
+        os.environ.pop("TF_CONFIG", None)
+        os.environ["TF_CONFIG"] = json.dumps({})
+        tf_config = json.loads(os.environ["TF_CONFIG"])
+        other = os.environ.get("TF_CONFIG") or os.getenv('TF_CONFIG')
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        task_type, task_id = (strategy.cluster_resolver.task_type,
+                              strategy.cluster_resolver.task_id)
+        """)
+    left = manual(notes)
+    assert [n.line for n in left] == [5, 6, 6], "reads only; setting or removing TF_CONFIG is harmless"
+    assert all("tfring.size()" in n.message and "tfring.rank()" in n.message for n in left)
+    advice = [n for n in notes if n.advice]
+    assert [n.line for n in advice] == [8, 9] and "task_id is tfring.rank()" in advice[0].message
+
+
+def test_horovod_run_branch_is_rewritten_and_the_bare_import_removed():
+    new, notes = migrate("""\
+        import sys
+
+        import horovod
+        import horovod.tensorflow.keras as hvd
+
+        def main():
+            hvd.init()
+
+        if __name__ == '__main__':
+            if len(sys.argv) == 4:
+                horovod.run(main, np=int(sys.argv[1]), hosts=sys.argv[2])
+            else:
+                main()
+        """)
+    assert "import horovod\n" not in new and "import tfring.keras as hvd" in new
+    assert "raise SystemExit('tfring has no horovod.run: launch this script with `tfringrun -np N" in new
+    assert not manual(notes)
+    assert any(n.line == 11 and "main() on every rank" in n.message for n in notes)
+    # `horovod` used for more than horovod.run: both stay, with what replaces horovod.run
+    new, notes = migrate("import horovod\nprint(horovod.__version__)\nx = horovod.run(main, np=2)\n")
+    assert new.startswith("import horovod\n") and "horovod.run(main, np=2)" in new
+    assert [(n.line, "tfringrun -np N" in n.message or "horovod.run (line 3)" in n.message)
+            for n in manual(notes)] == [(1, True), (3, True)]
+
+
+def test_keras_legacy_image_import_moves_to_tf_keras_and_its_uses_are_left():
+    new, notes = migrate("""\
+        import keras
+        from keras.preprocessing.image import ImageDataGenerator, img_to_array
+        gen = ImageDataGenerator(rotation_range=8)
+        it = keras.preprocessing.image.NumpyArrayIterator(x, y, gen)
+        """)
+    assert "from tensorflow.keras.preprocessing.image import ImageDataGenerator, img_to_array\n" in new
+    assert "gen = ImageDataGenerator(rotation_range=8)" in new
+    (left,) = manual(notes)
+    assert left.line == 4 and "tf.keras.preprocessing.image.NumpyArrayIterator" in left.message
+    assert [n.line for n in notes if n.rewritten] == [2]
+
+
+def test_variables_call_of_a_tf1_optimizer_is_kept():
+    new, notes = migrate("""\
+        import tensorflow as tf
+        opt = tf.compat.v1.train.AdamOptimizer(0.01)
+        keras_opt = tf.keras.optimizers.Adam(0.01)
+        a = opt.variables()
+        b = keras_opt.variables()
+        c = unknown.variables()
+        """)
+    assert "a = opt.variables()" in new and "b = keras_opt.variables\n" in new
+    assert "c = unknown.variables()" in new, "in a TF1 script an object of unknown type keeps the call"
+    (left,) = manual(notes)
+    assert left.line == 6 and "TF1 optimizer keeps .variables()" in left.message
+    new, _ = migrate("import tensorflow as tf\nc = unknown.variables()\n")
+    assert "c = unknown.variables\n" in new, "a TF2 script: Keras 3's property"
+
+
+def test_tf1_names_are_listed_with_a_fix_that_works_under_keras3():
+    _, notes = migrate("""\
+        import tensorflow as tf
+        tf.enable_eager_execution()
+        opt = tf.train.AdamOptimizer(0.001)
+        step = tf.train.get_or_create_global_step()
+        loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+        keras_loss = tf.losses.SparseCategoricalCrossentropy()
+        h = tf.layers.dense(x, 10)
+        tf.app.run(main)
+        ckpt = tf.train.Checkpoint(model=model)
+        """)
+    left = {n.line: n.message for n in manual(notes)}
+    assert sorted(left) == [2, 3, 4, 5, 7, 8], "TF 2 names (tf.losses.SparseCategoricalCrossentropy, " \
+                                               "tf.train.Checkpoint) are not listed"
+    assert "delete the line" in left[2]
+    assert "keras.optimizers" in left[3] and "tf.compat.v1.train.AdamOptimizer" in left[3]
+    assert "tf.compat.v1.train.get_or_create_global_step" in left[4]
+    assert "keras.losses" in left[5] and "tf.compat.v1.losses.sparse_softmax_cross_entropy" in left[5]
+    assert "fails under Keras 3" in left[7] and "keras.layers" in left[7]
+    assert "main() directly" in left[8]
+
+
+def test_tf1_name_table_matches_the_installed_tensorflow():
+    import tensorflow as tf
+
+    from tfring.migrate import tf1_names
+
+    def only_v1(v1, v2):
+        return {n for n in dir(v1) if not n.startswith("_") and not hasattr(v2, n)}
+
+    assert tf1_names.ROOT == only_v1(tf.compat.v1, tf)
+    assert tf1_names.TRAIN == only_v1(tf.compat.v1.train, tf.train)
+    assert tf1_names.LOSSES == only_v1(tf.compat.v1.losses, tf.losses)
+
+
+def test_import_tfring_goes_with_the_imports_not_after_code():
+    new, _ = migrate("""\
+        \'\'\'Doc.\'\'\'
+        import os
+        import tensorflow as tf
+        print(tf.__version__)
+        import json
+        strategy = tf.distribute.MirroredStrategy()
+        """)
+    assert new == textwrap.dedent("""\
+        \'\'\'Doc.\'\'\'
+        import os
+        import tensorflow as tf
+        import tfring
+        print(tf.__version__)
+        import json
+        strategy = tfring.RingStrategy()
+        """)
 
 
 @pytest.mark.parametrize("line, expected, left", [
@@ -241,6 +400,15 @@ def test_cli_write_changes_files_and_exits_1_while_manual_edits_remain(tmp_path)
     assert "./train.py:3: manual: tf.Session" in result.stderr
     assert "rewritten" not in result.stderr, "--quiet lists only the manual edits"
     assert "changed 2 of 2 file(s); 1 manual edit(s) left" in result.stderr
+
+
+def test_cli_prints_advice_as_notes_that_do_not_count_as_manual_edits(tmp_path):
+    (tmp_path / "train.py").write_text("import tensorflow as tf\ns = tf.distribute.MultiWorkerMirroredStrategy()\n"
+                                       "print(s.cluster_resolver.task_id)\n")
+    result = run_cli("--quiet", "train.py", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "train.py:3: note: cluster_resolver.task_id: under tfring.RingStrategy" in result.stderr
+    assert "0 manual edit(s) left" in result.stderr
 
 
 def test_cli_refuses_a_file_that_is_not_python_and_writes_nothing(tmp_path):

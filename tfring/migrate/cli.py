@@ -1,7 +1,8 @@
 """The ``tfring-migrate`` command: a diff by default, ``--write`` to change files.
 
 Exit code: 0 when nothing is left to edit by hand, 1 when manual edits remain (each one
-printed as ``path:line: manual: ...``), 2 for a bad command line, an unreadable file or a
+printed as ``path:line: manual: ...``; ``path:line: note: ...`` lines are advice on code that
+works as it is and do not count), 2 for a bad command line, an unreadable file or a
 Python file that does not parse (nothing is written then).
 """
 
@@ -45,7 +46,7 @@ def build_parser():
                     "tfring and Keras 3 and lists the edits left to make by hand (docs/migrating.md).")
     p.add_argument("paths", nargs="+", metavar="PATH", help="files, or directories to search for .py and shell scripts")
     p.add_argument("--write", action="store_true", help="change the files in place (default: print a unified diff)")
-    p.add_argument("--quiet", action="store_true", help="list only the manual edits, not the rewrites")
+    p.add_argument("--quiet", action="store_true", help="list only the manual edits and notes, not the rewrites")
     return p
 
 
@@ -75,10 +76,9 @@ def main(argv=None):
                 sys.stdout.writelines(difflib.unified_diff(
                     text.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{path}", f"b/{path}"))
         for note in notes:
-            manual += not note.rewritten
+            manual += note.manual
             if not note.rewritten or not args.quiet:
-                kind = "rewritten" if note.rewritten else "manual"
-                print(f"{path}:{note.line}: {kind}: {note.message}", file=sys.stderr)
+                print(f"{path}:{note.line}: {note.kind}: {note.message}", file=sys.stderr)
     changed = sum(new != text for _, text, new, _ in results)
     verb = "changed" if args.write else "would change"
     print(f"tfring-migrate: {verb} {changed} of {len(results)} file(s); {manual} manual edit(s) left",

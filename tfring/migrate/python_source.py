@@ -15,7 +15,12 @@ is whatever the script imported as ``tf``. Formatting and comments elsewhere are
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
-from libcst.metadata import PositionProvider, QualifiedNameProvider
+from libcst.metadata import (
+    ExpressionContext,
+    ExpressionContextProvider,
+    PositionProvider,
+    QualifiedNameProvider,
+)
 
 from tfring.migrate import rules, text_rules
 from tfring.migrate.text_rules import Note
@@ -41,27 +46,136 @@ def _expression(dotted):
     return cst.parse_expression(dotted)
 
 
-class _Rewriter(cst.CSTTransformer):
+def _qualified_names(visitor, node):
+    return {q.name for q in visitor.get_metadata(QualifiedNameProvider, node, set())}
+
+
+def _is_tf1_name(qualified):
+    return qualified.startswith("tensorflow.compat.v1.") or rules.removed_api_fix(qualified) is not None
+
+
+class _Bindings(cst.CSTVisitor):
+    """What the script binds each plain name to, read before rewriting: ``kinds[name]`` is
+    ``"keras"`` when every assignment to it is a Keras optimizer (a constructor, a
+    ``DistributedOptimizer`` of one, ``x.optimizer``), ``"tf1"`` when every one is a TF1
+    optimizer (``tf.train.AdamOptimizer``, ``tf.compat.v1.train...``), ``None`` otherwise
+    (also for a name that is a function parameter somewhere). ``tf1`` is True when the
+    script uses TF1 API anywhere. ``horovod_run`` lists the lines calling ``horovod.run``;
+    ``only_horovod_run`` is True when the name ``horovod`` is used for nothing else and every
+    such call is a statement of its own (Horovod's examples: ``horovod.run(main, np=...)``)."""
     METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
 
     def __init__(self):
         super().__init__()
+        self._seen = {}  # name -> set of kinds assigned to it
+        self.tf1 = False
+        self.horovod_run = []
+        self._horovod_run_statements = 0
+        self._horovod_attributes = set()
+
+    @property
+    def kinds(self):
+        return {name: kinds.pop() if len(kinds) == 1 else None for name, kinds in self._seen.items()}
+
+    def _bind(self, target, kind):
+        if isinstance(target, cst.Name):
+            self._seen.setdefault(target.value, set()).add(kind)
+
+    def visit_Assign(self, node):
+        kind = self.kind_of(node.value)
+        for target in node.targets:
+            self._bind(target.target, kind)
+
+    def visit_AnnAssign(self, node):
+        if node.value is not None:
+            self._bind(node.target, self.kind_of(node.value))
+
+    @property
+    def only_horovod_run(self):
+        return (bool(self.horovod_run) and self._horovod_attributes == {"run"}
+                and self._horovod_run_statements == len(self.horovod_run))
+
+    def visit_Import(self, node):
+        return False
+
+    def visit_ImportFrom(self, node):
+        return False
+
+    def visit_Expr(self, node):
+        if isinstance(node.value, cst.Call) and "horovod.run" in _qualified_names(self, node.value.func):
+            self._horovod_run_statements += 1
+
+    def visit_Param(self, node):
+        self._bind(node.name, "other")
+
+    def visit_Name(self, node):
+        self.tf1 = self.tf1 or any(_is_tf1_name(q) for q in _qualified_names(self, node))
+
+    def visit_Attribute(self, node):
+        self.tf1 = self.tf1 or any(_is_tf1_name(q) for q in _qualified_names(self, node))
+        if isinstance(node.value, cst.Name) and node.value.value == "horovod":
+            self._horovod_attributes.add(node.attr.value)
+
+    def visit_Call(self, node):
+        if "horovod.run" in _qualified_names(self, node.func):
+            self.horovod_run.append(self.get_metadata(PositionProvider, node).start.line)
+
+    def kind_of(self, value):
+        """"keras", "tf1" or "other" for an assigned expression."""
+        if isinstance(value, cst.Attribute) and value.attr.value == "optimizer":
+            return "keras"
+        if isinstance(value, cst.Name):
+            kinds = self._seen.get(value.value, set())
+            return kinds.copy().pop() if len(kinds) == 1 else "other"
+        if not isinstance(value, cst.Call):
+            return "other"
+        last = (get_full_name_for_node(value.func) or "").rsplit(".", 1)[-1]
+        if last == "DistributedOptimizer" and value.args:
+            return self.kind_of(value.args[0].value)
+        if any(q.startswith(("tensorflow.train.", "tensorflow.compat.v1.train.")) and q.endswith("Optimizer")
+               for q in _qualified_names(self, value.func)):
+            return "tf1"
+        if last in rules.OPTIMIZER_CLASSES or (get_full_name_for_node(value.func) or "").endswith("optimizers.get"):
+            return "keras"
+        return "other"
+
+
+class _Rewriter(cst.CSTTransformer):
+    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ExpressionContextProvider)
+
+    def __init__(self, bindings):
+        super().__init__()
+        self._kinds = bindings.kinds
+        self._tf1_script = bindings.tf1
+        self._horovod_run = bindings.horovod_run
+        self._rewrite_horovod_run = bindings.only_horovod_run
+        self._lr_as_variable = set()  # `.lr` Attribute nodes used as a variable (x.lr.assign(...))
         self.notes = []
         self.needs_tfring_import = False
         self._module_chains = {}  # Attribute node (original) -> the tfring module replacing it
         self._claimed = set()  # Attribute nodes inside a chain already marked
         self._removed_seen = set()
+        self._legacy_imported = set()  # qualified names whose import was moved to tf.keras
 
     # ---- helpers ---------------------------------------------------------------------
 
     def _line(self, node):
         return self.get_metadata(PositionProvider, node).start.line
 
-    def _note(self, node, message, rewritten):
-        self.notes.append(Note(self._line(node), message, rewritten))
+    def _note(self, node, message, rewritten, advice=False):
+        self.notes.append(Note(self._line(node), message, rewritten, advice))
 
     def _qualified(self, node):
-        return {q.name for q in self.get_metadata(QualifiedNameProvider, node, set())}
+        return _qualified_names(self, node)
+
+    def _receiver_kind(self, node):
+        """"keras", "tf1" or None (not known) for the object an attribute is read from."""
+        if isinstance(node, cst.Attribute) and node.attr.value == "optimizer":
+            return "keras"
+        if isinstance(node, cst.Name):
+            kind = self._kinds.get(node.value)
+            return kind if kind in ("keras", "tf1") else None
+        return None
 
     # ---- imports and horovod.* dotted names -----------------------------------------
 
@@ -83,15 +197,28 @@ class _Rewriter(cst.CSTTransformer):
                 new = rules.MODULES[key] + full[len(key):]
                 alias = alias.with_changes(name=_expression(new))
                 self._note(original_node, f"import {full} -> import {new}", True)
+            elif full == "horovod" and alias.asname is None and self._rewrite_horovod_run:
+                self._note(original_node, "removed import horovod (used only for horovod.run, rewritten below)",
+                           True)
+                continue
+            elif full == "horovod" and self._horovod_run:
+                lines = ", ".join(map(str, self._horovod_run))
+                self._note(original_node, f"import horovod: the script uses it for horovod.run (line {lines}), "
+                                          "which tfringrun replaces: delete this import with that call", False)
             elif full == "horovod":
                 self._note(original_node, "import horovod: import tfring.tensorflow or tfring.keras instead", False)
             names.append(alias)
+        if not names:
+            return cst.RemoveFromParent()
+        names[-1] = names[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return updated_node.with_changes(names=names)
 
     def leave_ImportFrom(self, original_node, updated_node):
         if updated_node.relative or updated_node.module is None:
             return updated_node
         module = get_full_name_for_node(updated_node.module)
+        if module == rules.LEGACY_IMAGE_MODULE:
+            return self._legacy_image_import(original_node, updated_node)
         if not (module == "horovod" or module.startswith("horovod.")):
             return updated_node
         why = _unsupported_module(module)
@@ -123,6 +250,25 @@ class _Rewriter(cst.CSTTransformer):
         self._note(original_node, f"from {module} import -> from {new} import", True)
         return updated_node.with_changes(module=_expression(new), names=aliases)
 
+    def _legacy_image_import(self, original_node, updated_node):
+        if isinstance(updated_node.names, cst.ImportStar):
+            return updated_node
+        names = {get_full_name_for_node(alias.name) for alias in updated_node.names}
+        legacy = sorted(names & rules.LEGACY_IMAGE_NAMES)
+        if not legacy:
+            return updated_node
+        self._legacy_imported.update(f"{rules.LEGACY_IMAGE_MODULE}.{name}" for name in legacy)
+        self._note(original_node, f"from {rules.LEGACY_IMAGE_MODULE} import {', '.join(legacy)} -> from "
+                                  f"{rules.LEGACY_IMAGE_REPLACEMENT} import (Keras 3 keeps Keras 2's "
+                                  "version only there)", True)
+        return updated_node.with_changes(module=_expression(rules.LEGACY_IMAGE_REPLACEMENT))
+
+    def visit_Call(self, node):
+        if (isinstance(node.func, cst.Attribute) and node.func.attr.value in ("assign", "assign_add", "numpy")
+                and isinstance(node.func.value, cst.Attribute) and node.func.value.attr.value == "lr"):
+            self._lr_as_variable.add(node.func.value)
+        return True
+
     def visit_Attribute(self, node):
         # Top-down: the outermost node of a dotted chain comes first and marks the inner
         # node to replace (horovod.tensorflow.keras.X marks horovod.tensorflow.keras).
@@ -147,10 +293,27 @@ class _Rewriter(cst.CSTTransformer):
             return _expression(new)
         for name in self._qualified(original_node):
             self._note_removed(original_node, name)
-        if (updated_node.attr.value == "lr" and isinstance(updated_node.value, cst.Attribute)
-                and updated_node.value.attr.value == "optimizer"):
-            self._note(original_node, "optimizer.lr -> optimizer.learning_rate (Keras 3)", True)
+        attr = updated_node.attr.value
+        if (attr in ("task_type", "task_id") and isinstance(updated_node.value, cst.Attribute)
+                and updated_node.value.attr.value == "cluster_resolver"):
+            self._note(original_node, f"cluster_resolver.{attr}: {rules.CLUSTER_RESOLVER}", False, advice=True)
+        if attr == "lr":
+            return self._optimizer_lr(original_node, updated_node)
+        return updated_node
+
+    def _optimizer_lr(self, original_node, updated_node):
+        """``opt.lr`` -> ``opt.learning_rate`` where ``opt`` is a Keras optimizer (Keras 3 has
+        no ``lr``); a note where it may be one (an ``opt``-like name, or ``.lr.assign(...)``)."""
+        kind = self._receiver_kind(original_node.value)
+        written = get_full_name_for_node(original_node) or ".lr"
+        if kind == "keras":
+            self._note(original_node, f"{written} -> {written[:-2]}learning_rate (Keras 3 optimizers have no lr)",
+                       True)
             return updated_node.with_changes(attr=cst.Name("learning_rate"))
+        receiver = (get_full_name_for_node(original_node.value) or "").rsplit(".", 1)[-1]
+        if kind is None and (original_node in self._lr_as_variable or "opt" in receiver.lower()):
+            self._note(original_node, f"{written}: if {receiver or 'this'} is a Keras optimizer, Keras 3 calls it "
+                                      f"{written[:-2]}learning_rate (it has no lr)", False)
         return updated_node
 
     def leave_Name(self, original_node, updated_node):
@@ -159,20 +322,37 @@ class _Rewriter(cst.CSTTransformer):
         return updated_node
 
     def _note_removed(self, node, qualified):
-        fix = rules.REMOVED_API.get(qualified)
+        if qualified in self._legacy_imported:
+            return  # its import was rewritten: the name works
+        fix = rules.removed_api_fix(qualified)
         line = self._line(node)
         if fix is not None and (line, qualified) not in self._removed_seen:
             self._removed_seen.add((line, qualified))
             written = get_full_name_for_node(node) or qualified  # as the script spells it
             self.notes.append(Note(line, f"{written}: {fix}", False))
 
+    def leave_Subscript(self, original_node, updated_node):
+        # os.environ["TF_CONFIG"] read (not assigned or deleted)
+        if ("os.environ" in self._qualified(original_node.value) and len(original_node.slice) == 1
+                and isinstance(original_node.slice[0].slice, cst.Index)
+                and _is_tf_config(original_node.slice[0].slice.value)
+                and self.get_metadata(ExpressionContextProvider, original_node, None) == ExpressionContext.LOAD):
+            self._note(original_node, f"os.environ['TF_CONFIG'] {rules.TF_CONFIG_READ}", False)
+        return updated_node
+
     # ---- calls -----------------------------------------------------------------------
 
     def leave_Call(self, original_node, updated_node):
         func_name = get_full_name_for_node(original_node.func) or ""
         last = func_name.rsplit(".", 1)[-1]
-        if self._qualified(original_node.func) & rules.STRATEGIES:
+        qualified = self._qualified(original_node.func)
+        if qualified & rules.STRATEGIES:
             return self._ring_strategy(original_node, func_name)
+        if "horovod.run" in qualified and not self._rewrite_horovod_run:
+            self._note(original_node, rules.HOROVOD_RUN, False)
+        if qualified & {"os.environ.get", "os.getenv"} and original_node.args and _is_tf_config(
+                original_node.args[0].value):
+            self._note(original_node, f"{func_name}('TF_CONFIG') {rules.TF_CONFIG_READ}", False)
         if last in rules.OPTIMIZER_CLASSES:
             updated_node = self._optimizer_keywords(original_node, updated_node, last)
         if last == "DistributedOptimizer":
@@ -190,8 +370,29 @@ class _Rewriter(cst.CSTTransformer):
             self._note(original_node, f".{method}() -> .{new}() (Keras 3)", True)
             updated_node = updated_node.with_changes(func=updated_node.func.with_changes(attr=cst.Name(new)))
         if method in rules.CALL_TO_PROPERTY and not updated_node.args:
-            self._note(original_node, f".{method}() -> .{method} (a property in Keras 3)", True)
-            return updated_node.func
+            return self._call_to_property(original_node, updated_node, method)
+        return updated_node
+
+    def _call_to_property(self, original_node, updated_node, method):
+        """``opt.variables()`` -> ``opt.variables`` for a Keras optimizer; a TF1 optimizer keeps
+        the method; in a TF1 script an object of unknown type gets a note instead."""
+        kind = self._receiver_kind(original_node.func.value)
+        if kind == "tf1":
+            return updated_node
+        if kind is None and self._tf1_script:
+            receiver = get_full_name_for_node(original_node.func.value) or "the object"
+            self._note(original_node, f".{method}(): if {receiver} is a Keras optimizer, {method} is a property in "
+                                      f"Keras 3 (drop the parentheses); a TF1 optimizer keeps .{method}()", False)
+            return updated_node
+        self._note(original_node, f".{method}() -> .{method} (a property in Keras 3)", True)
+        return updated_node.func
+
+    def leave_Expr(self, original_node, updated_node):
+        call = original_node.value
+        if (self._rewrite_horovod_run and isinstance(call, cst.Call)
+                and "horovod.run" in self._qualified(call.func)):
+            self._note(original_node, rules.HOROVOD_RUN_REWRITTEN, True)
+            return cst.Raise(exc=_expression(f"SystemExit({rules.HOROVOD_RUN_EXIT!r})"))
         return updated_node
 
     def _optimizer_keywords(self, original_node, updated_node, cls):
@@ -229,14 +430,18 @@ class _Rewriter(cst.CSTTransformer):
                                   "tfringrun, which replaces TF_CONFIG", True)
         return _expression("tfring.RingStrategy()")
 
-    # ---- comments and strings --------------------------------------------------------
+    # ---- strings (comments are left as written: they run nothing) ---------------------
 
     def _rewrite_text(self, original_node, updated_node):
         value, notes = text_rules.rewrite_text(updated_node.value, self._line(original_node))
         self.notes += notes
         return updated_node.with_changes(value=value) if notes else updated_node
 
-    leave_Comment = leave_SimpleString = leave_FormattedStringText = _rewrite_text
+    leave_SimpleString = leave_FormattedStringText = _rewrite_text
+
+
+def _is_tf_config(node):
+    return isinstance(node, cst.SimpleString) and node.evaluated_value == "TF_CONFIG"
 
 
 def _imports_tfring(module):
@@ -250,13 +455,21 @@ def _imports_tfring(module):
     return False
 
 
+def _is_docstring(statement):
+    return (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+            and isinstance(statement.body[0], cst.Expr)
+            and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
+
+
 def _add_tfring_import(module):
-    """``import tfring`` after the leading block of imports (after the docstring and
-    ``__future__`` imports at least)."""
-    position = 0
-    for index, statement in enumerate(module.body):
+    """``import tfring`` after the leading block of imports (after the module docstring and
+    ``__future__`` imports at least; never after a statement that runs code, such as a
+    ``print()``)."""
+    position = 1 if module.body and _is_docstring(module.body[0]) else 0
+    for index in range(position, len(module.body)):
+        statement = module.body[index]
         if isinstance(statement, cst.SimpleStatementLine) and all(
-                isinstance(s, (cst.Import, cst.ImportFrom, cst.Expr)) for s in statement.body):
+                isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body):
             position = index + 1
         else:
             break
@@ -267,9 +480,11 @@ def _add_tfring_import(module):
 def rewrite(source):
     """Returns (new_source, notes) for one script's text. Raises ``libcst.ParserSyntaxError``
     for text that is not Python."""
-    module = cst.parse_module(source)
-    rewriter = _Rewriter()
-    new = cst.MetadataWrapper(module).visit(rewriter)
+    wrapper = cst.MetadataWrapper(cst.parse_module(source))
+    bindings = _Bindings()
+    wrapper.visit(bindings)
+    rewriter = _Rewriter(bindings)
+    new = wrapper.visit(rewriter)
     if rewriter.needs_tfring_import and not _imports_tfring(new):
         new = _add_tfring_import(new)
     notes = sorted(dict.fromkeys(rewriter.notes), key=lambda n: n.line)  # stable: a line keeps its order

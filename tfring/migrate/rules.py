@@ -6,6 +6,8 @@ the text alone and prints the reason next to the line. docs/migrating.md shows t
 tables to readers; tests/test_migrate_rules.py keeps the two in step.
 """
 
+from tfring.migrate import tf1_names
+
 # Horovod modules -> tfring modules (longest prefix wins). Imports and dotted uses
 # (``horovod.tensorflow.allreduce``) are both rewritten.
 MODULES = {
@@ -87,7 +89,11 @@ REMOVED_API = {
                               "hvd.pin_gpu()",
     "tensorflow.Session": _TF1,
     "tensorflow.placeholder": _TF1,
-    "tensorflow.layers": _TF1 + " (keras.layers)",
+    "tensorflow.layers": "tf.layers is gone, and tf.compat.v1.layers (what tf_upgrade_v2 writes) fails under "
+                         "Keras 3 ('`dense` is not available with Keras 3'): build the model from keras.layers",
+    "tensorflow.enable_eager_execution": "TF 2 runs eagerly from the start: delete the line",
+    "tensorflow.app": "tf.app is gone: call main() directly (or absl.app.run(main); tf.compat.v1.app.run "
+                      "still works)",
     "tensorflow.train.MonitoredTrainingSession": _TF1,
     "tensorflow.contrib": "tf.contrib is gone since TF 2.0",
     "tensorflow.estimator": "tf.estimator is gone (TF 2.16): port to keras.Model.fit or a custom loop "
@@ -98,14 +104,72 @@ REMOVED_API = {
                                "e.g. float(model.optimizer.learning_rate)",
     "keras.backend.set_value": "Keras 3: assign a variable with v.assign(value), "
                                "e.g. model.optimizer.learning_rate.assign(value)",
-    "keras.preprocessing.image.ImageDataGenerator": "ImageDataGenerator is gone in Keras 3: load with "
-                                                    "keras.utils.image_dataset_from_directory and augment "
-                                                    "with keras.layers.RandomFlip/RandomRotation/...",
     "tensorflow.distribute.cluster_resolver.TFConfigClusterResolver": "tfringrun gives each worker its "
                                                                       "rank: delete the TF_CONFIG resolver",
 }
 # tf.keras.X is keras.X in TF 2.21: every keras.* entry also matches tensorflow.keras.*.
 REMOVED_API.update({"tensorflow." + k: v for k, v in list(REMOVED_API.items()) if k.startswith("keras.")})
+
+# Keras 3 dropped Keras 2's image-augmentation API from keras.preprocessing.image, but
+# tf.keras.preprocessing.image keeps it (keras.src.legacy), and it feeds Model.fit: a script
+# that imported these from keras.preprocessing.image imports them from tensorflow.keras.
+LEGACY_IMAGE_MODULE = "keras.preprocessing.image"
+LEGACY_IMAGE_REPLACEMENT = "tensorflow.keras.preprocessing.image"
+LEGACY_IMAGE_NAMES = frozenset({
+    "ImageDataGenerator", "DirectoryIterator", "Iterator", "NumpyArrayIterator", "apply_affine_transform",
+    "apply_brightness_shift", "apply_channel_shift", "random_brightness", "random_channel_shift",
+    "random_rotation", "random_shear", "random_shift", "random_zoom",
+})
+for _name in LEGACY_IMAGE_NAMES:
+    REMOVED_API[f"{LEGACY_IMAGE_MODULE}.{_name}"] = (
+        f"Keras 3's keras.preprocessing.image has no {_name}; tf.keras.preprocessing.image keeps it "
+        f"(Keras 2's version): use tf.keras.preprocessing.image.{_name}, or move to "
+        "keras.utils.image_dataset_from_directory and keras.layers.Random* augmentation layers")
+
+
+def removed_api_fix(qualified):
+    """The manual fix for a fully qualified name that TF 2.21 / Keras 3 no longer has, or
+    None. Besides ``REMOVED_API``: every TF 1 name that only ``tf.compat.v1`` still has."""
+    fix = REMOVED_API.get(qualified)
+    if fix is not None or not qualified.startswith("tensorflow."):
+        return fix
+    parts = qualified.split(".")
+    if len(parts) == 2 and parts[1] in tf1_names.ROOT:
+        return f"gone from TF 2: {_TF1} (tf.compat.v1.{parts[1]})"
+    if len(parts) == 3 and parts[1] == "train" and parts[2] in tf1_names.TRAIN:
+        if parts[2].endswith("Optimizer"):
+            return (f"TF1 optimizer, gone from TF 2: in TF 2 code use a Keras optimizer "
+                    f"(keras.optimizers.SGD/Adam/...(learning_rate=...)); TF1 graph code keeps "
+                    f"tf.compat.v1.train.{parts[2]} (tf_upgrade_v2 makes that edit)")
+        return f"gone from TF 2: {_TF1} (tf.compat.v1.train.{parts[2]})"
+    if len(parts) == 3 and parts[1] == "losses" and parts[2] in tf1_names.LOSSES:
+        return (f"TF1 loss function, gone from TF 2 (tf.losses is keras.losses there): use a Keras loss "
+                f"(e.g. keras.losses.SparseCategoricalCrossentropy() for sparse_softmax_cross_entropy); "
+                f"TF1 graph code keeps tf.compat.v1.losses.{parts[2]}")
+    return None
+
+
+# `horovod.run(fn, np=...)` starts the workers from Python. Horovod's examples call it only
+# when given launch arguments on the command line, and call main() directly under horovodrun.
+HOROVOD_RUN = ("horovod.run(fn, np=...) starts the workers from Python; tfring has no Python launcher: "
+               "run the script with `tfringrun -np N python <script>` and call fn() directly (what Horovod's "
+               "examples do under horovodrun), then delete this call")
+
+# When `horovod` serves only `horovod.run(...)` statements, the import goes and each call
+# becomes `raise SystemExit(HOROVOD_RUN_EXIT)`: the script runs under tfringrun, and the
+# branch that would have launched it from Python says how to launch it instead.
+HOROVOD_RUN_EXIT = "tfring has no horovod.run: launch this script with `tfringrun -np N python <script>`"
+HOROVOD_RUN_REWRITTEN = ("horovod.run(...) -> raise SystemExit(...): tfring has no Python launcher; "
+                         "`tfringrun -np N python <script>` runs the script's other branch (main() on every rank)")
+
+# Reading TF_CONFIG: tfringrun does not set it.
+TF_CONFIG_READ = ("reads TF_CONFIG, which tfringrun does not set (KeyError / None under tfringrun): "
+                  "the number of workers is tfring.size() (or strategy.num_replicas_in_sync), this "
+                  "worker's index tfring.rank(), and rank 0 is the chief")
+# strategy.cluster_resolver.task_type / task_id: they work under RingStrategy (advice only).
+CLUSTER_RESOLVER = ("under tfring.RingStrategy, cluster_resolver.task_type is 'worker' and task_id is "
+                    "tfring.rank(); rank 0 is the chief (TF's `task_type == 'worker' and task_id == 0` test "
+                    "holds there)")
 
 # Environment variables: Horovod name -> tfring name, or None with the reason.
 ENVIRONMENT = {

@@ -23,7 +23,16 @@ class Note:
     """One thing the tool did or could not do, on a 1-based line of the input."""
     line: int
     message: str
-    rewritten: bool  # False: the user must make this edit by hand
+    rewritten: bool  # False: the user must make this edit by hand (unless advice)
+    advice: bool = False  # True: nothing to edit, but worth reading (not counted as a manual edit)
+
+    @property
+    def kind(self):
+        return "rewritten" if self.rewritten else "note" if self.advice else "manual"
+
+    @property
+    def manual(self):
+        return not self.rewritten and not self.advice
 
 
 def rewrite_variables(text, line=1):
