@@ -263,8 +263,10 @@ sets = {}
 
 
 def make_sets():
-    sets["pair"] = hvd.add_process_set([0, 1])
-    print(f"SETS worker={worker} rank={hvd.rank()} size={hvd.size()} id={sets['pair'].process_set_id}", flush=True)
+    # A proper subset at every size: [0, 1] would be every rank once rank 2 is lost, a
+    # duplicate of the global set, which add_process_set refuses (as Horovod).
+    sets["one"] = hvd.add_process_set([1])
+    print(f"SETS worker={worker} rank={hvd.rank()} size={hvd.size()} id={sets['one'].process_set_id}", flush=True)
 
 
 make_sets()
@@ -275,9 +277,9 @@ state.register_reset_callbacks([make_sets])
 @hvd.elastic.run
 def train(state):
     while state.step < 12:
-        if hvd.rank() in (0, 1):
-            pair = hvd.allreduce(tf.ones(1), op=hvd.Sum, process_set=sets["pair"]).numpy()[0]
-            assert pair == 2.0, pair
+        if hvd.rank() == 1:
+            one = hvd.allreduce(tf.ones(1) * 3, op=hvd.Sum, process_set=sets["one"]).numpy()[0]
+            assert one == 3.0, one
         total = hvd.allreduce(tf.ones(1), op=hvd.Sum).numpy()[0]
         state.step += 1
         state.commit()
@@ -301,3 +303,74 @@ def test_process_sets_are_added_again_in_a_reset_callback():
         out = rank_output(result.stdout, w)
         assert f"SETS worker={w} rank={w[1]} size=2 id=1" in out, report
         assert f"DONE worker={w} rank={w[1]} size=2 total=2.0 step=12" in out, report
+
+
+def test_a_script_failing_before_init_ends_the_job_at_once_with_its_traceback(tmp_path):
+    """Issue 28: an import error on every worker, hosts from a discovery script. The driver
+    used to blacklist each host and wait the whole --elastic-timeout (120 s here, past this
+    test's limit); now no generation formed and every worker failed alike before init(), so
+    tfringrun ends at once with their exit code and the traceback."""
+    _, script = _discovery(tmp_path, "127.0.0.1\n127.0.0.2\n")
+    started = time.monotonic()
+    result = run_launcher(["--min-np", "2", "--host-discovery-script", str(script), "--elastic-timeout", "120", *FAST],
+                          "import os\nimport tfring_no_such_module\n", timeout=60, check=False)
+    took = time.monotonic() - started
+    report = format_job_output(result.stdout, result.stderr)
+    assert result.returncode == 1, report
+    assert took < 30, report
+    launcher = [line for line in result.stderr.splitlines() if line.startswith("tfringrun: ")]
+    assert any("ending the elastic job: every worker started so far (w0 on 127.0.0.1, w1 on 127.0.0.2) exited with "
+               "code 1 before calling init()" in line for line in launcher), report
+    assert "tfringrun:   ModuleNotFoundError: No module named 'tfring_no_such_module'" in launcher, report
+    assert "waiting up to" not in result.stderr, report
+
+
+LATE_JOINER_SCRIPT = """
+import os, sys, time
+import tensorflow as tf
+tf.config.threading.set_intra_op_parallelism_threads(1)
+tf.config.threading.set_inter_op_parallelism_threads(1)
+import tfring.tensorflow as hvd
+from tfring.elastic import worker as elastic_worker
+
+hvd.init()
+worker = os.environ["TFRING_ELASTIC_WORKER"]
+state = hvd.elastic.ObjectState(steps=0)
+
+
+@hvd.elastic.run
+def train(state):
+    if hvd.rank() == 0:
+        with open(sys.argv[1], "a") as f:
+            f.write("127.0.0.3\\n")  # a third host: its worker starts, imports TF and becomes ready
+    # Train until the driver has published generation 2 with that worker, then end without
+    # another commit: generation 2 never forms, its new member is still in its rendezvous.
+    for _ in range(1200):
+        newest = hvd.broadcast_object(elastic_worker.current_generation() if hvd.rank() == 0 else None)
+        hvd.allreduce(tf.ones(1))
+        state.steps += 1
+        if newest >= 2:
+            return newest
+        time.sleep(0.05)
+    raise RuntimeError("generation 2 was never published")
+
+
+newest = train(state)
+print(f"DONE worker={worker} rank={hvd.rank()} size={hvd.size()} newest={newest}", flush=True)
+"""
+
+
+def test_a_worker_joining_as_the_others_finish_leaves_and_the_job_succeeds(tmp_path):
+    """Issue 28: the others finish training while the new worker is in the rendezvous of a
+    generation they never join. It used to wait there TFRING_START_TIMEOUT_S (30 s), then
+    raise JobEndedError, and tfringrun exited 1; a finished job is a success."""
+    hosts_file, script = _discovery(tmp_path, "127.0.0.1\n127.0.0.2\n")
+    result = run_launcher(["--min-np", "2", "--max-np", "3", "--host-discovery-script", str(script), *FAST],
+                          LATE_JOINER_SCRIPT, timeout=150, check=False, script_args=(str(hosts_file),))
+    report = format_job_output(result.stdout, result.stderr)
+    assert result.returncode == 0, report
+    for w in ("w0", "w1"):
+        assert f"DONE worker={w} rank={w[1]} size=2 newest=2" in rank_output(result.stdout, w), report
+    assert re.search(r"tfringrun: worker w2 \(rank 2 of 3 in generation 2, host 127\.0\.0\.3, pid \d+\) had not joined "
+                     r"the job when it finished; it leaves without training", result.stderr), report
+    assert "JobEndedError" not in result.stderr and "Traceback" not in result.stderr, report
