@@ -1,0 +1,192 @@
+"""The scale lab's driver: runs the probe at each job size, on one host and on emulated
+hosts, and writes the results as JSON (docs/benchmarks/scale_local.json,
+docs/benchmarks/scale_hosts.json). ``--report`` then fits the model and renders the plots
+and tables (report.py). Needs root for ``--hosts`` (network namespaces, tc).
+
+    python benchmarks/scale/run.py --sizes 2 4 8 16 32 64 --shm off on --repeats 3 --kill
+    python benchmarks/scale/run.py --hosts 2x1 2x2 2x4 4x2 --rate-gbit 1 --repeats 3
+    python benchmarks/scale/run.py --report
+
+Each job is bounded (jobs.launch's timeout); the emulated hosts are always removed (and
+``python -m benchmarks.scale.netns --cleanup`` removes what a killed run left).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+if __package__ in (None, ""):  # run as a script: make ``benchmarks.scale`` importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from benchmarks.scale import jobs, netns
+
+RESULTS = os.path.join(jobs.ROOT, "docs", "benchmarks")
+MB_PER_RANK = 60  # a light rank's RSS is ~37 MB; keep headroom for the launcher and others' tests
+
+
+def available_mb():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def machine():
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=jobs.ROOT, capture_output=True, text=True,
+                            timeout=10, check=False).stdout.strip()
+    return {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,
+            "cpus": os.cpu_count(), "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30),
+            "python": sys.version.split()[0]}
+
+
+def probe_args(np_, big_bytes=()):
+    iters = 200 if np_ <= 16 else 100
+    args = ["--latency-iters", iters, "--steps", 40 if np_ <= 16 else 25]
+    if big_bytes:
+        args += ["--big-bytes", *big_bytes]
+    return args
+
+
+def timeout_for(np_):
+    return 90 + 6 * np_
+
+
+def medians(rows):
+    """Per numeric field, the median over repeats (and the range), nested dicts flattened one level."""
+    out = {}
+    keys = {k for r in rows for k, v in r.items() if isinstance(v, (int, float))}
+    for k in sorted(keys):
+        values = [r[k] for r in rows if isinstance(r.get(k), (int, float))]
+        out[k] = statistics.median(values)
+        out[k + "_range"] = [min(values), max(values)]
+    big = [r["big_s"] for r in rows if r.get("big_s")]
+    if big:
+        out["big_s"] = {size: statistics.median(b[size] for b in big) for size in big[0]}
+        out["big_s_range"] = {size: [min(b[size] for b in big), max(b[size] for b in big)] for size in big[0]}
+    return out
+
+
+def log(*words):
+    print(*words, flush=True)
+
+
+def run_local(args, progress=lambda results: None):
+    results = []
+    for np_ in args.sizes:
+        if available_mb() < np_ * MB_PER_RANK * 2:
+            log(f"skipping np={np_}: {available_mb():.0f} MB available, want {np_ * MB_PER_RANK * 2}")
+            continue
+        for shm in args.shm:
+            rows = []
+            for i in range(args.repeats):
+                job = jobs.launch(np_, probe_args(np_), shm=shm == "on", timeout_s=timeout_for(np_))
+                try:
+                    rows.append(jobs.summarize(job))
+                except RuntimeError as e:
+                    log(f"np={np_} shm={shm} run {i}: FAILED {e}")
+                    continue
+                r = rows[-1]
+                log(f"np={np_:3} shm={shm:3} run {i}: init {r['init_from_launch_s']:.2f} s, 8B "
+                    f"{r['latency_8b_s'] * 1e3:.2f} ms, step {r['step_s'] * 1e3:.1f} ms, rank0 msgs/step "
+                    f"{r['rank0_control_messages_per_step']:.1f}, fds {r['rank0_fds']}, load {r['loadavg_before'][0]:.1f}")
+            kill = None
+            if args.kill and shm == "off":
+                job = jobs.launch(np_, ["--kill-rank", np_ - 1, "--kill-after", 100], shm=False,
+                                  timeout_s=timeout_for(np_))
+                try:
+                    kill = jobs.summarize(job)
+                    log(f"np={np_:3} kill: {kill['kill']['survivors_named']}/{kill['kill']['survivors']} named it, "
+                        f"max {kill['kill']['detect_max_s']}")
+                except RuntimeError as e:
+                    log(f"np={np_} kill run: FAILED {e}")
+            results.append({"np": np_, "shm": shm, "runs": rows, "median": medians(rows) if rows else None,
+                            "kill": kill})
+            progress(results)
+    return results
+
+
+def parse_spec(spec):
+    hosts, ranks = spec.lower().split("x")
+    return int(hosts), int(ranks)
+
+
+def run_hosts(args):
+    why = netns.unavailable()
+    if why:
+        raise SystemExit(f"--hosts: {why}")
+    results = []
+    rate = args.rate_gbit * 1e9
+    for spec in args.hosts:
+        h, per_host = parse_spec(spec)
+        np_ = h * per_host
+        rows = []
+        with netns.NetnsHosts(h, prefix=netns.LAB_PREFIX, rate_bits=rate) as hosts:
+            for i in range(args.repeats):
+                job = jobs.launch(np_, probe_args(np_, args.big_bytes), hosts=hosts, ranks_per_host=per_host,
+                                  timeout_s=timeout_for(np_) + 60)
+                try:
+                    rows.append(jobs.summarize(job))
+                except RuntimeError as e:
+                    log(f"{spec} run {i}: FAILED {e}")
+                    continue
+                r = rows[-1]
+                big = ", ".join(f"{int(s) >> 20} MiB {t * 1e3:.1f} ms" for s, t in r["big_s"].items())
+                log(f"{spec} run {i}: 8B {r['latency_8b_s'] * 1e3:.3f} ms, {big}, load {r['loadavg_before'][0]:.1f}")
+        results.append({"hosts": h, "ranks_per_host": per_host, "np": np_, "rate_bits": rate, "runs": rows,
+                        "median": medians(rows) if rows else None})
+    return results
+
+
+def measure_store():
+    from benchmarks.scale import store_cost
+
+    write("store", {"machine": machine(), **store_cost.measure()})
+
+
+def write(name, payload):
+    path = os.path.join(RESULTS, f"scale_{name}.json")
+    with open(path, "w") as f:
+        json.dump(payload, f, indent=1)
+    log(f"wrote {os.path.relpath(path, jobs.ROOT)}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[], help="ranks on this host, e.g. 2 4 8 16 32 64")
+    parser.add_argument("--shm", nargs="+", choices=["on", "off"], default=["off", "on"])
+    parser.add_argument("--kill", action="store_true", help="also a dead-rank run per size (TCP)")
+    parser.add_argument("--hosts", nargs="*", default=[], help="emulated hosts, HOSTSxRANKS, e.g. 2x1 2x2 2x4 4x2")
+    parser.add_argument("--rate-gbit", type=float, default=1.0, help="each emulated host's link (Gbit/s)")
+    parser.add_argument("--big-bytes", type=int, nargs="*", default=[1 << 20, 16 << 20])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--store", action="store_true", help="only measure one store request's cost")
+    parser.add_argument("--report", action="store_true", help="fit the model, draw the plots, write docs/scaling.md")
+    args = parser.parse_args()
+    if args.store:
+        measure_store()
+    if args.sizes:
+        def progress(results):
+            write("local", {"machine": machine(), "repeats": args.repeats, "results": results})
+
+        progress(run_local(args, progress))
+        measure_store()
+    if args.hosts:
+        try:
+            results = run_hosts(args)
+        finally:
+            netns.cleanup(netns.LAB_PREFIX)
+        write("hosts", {"machine": machine(), "repeats": args.repeats, "rate_gbit": args.rate_gbit,
+                        "results": results})
+    if args.report:
+        from benchmarks.scale import report
+
+        report.main()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""The scale lab (benchmarks/scale/, docs/scaling.md): the counts its cost model is built on
+are checked against a real 4-rank job of the lab's probe, so the model cannot drift from
+the code silently; and the model's fitting is checked on synthetic data."""
+
+import math
+
+import pytest
+
+from benchmarks.scale import jobs, model
+
+# ---------------------------------------------------------------- the model against the code
+
+N = 4
+
+
+@pytest.fixture(scope="module")
+def probe_row():
+    job = jobs.launch(N, ["--latency-iters", 20, "--warmup", 3, "--steps", 8, "--idle-s", 2.2], shm=False,
+                      timeout_s=60)
+    return job, jobs.summarize(job)
+
+
+@pytest.mark.multiprocess
+@pytest.mark.timeout(90)
+def test_descriptors_are_the_models(probe_row):
+    job, row = probe_row
+    assert row["rank0_sockets"] == model.rank0_sockets_today(N) == 3 * (N - 1) + 1
+    assert row["rank0_fds"] == model.rank0_fds_today(N), job["ranks"][0]["fds"]
+    for rank in job["ranks"][1:]:
+        assert rank["fds"]["by_kind"]["socket"] == model.worker_sockets_today(N)
+        assert rank["fds"]["total"] == model.worker_fds_today(N), rank["fds"]
+
+
+@pytest.mark.multiprocess
+@pytest.mark.timeout(90)
+def test_control_messages_per_cached_step_are_the_models(probe_row):
+    job, _ = probe_row
+    step = job["ranks"][0]["step"]["per_step"]
+    assert step["cached_tensors"] == 150  # the cache knew every tensor: a steady-state step
+    # rank 0 answers each other rank once per cycle that runs a collective
+    assert step["control_messages_sent"] == pytest.approx(
+        model.rank0_control_messages_today(N, step["collectives"]), abs=1e-9)
+    assert step["collectives"] >= 1
+
+
+@pytest.mark.multiprocess
+@pytest.mark.timeout(90)
+def test_heartbeats_at_rank_0_are_the_models(probe_row):
+    job, row = probe_row
+    idle = job["ranks"][0]["idle"]
+    assert row["idle_control_messages"] == 0  # nothing but heartbeats moved
+    sent = round(idle["bytes_sent_per_s"] * idle["seconds"])
+    assert sent % model.HEARTBEAT_FRAME_BYTES == 0, "only whole heartbeat frames moved"
+    # one interval's bytes: a ping to each of n-1 peers and a pong to each of their pings
+    per_interval = model.heartbeat_rank0_frames_per_s_today(N) * model.HEARTBEAT_FRAME_BYTES * model.heartbeat_interval_s()
+    assert math.floor(idle["seconds"]) - 1 <= sent / per_interval <= math.ceil(idle["seconds"]) + 1, idle
+
+
+@pytest.mark.multiprocess
+@pytest.mark.timeout(90)
+def test_a_killed_rank_is_named_by_every_survivor():
+    row = jobs.summarize(jobs.launch(N, ["--kill-rank", N - 1, "--kill-after", 20], shm=False, timeout_s=60))
+    kill = row["kill"]
+    assert row["returncode"] == 137
+    assert kill["survivors_named"] == kill["survivors"] == N - 1, kill
+    assert kill["error_type"] == "PeerLostError" and f"rank {N - 1} is gone" in kill["message"]
+    assert kill["detect_max_s"] < 5
+
+
+# ---------------------------------------------------------------- exact counts
+
+
+def test_store_requests_counted_by_hand():
+    # n=2, rank 0: ADD, SET addr, SET hostname, SET host, GET host/1; rank 1: ADD, SET addr,
+    # GET addr/0, GET hostname/0, SET host, GET host/0.
+    assert model.store_requests_today(2) == 11
+    assert model.store_requests_today(1) == 0
+    n = 1000
+    assert model.store_requests_today(n) == 1.5 * n * (n - 1) + 4 * n
+
+
+def test_link_bound_fractions_match_issue_31():
+    assert model.link_bound_fraction(2, 4) == pytest.approx(2 / 3)
+    assert model.link_bound_fraction(2, 8) == pytest.approx(4 / 7)  # 57%
+    assert model.link_bound_fraction(4, 8) == pytest.approx(6 / 7)  # 86%
+    assert model.link_limit_s(2, 16 << 20, 125e6) == pytest.approx((16 << 20) / 125e6)
+
+
+def test_algorithm_steps():
+    assert [model.ring_steps(n) for n in (1, 2, 8)] == [0, 2, 14]
+    assert [model.recursive_doubling_steps(n) for n in (1, 2, 8, 6, 1024)] == [0, 1, 3, 4, 10]
+    assert model.heartbeat_interval_s(30) == 1.0 and model.heartbeat_interval_s(0.2) == 0.05
+
+
+# ---------------------------------------------------------------- fitting
+
+
+def test_fit_recovers_coefficients_and_drops_negative_ones():
+    xs = [2, 4, 8, 16, 32]
+    assert model.fit(xs, [3 + 2 * (x - 1) for x in xs], [model.ONE, model.PEERS]) == pytest.approx([3, 2])
+    # a constant term that would come out negative is noise: dropped, the slope refitted
+    ys = [5 * (x - 1) - 0.5 for x in xs]
+    coef = model.fit(xs, ys, [model.ONE, model.PEERS])
+    assert coef[0] == 0 and coef[1] == pytest.approx(5, rel=0.02)
+
+
+def _synthetic_local(cpu=(2e-3, 3e-4), hop=50e-6, cycles=1.25, init=(0.1, 2e-5, 0.01)):
+    results = []
+    for n in (2, 4, 8, 16, 32):
+        row = {
+            "rank0_fds": model.rank0_fds_today(n), "other_fds_max": model.worker_fds_today(n),
+            "rank0_control_messages_per_step": model.rank0_control_messages_today(n, cycles),
+            "rank0_control_bytes_per_step": 2000 * (n - 1) * cycles,
+            "other_control_messages_per_step_mean": 4.0, "other_control_bytes_per_step_mean": 100.0,
+            "rank0_cpu_s_per_step": cpu[0] + cpu[1] * (n - 1),
+            "latency_8b_s": 10e-6 + hop * model.ring_steps(n),
+            "init_call_s": init[0] + init[1] * model.store_requests_today(n) + init[2] * (n - 1),
+            "rank0_rss_mb": 36.0, "shutdown_s": 1e-3 * (n - 1),
+        }
+        results.append({"np": n, "shm": "off", "runs": [row, row], "kill": {"kill": {"detect_max_s": 0.02}}})
+    return {"results": results}
+
+
+def test_model_fitted_on_synthetic_lab_data():
+    m = model.Model.fit(_synthetic_local(), {"cpu_s_per_request": 20e-6})
+    assert (m.base_fds_rank0, m.base_fds_worker) == (model.OTHER_FDS, model.OTHER_FDS)
+    assert m.rank0_messages == pytest.approx((0, 1.25), abs=1e-9)
+    assert m.rank0_cpu == pytest.approx((2e-3, 3e-4))
+    assert m.message_cpu_s == pytest.approx(3e-4 / (1.25 + 4.0))
+    assert m.latency_tcp == pytest.approx((10e-6, 50e-6))
+    assert m.init_lab == pytest.approx((0.1, 2e-5, 0.01))
+    assert m.store_request_cpu_s == pytest.approx(10e-6)
+    assert m.crash_detect_s == pytest.approx(0.02)
+    today, new = m.today(1024), m.redesign(1024)
+    assert today["rank0_fds"] == 3 * 1023 + 1 + model.OTHER_FDS > m.assumptions.ulimit_fds
+    assert new["rank0_fds"] < m.assumptions.ulimit_fds
+    assert today["rank0_control_messages_per_step"] == pytest.approx(1023 * 1.25)
+    assert new["rank0_control_messages_per_step"] == pytest.approx(1.25 * m.assumptions.tree_fanout)
+    assert today["latency_8b_s"] > new["latency_8b_s"]
+    assert today["heartbeat_rank0_frames_per_s"] == 4 * 1023 and new["heartbeat_rank0_frames_per_s"] == 4
+    # the limits in the order a growing job meets them: descriptors cross ulimit at 3n + 3 > 1024
+    limits = {row[0]: row[4] for row in model.first_limit(m)}
+    assert limits["rank 0's open descriptors"] == 341
+    assert model.crossing(m, "rank0_fds", 1024, "redesign") is None
