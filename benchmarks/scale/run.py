@@ -75,6 +75,15 @@ def log(*words):
     print(*words, flush=True)
 
 
+def summarized(job, label):
+    """The job's row, or None (logged with the job's error) when it failed."""
+    try:
+        return jobs.summarize(job)
+    except RuntimeError as e:
+        log(f"{label}: FAILED {e}")
+        return None
+
+
 def run_local(args, progress=lambda results: None):
     results = []
     for np_ in args.sizes:
@@ -85,12 +94,10 @@ def run_local(args, progress=lambda results: None):
             rows = []
             for i in range(args.repeats):
                 job = jobs.launch(np_, probe_args(np_), shm=shm == "on", timeout_s=timeout_for(np_))
-                try:
-                    rows.append(jobs.summarize(job))
-                except RuntimeError as e:
-                    log(f"np={np_} shm={shm} run {i}: FAILED {e}")
+                r = summarized(job, f"np={np_} shm={shm} run {i}")
+                if r is None:
                     continue
-                r = rows[-1]
+                rows.append(r)
                 log(f"np={np_:3} shm={shm:3} run {i}: init {r['init_from_launch_s']:.2f} s, 8B "
                     f"{r['latency_8b_s'] * 1e3:.2f} ms, step {r['step_s'] * 1e3:.1f} ms, rank0 msgs/step "
                     f"{r['rank0_control_messages_per_step']:.1f}, fds {r['rank0_fds']}, load {r['loadavg_before'][0]:.1f}")
@@ -98,12 +105,10 @@ def run_local(args, progress=lambda results: None):
             if args.kill and shm == "off":
                 job = jobs.launch(np_, ["--kill-rank", np_ - 1, "--kill-after", 100], shm=False,
                                   timeout_s=timeout_for(np_))
-                try:
-                    kill = jobs.summarize(job)
+                kill = summarized(job, f"np={np_} kill run")
+                if kill:
                     log(f"np={np_:3} kill: {kill['kill']['survivors_named']}/{kill['kill']['survivors']} named it, "
                         f"max {kill['kill']['detect_max_s']}")
-                except RuntimeError as e:
-                    log(f"np={np_} kill run: FAILED {e}")
             results.append({"np": np_, "shm": shm, "runs": rows, "median": medians(rows) if rows else None,
                             "kill": kill})
             progress(results)
@@ -129,12 +134,10 @@ def run_hosts(args):
             for i in range(args.repeats):
                 job = jobs.launch(np_, probe_args(np_, args.big_bytes), hosts=hosts, ranks_per_host=per_host,
                                   timeout_s=timeout_for(np_) + 60)
-                try:
-                    rows.append(jobs.summarize(job))
-                except RuntimeError as e:
-                    log(f"{spec} run {i}: FAILED {e}")
+                r = summarized(job, f"{spec} run {i}")
+                if r is None:
                     continue
-                r = rows[-1]
+                rows.append(r)
                 big = ", ".join(f"{int(s) >> 20} MiB {t * 1e3:.1f} ms" for s, t in r["big_s"].items())
                 log(f"{spec} run {i}: 8B {r['latency_8b_s'] * 1e3:.3f} ms, {big}, load {r['loadavg_before'][0]:.1f}")
         results.append({"hosts": h, "ranks_per_host": per_host, "np": np_, "rate_bits": rate, "runs": rows,
