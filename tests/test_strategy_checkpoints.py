@@ -12,6 +12,7 @@ import pytest
 from tests.helpers import rank_output, run_job
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workers", "checkpoint_script.py")
+GUIDE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workers", "strategy_keras_guide.py")
 ROUNDS = 10
 
 pytestmark = [
@@ -23,8 +24,8 @@ pytestmark = [
 ]
 
 
-def _script():
-    with open(WORKER) as f:
+def _script(path=WORKER):
+    with open(path) as f:
         return f.read()
 
 
@@ -71,3 +72,21 @@ def test_full_disk_on_rank_0_fails_the_save_on_every_rank(tmp_path):
         assert f"{path!r} failed on rank 0" in line1 and "File too large" in line1, line1
     for r in range(2):
         assert f"rank {r}: full disk OK" in result.stdout
+
+
+@pytest.mark.timeout(200)
+def test_keras_guide_fault_tolerance_pattern_inside_the_scope(tmp_path):
+    """Issue 28: the Keras guide's ModelCheckpoint(".keras") + load_model, all inside the
+    scope, deadlocked at the first save (Keras creates throwaway variables while saving,
+    and only the saving rank broadcast them). Also every save and load made on one rank
+    only, inside the scope, and tf.train.Checkpoint / BackupAndRestore / SavedModel."""
+    result = run_job(2, _script(GUIDE), script_args=(str(tmp_path),), timeout=180)
+    for r in range(2):
+        out = rank_output(result.stdout, r)
+        assert "creating a new model" in out and "restoring from ckpt-2.keras" in out, out
+        for what in ("guide: first run_training", "guide: second run_training resumed", "guide: checkpoints load",
+                     "saves and loads on rank 0 only", "loads on the last rank only",
+                     "tf.train.Checkpoint, BackupAndRestore, SavedModel inside the scope",
+                     "saves and loads outside the scope"):
+            assert f"rank {r}: {what} OK" in out, what
+    assert sorted(os.listdir(tmp_path / "ckpt")) == ["ckpt-1.keras", "ckpt-2.keras"]

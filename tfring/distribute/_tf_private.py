@@ -89,6 +89,12 @@ _EXPECTED = [
      "tf.saved_model.save written by rank 0 only"),
     ("keras.src.saving.saving_api.save_model", _O, ("model", "filepath", "overwrite", "zipped", "kwargs"),
      "model.save written by rank 0 only"),
+    ("keras.src.saving.saving_api.load_model", _C, ("filepath",),
+     "variables created by keras.models.load_model are not broadcast (the load may run on one rank)"),
+    ("keras.src.saving.saving_api.load_weights", _C, ("model", "filepath"),
+     "variables created by model.load_weights are not broadcast (the load may run on one rank)"),
+    ("tensorflow.python.saved_model.load.load", _C, ("export_dir",),
+     "variables created by tf.saved_model.load are not broadcast (the load may run on one rank)"),
     ("keras.src.saving.saving_api.save_weights", _O, ("model", "filepath", "overwrite", "max_shard_size", "kwargs"),
      "model.save_weights written by rank 0 only"),
     ("keras.src.callbacks.backup_and_restore.BackupAndRestore._save_model", _O, ("self",),
@@ -180,6 +186,7 @@ try:
     from tensorflow.python.checkpoint import checkpoint_management as tf_checkpoint_management
     from tensorflow.python.distribute import distribute_lib, input_util, one_device_strategy
     from tensorflow.python.ops import control_flow_util, resource_variable_ops
+    from tensorflow.python.saved_model import load as tf_saved_model_load
     from tensorflow.python.saved_model import save as tf_saved_model_save
 except ImportError as _e:  # pragma: no cover - only on an unsupported TF/Keras
     raise PrivateApiError(
@@ -201,6 +208,7 @@ Checkpoint = tf_checkpoint.Checkpoint
 TrackableSaver = tf_checkpoint.TrackableSaver
 checkpoint_management = tf_checkpoint_management
 saved_model_save_module = tf_saved_model_save
+saved_model_load_module = tf_saved_model_load
 keras_saving_api = saving_api
 
 KerasBackupAndRestore = keras_backup_and_restore.BackupAndRestore

@@ -24,6 +24,20 @@ Keras ``BackupAndRestore``                              ``_save_model``, ``on_tr
 
 Inside a ``tf.function`` (graph building) and for async checkpoints TF's own code runs
 unchanged. Private symbols come from ``_tf_private`` (checked by its table).
+
+Variables created during a save or a load are created locally, without the broadcast from
+rank 0 that ``RingStrategy`` gives new variables (``variables.created_locally``): Keras
+creates throwaway variables while saving and loading (once per process, on the first rank
+that gets there), and a save or load may run on one rank only. Coordinated saves are local
+through their role; these entry points are marked here:
+
+=====================================================  ==========================================
+``keras.models.load_model``, ``keras.saving.load_model``  ``saving_api.load_model``
+``model.load_weights``, Keras ``BackupAndRestore``       ``saving_api.load_weights``
+``tf.train.Checkpoint.save`` (its ``save_counter``),      ``Checkpoint.save`` / ``read`` /
+``read``, ``restore``                                     ``restore``
+``tf.saved_model.load``                                  ``tf.saved_model.load``
+=====================================================  ==========================================
 """
 
 import functools
@@ -31,7 +45,7 @@ import json
 import os
 import threading
 
-from tfring.distribute import _tf_private
+from tfring.distribute import _tf_private, variables
 from tfring.saving import atomic
 from tfring.saving import coordination as co
 
@@ -55,12 +69,28 @@ def _tf_errors(fn):
     return wrapper
 
 
-def _patch(owner, name, make):
+def _patch(owner, name, make, aliases=()):
+    """Replaces ``owner.name`` by ``make(original)``, and the public ``aliases`` (modules)
+    that export the same function object under that name."""
     original = getattr(owner, name)
     hooked = make(original)
     hooked.__wrapped__ = original
     setattr(owner, name, hooked)
+    for module in aliases:
+        if getattr(module, name, None) is original:
+            setattr(module, name, hooked)
     return original
+
+
+def _created_locally(original):
+    """``original`` with the variables it creates left local (see the module docstring)."""
+
+    @functools.wraps(original)
+    def hooked(*args, **kwargs):
+        with variables.created_locally():
+            return original(*args, **kwargs)
+
+    return hooked
 
 
 def install():
@@ -80,12 +110,11 @@ def _install_keras():
     import keras
 
     api = _tf_private.keras_saving_api
-    save_model = _patch(api, "save_model", _make_save_model)
-    save_weights = _patch(api, "save_weights", _make_save_weights)
-    if keras.saving.save_model is save_model:
-        keras.saving.save_model = api.save_model
-    if keras.saving.save_weights is save_weights:
-        keras.saving.save_weights = api.save_weights
+    public = (keras.saving, keras.models)
+    _patch(api, "save_model", _make_save_model, public)
+    _patch(api, "save_weights", _make_save_weights, public)
+    _patch(api, "load_model", _created_locally, public)
+    _patch(api, "load_weights", _created_locally, public)
     cls = _tf_private.KerasBackupAndRestore
     _patch(cls, "_save_model", _make_backup_save)
     _patch(cls, "on_train_end", _make_backup_end)
@@ -185,6 +214,8 @@ def _eager():
 
 
 def _install_tf_checkpoint():
+    for name in ("save", "read", "restore"):  # save and restore create the save_counter
+        _patch(_tf_private.Checkpoint, name, _created_locally)
     _patch(_tf_private.Checkpoint, "_write", _make_checkpoint_write)
     _patch(_tf_private.TrackableSaver, "save", _make_saver_save)
     management = _tf_private.checkpoint_management
@@ -240,6 +271,7 @@ def _install_saved_model():
     module.save = hooked
     if tf.saved_model.save is original:
         tf.saved_model.save = hooked
+    _patch(_tf_private.saved_model_load_module, "load", _created_locally, (tf.saved_model,))
 
 
 def _make_saved_model_save(original):

@@ -21,6 +21,17 @@ Variables with aggregation NONE or ONLY_FIRST_REPLICA are plain: every rank runs
 program, so they stay equal when their inputs are (non-synchronized BatchNorm moving
 statistics are the exception: they follow each rank's data, as with Horovod).
 
+Exception to rule 1, saves and loads: a variable created while a save or a load runs on
+this thread (any save coordinated by ``tfring.saving``, and the loads ``save_hooks`` marks:
+``keras.models.load_model``, ``model.load_weights``, ``tf.train.Checkpoint`` save / read /
+restore, ``tf.saved_model.load``) is created locally, with no broadcast. Keras and TF create
+such variables as throwaways (Keras builds a reference optimizer to list the attributes it
+skips, once per process, on whichever rank saves or loads first) or to receive a value read
+from the file; and a save or a load may run on one rank only (rank 0 writes, a script loads
+on one rank). A broadcast there would wait for ranks that never create the variable. A
+variable loaded on every rank takes the file's value on every rank, so rule 1 still holds
+for what the file holds; Keras warns about the variables a file does not hold.
+
 Exception to rule 1: Keras random-number states (``SeedGenerator``, variables named
 ``seed_generator_state``: dropout, noise layers) are not broadcast; their seed is offset by
 the rank instead, so each rank draws its own masks for its slice of the batch (with the
@@ -28,12 +39,35 @@ same global seed on every rank, rank 0 draws what one process would). Same choic
 ``tfring.keras``' broadcasts, which skip these states.
 """
 
+import contextlib
+import threading
+
 import tensorflow as tf
 
 from tfring.distribute import _tf_private, cross_rank
+from tfring.saving import coordination
 
 _SYNCED_AGGREGATIONS = (tf.VariableAggregation.SUM, tf.VariableAggregation.MEAN)
 _class_cache = {}
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def created_locally():
+    """Within this block, variables created on this thread under a RingStrategy scope are
+    not broadcast from rank 0 (they keep this rank's initial value): for code that may run
+    on some ranks only, or whose variables get their values elsewhere (a load)."""
+    depth = getattr(_local, "depth", 0)
+    _local.depth = depth + 1
+    try:
+        yield
+    finally:
+        _local.depth = depth
+
+
+def creating_locally():
+    """True inside ``created_locally()`` or a save coordinated by ``tfring.saving``."""
+    return getattr(_local, "depth", 0) > 0 or coordination.current_role() is not None
 
 
 def create_variable(next_creator, rank, size, **kwargs):
@@ -44,7 +78,7 @@ def create_variable(next_creator, rank, size, **kwargs):
         return _rank_offset_rng_state(next_creator(**kwargs), rank)
     in_graph = not tf.executing_eagerly()
     dtype = kwargs.get("dtype")
-    share = size > 1 and (dtype is None or cross_rank.can_broadcast(tf.as_dtype(dtype)))
+    share = size > 1 and (dtype is None or cross_rank.can_broadcast(tf.as_dtype(dtype))) and not creating_locally()
     if share and in_graph:
         kwargs["initial_value"] = _broadcast_initial_value(kwargs.get("initial_value"))
     var = next_creator(**kwargs)
