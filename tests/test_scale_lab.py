@@ -142,3 +142,13 @@ def test_model_fitted_on_synthetic_lab_data():
     limits = {row[0]: row[4] for row in model.first_limit(m)}
     assert limits["rank 0's open descriptors"] == 341
     assert model.crossing(m, "rank0_fds", 1024, "redesign") is None
+
+
+def test_data_ring_cost_fitted_on_synthetic_points():
+    points = [(n, s, 2e-4 + model.ring_bytes_per_rank(n, s) / 1.5e9) for n in (2, 4, 8) for s in (1 << 20, 16 << 20)]
+    a, b = model.data_ring_cost(points)
+    assert a == pytest.approx(2e-4) and 1 / b == pytest.approx(1.5e9)
+    payload = {"results": [{"np": 4, "shm": "off", "runs": [{"big_s": {"1048576": 0.01}}]},
+                           {"np": 4, "shm": "on", "runs": [{"big_s": {"1048576": 0.02}}]}]}
+    assert model.big_points(payload, shm="on") == [(4, 1 << 20, 0.02)]
+    assert model.data_ring_cost([]) is None

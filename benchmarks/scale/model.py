@@ -354,3 +354,31 @@ def first_limit(model, n=1000):
         rows.append((what, model.today(n)[key], budget, why, crossing(model, key, budget),
                      model.redesign(n)[key], crossing(model, key, budget, "redesign")))
     return sorted(rows, key=lambda row: row[4] if row[4] is not None else float("inf"))
+
+
+def ring_bytes_per_rank(n, nbytes):
+    """Bytes each rank sends (and each host's one ring edge carries) in a ring allreduce."""
+    return 2 * (n - 1) / n * nbytes
+
+
+def data_ring_cost(points):
+    """Per-collective and per-byte cost of the data ring, ``t = a + b * 2(n-1)/n * S``,
+    fitted to ``points`` = [(n, nbytes, seconds)]. Returns (a seconds, b seconds per byte)."""
+    if not points:
+        return None
+    xs = [(n, nbytes) for n, nbytes, _ in points]
+    coef = fit(xs, [t for *_, t in points], [lambda x: 1.0, lambda x: ring_bytes_per_rank(x[0], x[1])])
+    return coef[0], coef[1]
+
+
+def big_points(payload, **match):
+    """(n, nbytes, seconds) of every run's big allreduces in a scale_*.json payload whose
+    result matches ``match`` (e.g. shm="off")."""
+    out = []
+    for res in (payload or {}).get("results", []):
+        if any(res.get(k) != v for k, v in match.items()):
+            continue
+        for run in res["runs"]:
+            for size, seconds in (run.get("big_s") or {}).items():
+                out.append((res["np"], int(size), seconds))
+    return out

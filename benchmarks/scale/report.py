@@ -26,7 +26,7 @@ BEGIN, END = "<!-- GENERATED: benchmarks/scale/report.py -->", "<!-- END GENERAT
 PREDICT = [128, 256, 512, 1024, 2048, 4096]
 
 
-def load(name):
+def load_json(name):
     path = os.path.join(DATA, f"scale_{name}.json")
     if not os.path.exists(path):
         return None
@@ -62,6 +62,12 @@ def rng(med, key, scale=1.0):
 # ---------------------------------------------------------------- tables
 
 
+def load(result):
+    """The 1-minute load average before each of the result's jobs (min-max)."""
+    loads = [run["loadavg_before"][0] for run in result["runs"]]
+    return f"{min(loads):.1f}-{max(loads):.1f}" if loads else "-"
+
+
 def local_tables(local):
     lines = [(f"Measured {local['machine']['date']}, commit {local['machine']['commit']}, "
              f"{local['machine']['cpus']} cores, {local['machine']['memory_gb']} GB; medians of "
@@ -86,7 +92,7 @@ def local_tables(local):
                 f"| {fmt_s(m['rank0_cpu_s_per_step'])} | {m['rank0_fds']:.0f} ({m['rank0_sockets']:.0f}) "
                 f"| {m['other_fds_max']:.0f} | {m['rank0_rss_mb']:.0f} MB "
                 f"| {fmt_s(m['shutdown_s'])} / {fmt_s(m['exit_after_shutdown_s'])} "
-                f"| {m['loadavg_before_range'][0] if 'loadavg_before_range' in m else '-'} |")
+                f"| {load(r)} |")
         lines.append("")
     hb = [r for r in local["results"] if r["shm"] == "off" and r["median"]]
     if hb:
@@ -120,8 +126,8 @@ def hosts_table(hosts):
              "Limit = 2(H-1)/H x S / link rate (what the best algorithm needs); a flat ring's ceiling = "
              "[2(H-1)/H] / [2(N-1)/N] of it (each host's one ring edge out carries 2(N-1)/N x S).\n")]
     lines.append("| hosts x ranks | 8 B allreduce | 1 MiB: time (of the link limit) | 16 MiB: time (of the link limit) "
-                 "| a flat ring's ceiling | ring at % of its own ceiling (16 MiB) |")
-    lines.append("|---|---|---|---|---|---|")
+                 "| a flat ring's ceiling | ring at % of its own ceiling (16 MiB) | load |")
+    lines.append("|---|---|---|---|---|---|---|")
     for r in hosts["results"]:
         m = r["median"]
         if not m:
@@ -139,12 +145,32 @@ def hosts_table(hosts):
         t16 = m.get("big_s", {}).get("16777216")
         own = f"{model_lib.link_limit_s(h, 16 << 20, rate) / t16 / ceiling:.0%}" if t16 and h > 1 else "-"
         lines.append(f"| {h} x {r['ranks_per_host']} | {fmt_s(m['latency_8b_s'])}{rng(m, 'latency_8b_s')} | "
-                     f"{cells[0]} | {cells[1]} | {ceiling:.0%} | {own} |")
+                     f"{cells[0]} | {cells[1]} | {ceiling:.0%} | {own} | {load(r)} |")
     lines.append("")
     return lines
 
 
-def model_tables(model, store):
+def data_rows(local_bw, hosts):
+    """Rows of the data ring's per-collective and per-byte costs (big allreduces)."""
+    rows = []
+    for label, payload, match in (("data ring, TCP, this host", local_bw, {"shm": "off"}),
+                                  ("data ring, shared memory, this host", local_bw, {"shm": "on"})):
+        cost = model_lib.data_ring_cost(model_lib.big_points(payload, **match))
+        if cost:
+            rows.append(f"| {label}, large tensors | {fmt_s(cost[0])} + {cost[1] * 1e9:.2f} ns per byte sent by each "
+                        f"rank (2(n-1)/n x S): {1 / cost[1] / 1e9:.2f} GB/s | 1 and 16 MiB allreduces, 2-8 ranks "
+                        "(scale_local_bw.json) |")
+    for res in (hosts or {}).get("results", []):
+        cost = model_lib.data_ring_cost(model_lib.big_points({"results": [res]}))
+        if cost and res["hosts"] > 1:
+            rate = res["rate_bits"] / 8
+            rows.append(f"| data ring across emulated hosts, {res['hosts']} x {res['ranks_per_host']} | "
+                        f"{fmt_s(cost[0])} + {cost[1] * 1e9:.2f} ns per byte on each host's link: "
+                        f"{1 / cost[1] / 1e6:.0f} MB/s of the link's {rate / 1e6:.0f} MB/s | 1 and 16 MiB, flat ring |")
+    return rows
+
+
+def model_tables(model, store, local_bw=None, hosts=None):
     a = model.assumptions
     lines = ["**Fitted costs** (least squares over every job, coefficients >= 0; n = ranks)\n",
              "| path | fitted | meaning |", "|---|---|---|",
@@ -172,6 +198,7 @@ def model_tables(model, store):
              "(exact) | data mesh, control and heartbeat stars, store; the rest is Python's and the runtime's eventfds |"),
              (f"| dead rank (SIGKILL) | {fmt_s(model.crash_detect_s)} (slowest survivor, median over sizes) | every "
              "survivor holds a socket to it and sees it close |"),
+             *data_rows(local_bw, hosts),
              "", "**Assumptions of the predictions**\n"]
     why = {
         "hop_s": "one network hop between hosts, kernel to kernel (issue 31's figure)",
@@ -311,7 +338,7 @@ def plots(local, model):
 
 
 def generate():
-    local, hosts, store = load("local"), load("hosts"), load("store")
+    local, hosts, store = load_json("local"), load_json("hosts"), load_json("store")
     if local is None:
         raise SystemExit("no docs/benchmarks/scale_local.json: run benchmarks/scale/run.py --sizes ... first")
     model = model_lib.Model.fit(local, store)
@@ -321,7 +348,7 @@ def generate():
         lines += ["### Measured: emulated hosts", ""]
         lines += hosts_table(hosts)
     lines += ["### The model", ""]
-    lines += model_tables(model, store)
+    lines += model_tables(model, store, load_json("local_bw"), hosts)
     lines += prediction_table(model)
     images = plots(local, model)
     if images is None:

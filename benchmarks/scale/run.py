@@ -93,7 +93,8 @@ def run_local(args, progress=lambda results: None):
         for shm in args.shm:
             rows = []
             for i in range(args.repeats):
-                job = jobs.launch(np_, probe_args(np_), shm=shm == "on", timeout_s=timeout_for(np_))
+                job = jobs.launch(np_, probe_args(np_, args.big_bytes if args.local_big else ()), shm=shm == "on",
+                                  timeout_s=timeout_for(np_))
                 r = summarized(job, f"np={np_} shm={shm} run {i}")
                 if r is None:
                     continue
@@ -166,6 +167,8 @@ def main():
     parser.add_argument("--hosts", nargs="*", default=[], help="emulated hosts, HOSTSxRANKS, e.g. 2x1 2x2 2x4 4x2")
     parser.add_argument("--rate-gbit", type=float, default=1.0, help="each emulated host's link (Gbit/s)")
     parser.add_argument("--big-bytes", type=int, nargs="*", default=[1 << 20, 16 << 20])
+    parser.add_argument("--local-big", action="store_true", help="--big-bytes allreduces in one-host runs too")
+    parser.add_argument("--name", default="local", help="one-host results go to docs/benchmarks/scale_NAME.json")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--store", action="store_true", help="only measure one store request's cost")
     parser.add_argument("--report", action="store_true", help="fit the model, draw the plots, write docs/scaling.md")
@@ -174,7 +177,7 @@ def main():
         measure_store()
     if args.sizes:
         def progress(results):
-            write("local", {"machine": machine(), "repeats": args.repeats, "results": results})
+            write(args.name, {"machine": machine(), "repeats": args.repeats, "results": results})
 
         progress(run_local(args, progress))
         measure_store()
