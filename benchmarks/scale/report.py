@@ -261,6 +261,12 @@ def prediction_table(model):
 
 def _points(local, key, shm="off"):
     xs, ys = [], []
+    if key == "kill":  # one dead-rank job per size: its slowest survivor
+        for res in local["results"]:
+            if res.get("kill") and res["kill"].get("kill") and res["kill"]["kill"]["detect_max_s"] is not None:
+                xs.append(res["np"])
+                ys.append(res["kill"]["kill"]["detect_max_s"])
+        return xs, ys
     for res in local["results"]:
         if res["shm"] != shm:
             continue
@@ -301,6 +307,8 @@ def plots(local, model):
          "latency_8b_s", "latency_8b_s", None),
         ("heartbeat", "heartbeat bytes sent per second at rank 0", "bytes/s",
          [("heartbeat_rank0_bytes_sent_per_s", "off", "measured (ss), TCP")], None, "heartbeat_rank0_bytes_per_s", None),
+        ("dead_rank", "a SIGKILLed rank named by every survivor", "seconds",
+         [("kill", "off", "measured, TCP (slowest survivor)")], None, "crash_detect_s", None),
     ]
     written = []
     for name, title, unit, measured, lab_key, pred_key, hline in specs:
@@ -344,9 +352,11 @@ def generate():
     model = model_lib.Model.fit(local, store)
     lines = [BEGIN, "", "### Measured: many ranks on one host", ""]
     lines += local_tables(local)
-    if hosts:
-        lines += ["### Measured: emulated hosts", ""]
-        lines += hosts_table(hosts)
+    for payload, how in ((hosts, "shared memory between the ranks of a host (default)"),
+                         (load_json("hosts_tcp"), "TCP only (`TFRING_SHM=0`)")):
+        if payload:
+            lines += [f"### Measured: emulated hosts, {how}", ""]
+            lines += hosts_table(payload)
     lines += ["### The model", ""]
     lines += model_tables(model, store, load_json("local_bw"), hosts)
     lines += prediction_table(model)

@@ -134,14 +134,15 @@ def run_hosts(args):
         with netns.NetnsHosts(h, prefix=netns.LAB_PREFIX, rate_bits=rate) as hosts:
             for i in range(args.repeats):
                 job = jobs.launch(np_, probe_args(np_, args.big_bytes), hosts=hosts, ranks_per_host=per_host,
-                                  timeout_s=timeout_for(np_) + 60)
+                                  shm=args.hosts_shm == "on", timeout_s=timeout_for(np_) + 60)
                 r = summarized(job, f"{spec} run {i}")
                 if r is None:
                     continue
                 rows.append(r)
                 big = ", ".join(f"{int(s) >> 20} MiB {t * 1e3:.1f} ms" for s, t in r["big_s"].items())
                 log(f"{spec} run {i}: 8B {r['latency_8b_s'] * 1e3:.3f} ms, {big}, load {r['loadavg_before'][0]:.1f}")
-        results.append({"hosts": h, "ranks_per_host": per_host, "np": np_, "rate_bits": rate, "runs": rows,
+        results.append({"hosts": h, "ranks_per_host": per_host, "np": np_, "rate_bits": rate,
+                        "shm": args.hosts_shm, "runs": rows,
                         "median": medians(rows) if rows else None})
     return results
 
@@ -165,6 +166,9 @@ def main():
     parser.add_argument("--shm", nargs="+", choices=["on", "off"], default=["off", "on"])
     parser.add_argument("--kill", action="store_true", help="also a dead-rank run per size (TCP)")
     parser.add_argument("--hosts", nargs="*", default=[], help="emulated hosts, HOSTSxRANKS, e.g. 2x1 2x2 2x4 4x2")
+    parser.add_argument("--hosts-shm", choices=["on", "off"], default="on",
+                        help="shared memory between the ranks of one emulated host (default on)")
+    parser.add_argument("--hosts-name", default="hosts", help="results go to docs/benchmarks/scale_NAME.json")
     parser.add_argument("--rate-gbit", type=float, default=1.0, help="each emulated host's link (Gbit/s)")
     parser.add_argument("--big-bytes", type=int, nargs="*", default=[1 << 20, 16 << 20])
     parser.add_argument("--local-big", action="store_true", help="--big-bytes allreduces in one-host runs too")
@@ -186,7 +190,8 @@ def main():
             results = run_hosts(args)
         finally:
             netns.cleanup(netns.LAB_PREFIX)
-        write("hosts", {"machine": machine(), "repeats": args.repeats, "rate_gbit": args.rate_gbit,
+        write(args.hosts_name, {"machine": machine(), "repeats": args.repeats, "rate_gbit": args.rate_gbit,
+                                "shm": args.hosts_shm,
                         "results": results})
     if args.report:
         from benchmarks.scale import report
