@@ -131,6 +131,7 @@ def test_model_fitted_on_synthetic_lab_data():
     assert m.init_lab == pytest.approx((0.1, 2e-5, 0.01))
     assert m.store_request_cpu_s == pytest.approx(10e-6)
     assert m.crash_detect_s == pytest.approx(0.02)
+    assert m.init_fixed_s == pytest.approx(0.1 + 2e-5 * 11 + 0.01)  # init() at 2 ranks
     today, new = m.today(1024), m.redesign(1024)
     assert today["rank0_fds"] == 3 * 1023 + 1 + model.OTHER_FDS > m.assumptions.ulimit_fds
     assert new["rank0_fds"] < m.assumptions.ulimit_fds

@@ -183,6 +183,7 @@ class Model:
     rss_mb: tuple  # rank 0: a + b (n-1)
     shutdown: tuple  # a + b (n-1)
     crash_detect_s: float  # a SIGKILLed rank named by every survivor (max over survivors, median over sizes)
+    init_fixed_s: float  # init() at the smallest size measured (2 ranks): what does not grow with n
     assumptions: Assumptions = dataclasses.field(default_factory=Assumptions)
 
     # ------------------------------------------------------------ fitting
@@ -224,9 +225,11 @@ class Model:
         shutdown = fit(ns, col(tcp, "shutdown_s"), [ONE, PEERS])
         kills = [res["kill"]["kill"]["detect_max_s"] for res in local["results"]
                  if res.get("kill") and res["kill"].get("kill") and res["kill"]["kill"]["detect_max_s"] is not None]
+        smallest = min(ns)
+        init_fixed = float(np.median([r["init_call_s"] for n, r in tcp if n == smallest]))
         return cls(base0, base1, tuple(msgs0), tuple(bytes0), worker_msgs, worker_bytes, tuple(cpu0), message_cpu,
                    tuple(lat_tcp), tuple(lat_shm), tuple(init), store_cpu, tuple(rss), tuple(shutdown),
-                   float(np.median(kills)) if kills else float("nan"), assumptions or Assumptions())
+                   float(np.median(kills)) if kills else float("nan"), init_fixed, assumptions or Assumptions())
 
     # ------------------------------------------------------------ the lab itself (this host)
 
@@ -255,7 +258,7 @@ class Model:
         interval = heartbeat_interval_s(a.peer_timeout_s)
         frames = heartbeat_rank0_frames_per_s_today(n, a.peer_timeout_s)
         return {
-            "init_s": self.init_lab[0] + max(store_s, chain_s, accept_s),
+            "init_s": self.init_fixed_s + max(store_s, chain_s, accept_s),
             "store_requests": store_requests_today(n),
             "rank0_control_messages_per_step": msgs0,
             "rank0_control_bytes_per_step": self.rank0_bytes[0] + self.rank0_bytes[1] * (n - 1),
@@ -295,7 +298,7 @@ class Model:
         msgs0 = cycles * a.tree_fanout
         handled0 = 2 * msgs0
         return {
-            "init_s": self.init_lab[0] + max(store_s, chain_s),
+            "init_s": self.init_fixed_s + max(store_s, chain_s),
             "store_requests": store_requests,
             "rank0_control_messages_per_step": msgs0,
             "rank0_control_bytes_per_step": msgs0 * max(message_bytes, bits_bytes + 8),

@@ -218,7 +218,8 @@ def model_tables(model, store, local_bw=None, hosts=None):
         "rank per cycle, one socket per peer, one heartbeat per peer)."),
         ("- Today's init is bounded below by the largest of: the store's work (all requests / store cores), the last "
         "rank's chain (2(n-1) store reads and n-1 connections one after another) and rank 0's single acceptor "
-        "(3(n-1) handshakes); plus the constant fitted here."),
+        "(3(n-1) handshakes); plus what does not grow with n: `init()` at 2 ranks measured here "
+        f"({fmt_s(model.init_fixed_s)})."),
         ("- The redesign (none of it exists): readiness bit-vectors up a binary tree and the response down it; each "
         "rank watched by its ring successor, verdicts down the tree; connections only to ring neighbours, "
         "recursive-doubling partners and tree neighbours; each rank reads only its partners' addresses; recursive "
