@@ -23,6 +23,8 @@ assert evens.ranks == [0, 2] and evens.size() == 2
 assert evens.rank() == {0: 0, 1: -1, 2: 1}[r] and evens.included() == (r != 1)
 assert tfring.global_process_set.process_set_id == 0 and tfring.global_process_set.size() == 3
 assert tfring.global_process_set.ranks == [0, 1, 2], tfring.global_process_set  # every rank, as Horovod
+assert str(tfring.global_process_set) == "ProcessSet(process_set_id=0, ranks=[0, 1, 2], mpi_comm=None)"  # Horovod's str
+assert str(evens) == "ProcessSet(process_set_id=1, ranks=[0, 2], mpi_comm=None)", str(evens)
 
 def x(k, dtype=np.float32):
     return np.full(k, float(r + 1), dtype)

@@ -100,6 +100,10 @@ class ProcessSet:
     def __repr__(self):
         return f"ProcessSet(process_set_id={self.process_set_id}, ranks={self.ranks})"
 
+    def __str__(self):
+        # Horovod's str() (its tests and users' logs compare it); tfring never takes an MPI communicator.
+        return f"ProcessSet(process_set_id={self.process_set_id}, ranks={self.ranks}, mpi_comm=None)"
+
 
 class _GlobalProcessSet(ProcessSet):
     """The set of every rank (id 0). Its ``ranks`` follow the running job (an elastic job's
