@@ -71,6 +71,24 @@ assert strategy.extended.should_checkpoint == (rank == 0)
 assert strategy.extended.should_save_summary == (rank == 0)
 ok("basics")
 
+# -- 0b. the roles TF's multi-worker code reads (issue 28): rank 0 is the chief -------------
+from tensorflow.python.distribute import multi_worker_util  # what TF's helpers ask
+
+resolver = strategy.cluster_resolver
+assert isinstance(resolver, tf.distribute.cluster_resolver.ClusterResolver), resolver
+assert (resolver.task_type, resolver.task_id) == ("worker", rank), (resolver.task_type, resolver.task_id)
+spec = resolver.cluster_spec()
+assert spec.jobs == ["worker"] and spec.num_tasks("worker") == size, spec.as_dict()
+assert multi_worker_util.is_chief(spec, resolver.task_type, resolver.task_id) == (rank == 0)
+assert multi_worker_util.id_in_cluster(spec, resolver.task_type, resolver.task_id) == rank
+assert multi_worker_util.worker_count(spec, resolver.task_type) == size
+tutorial_is_chief = resolver.task_type == "chief" or (resolver.task_type == "worker" and resolver.task_id == 0)
+assert tutorial_is_chief == (rank == 0) == strategy.extended.should_checkpoint == strategy.extended._is_chief
+assert strategy.extended.experimental_should_init is True
+assert not strategy.extended._in_multi_worker_mode()  # keeps Keras' fit on plain batches
+assert resolver.master() == "" and resolver.num_accelerators() == {}, resolver.num_accelerators()
+ok("cluster resolver: rank 0 is the chief")
+
 # -- 1. model.fit / evaluate / predict with a global batch size ---------------------------
 with strategy.scope():
     keras.utils.set_random_seed(1000 + rank)  # different per rank: creation must broadcast

@@ -7,13 +7,18 @@ reductions and gathers (tfring collectives, see ``cross_rank``), dataset distrib
 (``input``), variable creation (``variables``) and ``run`` (replica context, XLA check).
 
 ``_in_multi_worker_mode()`` stays False: True would make TF wrap every batch in
-``PerReplica`` values, which Keras' ``fit`` cannot consume for a one-device worker.
+``PerReplica`` values, which Keras' ``fit`` cannot consume for a one-device worker. The
+roles TF's multi-worker code asks about answer as ``MultiWorkerMirroredStrategy``'s do for
+a cluster of workers only, with worker = rank: ``strategy.cluster_resolver`` (a
+``RingClusterResolver``), ``should_checkpoint`` / ``should_save_summary`` (the chief,
+rank 0), ``experimental_should_init`` (every rank initializes its own variables).
 """
 
 import tensorflow as tf
 
 import tfring.tensorflow as tft
 from tfring.distribute import _tf_private, cross_rank, datasets, variables
+from tfring.distribute.cluster_resolver import RingClusterResolver
 from tfring.distribute.replica_context import RingReplicaContext
 
 
@@ -22,6 +27,10 @@ class RingExtended(_tf_private.OneDeviceExtended):
         super().__init__(container_strategy, device)
         self._rank = int(rank)
         self._size = int(size)
+        # read by tf.distribute.Strategy.cluster_resolver; _is_chief as MultiWorkerMirroredStrategy's extended
+        self._cluster_resolver = RingClusterResolver(
+            self._rank, self._size, {"GPU": 1} if tf.DeviceSpec.from_string(device).device_type == "GPU" else {})
+        self._is_chief = self._cluster_resolver.is_chief
 
     # -- the sync group --------------------------------------------------------------------
     @property
@@ -39,13 +48,19 @@ class RingExtended(_tf_private.OneDeviceExtended):
         return True
 
     @property
+    def experimental_should_init(self):
+        """Every rank initializes its variables (then broadcast from rank 0 at creation)."""
+        return True
+
+    @property
     def should_checkpoint(self):
-        """Only rank 0 writes checkpoints (every rank holds the same variables)."""
-        return self._rank == 0
+        """Only the chief, rank 0, writes checkpoints (every rank holds the same variables)."""
+        return self._is_chief
 
     @property
     def should_save_summary(self):
-        return self._rank == 0
+        """Only the chief, rank 0, writes summaries."""
+        return self._is_chief
 
     # -- strategy.run ------------------------------------------------------------------------
     def _call_for_each_replica(self, fn, args, kwargs):
