@@ -331,6 +331,24 @@ class _FakeStore:
         pass
 
 
+def _bare_job(exits, ready=(), generation=0):
+    """A driver that runs nothing, its workers ``w<i>`` on hosts ``h<i>`` exited with
+    ``exits`` (None: running), ``ready[i]`` whether worker i called init(): (job, messages)."""
+    from tfring.runner.elastic_driver import ElasticJob, ElasticWorker
+
+    messages = []
+
+    class _Messages:
+        message = messages.append
+
+    job = ElasticJob(_Messages(), _FakeStore(), discovery.FixedDiscovery([]), discovery.Blacklist(), None,
+                     _settings())
+    job.generation = generation
+    job.workers = [ElasticWorker(f"w{i}", f"h{i}", None, 0.0, returncode=code, ready=i < len(ready) and ready[i])
+                   for i, code in enumerate(exits)]
+    return job, messages
+
+
 @pytest.mark.parametrize("exits, generation, ready, fails", [
     ([1, 1, 1], 0, False, True),  # the rule
     ([2], 0, False, True),  # one worker started so far
@@ -343,20 +361,16 @@ class _FakeStore:
     ([1, 1], 1, False, False),  # a generation formed: the script can run
 ])
 def test_the_rule_for_a_script_that_fails_before_init(exits, generation, ready, fails):
-    from tfring.runner.elastic_driver import ElasticJob, ElasticWorker
-
-    messages = []
-
-    class _Messages:
-        message = messages.append
-
-    job = ElasticJob(_Messages(), _FakeStore(), discovery.FixedDiscovery([]), discovery.Blacklist(), None,
-                     _settings())
-    job.generation = generation
-    job.workers = [ElasticWorker(f"w{i}", f"h{i}", None, 0.0, returncode=code, ready=ready and i == 0)
-                   for i, code in enumerate(exits)]
+    job, _ = _bare_job(exits, ready=[ready], generation=generation)
     assert job._script_fails() is fails
     assert (job.end_reason is not None) is fails and job.end_code == (exits[0] if fails else 1)
+
+
+def test_a_script_failure_on_many_workers_names_the_first_eight():
+    job, messages = _bare_job([1] * 12)
+    assert job._script_fails()
+    assert "(w0 on h0, w1 on h1, w2 on h2, w3 on h3, w4 on h4, w5 on h5, w6 on h6, w7 on h7 and 4 more) exited " \
+        "with code 1 before calling init()" in messages[0], messages
 
 
 def _waits_for_exit_file(directory):

@@ -65,6 +65,7 @@ STOPPED_CHECK_S = 0.25
 KILL_WAIT_S = 5.0
 TAIL_LINES = 40  # lines of each worker's output kept for the report of a script failing before init()
 REPORT_LINES = 20  # at most this many of them are shown
+NAMED_WORKERS = 8  # a message names at most this many workers
 DRAIN_FAILED_S = 2.0  # for the output of workers that failed before init(), before it is shown
 
 
@@ -257,7 +258,9 @@ class ElasticJob:
         code = codes.pop()
         if code is None or not 0 < code < 128:
             return False
-        failed = ", ".join(f"{w.wid} on {w.host}" for w in self.workers)
+        failed = ", ".join(f"{w.wid} on {w.host}" for w in self.workers[:NAMED_WORKERS])
+        if len(self.workers) > NAMED_WORKERS:
+            failed += f" and {len(self.workers) - NAMED_WORKERS} more"
         self.end_code = code
         self._end(f"every worker started so far ({failed}) exited with code {code} before calling init(), "
                   "and no generation has formed: the script fails before init(), which no other host can "
