@@ -1,0 +1,1 @@
+"""``horovod.common``: only what Horovod's test files import."""
