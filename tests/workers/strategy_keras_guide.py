@@ -27,6 +27,7 @@ tf.config.threading.set_inter_op_parallelism_threads(1)
 import keras
 
 import tfring
+from tfring.saving import atomic
 
 out_dir = sys.argv[1]
 checkpoint_dir = os.path.join(out_dir, "ckpt")
@@ -151,7 +152,13 @@ assert_same_on_all_ranks(model.get_weights() + restored.get_weights(), "model an
 served = next(iter(loaded.signatures["serving_default"](tf.constant(x[:4])).values()))
 np.testing.assert_allclose(served.numpy(), model(x[:4]).numpy(), rtol=1e-6)
 ok("tf.train.Checkpoint, BackupAndRestore, SavedModel inside the scope")
+renames = []  # files this rank moved into place (tfring.saving's test hook)
+atomic.before_rename = renames.append
 model.save(os.path.join(extras, "outside.keras"))  # outside the scope
+keras.models.save_model(model, os.path.join(extras, "alias.keras"))  # the public alias, on every rank
+atomic.before_rename = None
+assert renames == ([os.path.join(extras, "outside.keras"), os.path.join(extras, "alias.keras")] if rank == 0
+                   else []), renames
 outside = keras.models.load_model(os.path.join(extras, "outside.keras"))
 assert_same_on_all_ranks(outside.get_weights(), "a model loaded outside the scope")
 ok("saves and loads outside the scope")
