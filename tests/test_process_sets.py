@@ -10,9 +10,10 @@ import pytest
 from tests.helpers import run_job
 
 NUMPY_SCRIPT = r"""
+import copy
 import numpy as np
 import tfring
-from tfring import errors
+from tfring import errors, process_sets
 
 evens, one, low = tfring.ProcessSet([2, 0]), tfring.ProcessSet([1]), tfring.ProcessSet([0, 1])
 tfring.init(process_sets=[evens, one, low])
@@ -110,13 +111,18 @@ if tail.included():
 assert tfring.remove_process_set(tail) is True
 assert tail.process_set_id is None
 assert tfring.remove_process_set(tail) is False  # removed already
+stale = copy.copy(evens)                          # keeps id 1 after evens is removed
+assert tfring.remove_process_set(evens) is True and stale.process_set_id == 1
+assert tfring.remove_process_set(stale) is False  # its id is no longer registered
+stale = tfring.add_process_set(stale)             # added anew under a new id, as Horovod
+assert stale.process_set_id == 5 and process_sets.process_set_by_id(5) is stale, stale
 try:
     tfring.allreduce(x(2), process_set=tail)
     raise SystemExit("a removed set was accepted")
 except ValueError as e:
     assert "not registered" in str(e), e
 again = tfring.add_process_set(tfring.ProcessSet([1, 2]))  # tail's ranks, free again; duplicates used no id
-assert again.process_set_id == 5, again
+assert again.process_set_id == 6, again
 if again.included():
     got = tfring.allreduce(x(2), op=tfring.Sum, process_set=again, name="again")
     assert np.all(got == 5), got
@@ -127,7 +133,7 @@ try:
 except ValueError as e:
     assert "rank(s) [2] differ from rank 0" in str(e) and "rank 2: [2]" in str(e), e
 after = tfring.add_process_set([0])  # the failed add used no id
-assert after.process_set_id == 6, after
+assert after.process_set_id == 7, after
 tfring.shutdown()
 assert evens.process_set_id is None  # shutdown forgets every set
 assert tfring.global_process_set.ranks == [] and tfring.global_process_set.process_set_id == 0

@@ -207,16 +207,16 @@ def add_process_set(process_set):
 
     Raises:
       ValueError: ranks out of range; a duplicate: the ranks of a registered set (the
-        global one, every rank, included) or an already registered ProcessSet object, as
-        Horovod; or ranks that differ between ranks (the message names them).
+        global one, every rank, included; so also a ProcessSet object already registered),
+        as Horovod; or ranks that differ between ranks (the message names them).
     """
     if not isinstance(process_set, ProcessSet):
         process_set = ProcessSet(process_set)
     size = _core.size()
     problem = None
-    if process_set.process_set_id is not None:
-        problem = f"Attempted to add a duplicate process set: {process_set!r} is already registered"
-    elif not process_set.ranks or any(r < 0 or r >= size for r in process_set.ranks):
+    # A registered object is found by its ranks below; an object whose id is stale (removed,
+    # from before shutdown(), or a copy) is added anew under a new id, as in Horovod.
+    if not process_set.ranks or any(r < 0 or r >= size for r in process_set.ranks):
         problem = f"a process set needs ranks in 0..{size - 1}. Received: {process_set.ranks}"
     else:
         same = _registered_with_ranks(process_set.ranks)
