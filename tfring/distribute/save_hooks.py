@@ -11,7 +11,7 @@ without touching the files -- so ``save_counter``, ``CheckpointManager``'s list 
 =====================================================  ==========================================
 entry point                                             hooked at
 =====================================================  ==========================================
-``model.save``, ``keras.saving.save_model``             ``saving_api.save_model``
+``model.save``, ``keras.saving/models.save_model``      ``saving_api.save_model``
 ``model.save_weights``                                  ``saving_api.save_weights``
 Keras ``ModelCheckpoint``                               (calls ``model.save`` / ``save_weights``)
 Keras ``BackupAndRestore``                              ``_save_model``, ``on_train_end``
@@ -31,13 +31,13 @@ creates throwaway variables while saving and loading (once per process, on the f
 that gets there), and a save or load may run on one rank only. Coordinated saves are local
 through their role; these entry points are marked here:
 
-=====================================================  ==========================================
+========================================================  ================================
 ``keras.models.load_model``, ``keras.saving.load_model``  ``saving_api.load_model``
-``model.load_weights``, Keras ``BackupAndRestore``       ``saving_api.load_weights``
+``model.load_weights``, Keras ``BackupAndRestore``        ``saving_api.load_weights``
 ``tf.train.Checkpoint.save`` (its ``save_counter``),      ``Checkpoint.save`` / ``read`` /
 ``read``, ``restore``                                     ``restore``
-``tf.saved_model.load``                                  ``tf.saved_model.load``
-=====================================================  ==========================================
+``tf.saved_model.load``                                   ``tf.saved_model.load``
+========================================================  ================================
 """
 
 import functools
