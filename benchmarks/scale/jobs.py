@@ -19,7 +19,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PROBE = os.path.join(HERE, "probe.py")
-LAUNCHER = os.path.join(os.path.dirname(sys.executable), "tfringrun")
+# tfringrun beside this interpreter (a venv's bin/), else the same launcher as a module
+_SCRIPT = os.path.join(os.path.dirname(sys.executable), "tfringrun")
+LAUNCHER = [_SCRIPT] if os.path.exists(_SCRIPT) else [sys.executable, "-m", "tfring.runner.launch"]
 
 
 def _kill_leftovers(marker):
@@ -38,7 +40,7 @@ def launch(np_, probe_args=(), shm=True, hosts=None, ranks_per_host=None, timeou
     and returns ``{"ranks": [per-rank dicts], "returncode", "t_launch", "t_exit", "stderr_tail",
     "killed": {...} or None, "loadavg_before": [...], "timed_out": bool}``."""
     out = tempfile.mkdtemp(prefix="tfring-scale-")
-    cmd = [LAUNCHER, "-np", str(np_)]
+    cmd = [*LAUNCHER, "-np", str(np_)]
     if hosts is not None:
         cmd += hosts.launch_args(ranks_per_host)
     cmd += [sys.executable, PROBE, "--out", out, *map(str, probe_args)]

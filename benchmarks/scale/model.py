@@ -182,8 +182,9 @@ class Model:
     store_request_cpu_s: float  # one store request, server side (store_cost.py: both ends / 2)
     rss_mb: tuple  # rank 0: a + b (n-1)
     shutdown: tuple  # a + b (n-1)
-    crash_detect_s: float  # a SIGKILLed rank named by every survivor (max over survivors, median over sizes)
+    crash_detect_s: float  # a SIGKILLed rank named by every survivor, at the smallest size measured (one rank per core)
     init_fixed_s: float  # init() at the smallest size measured (2 ranks): what does not grow with n
+    crash_lab: tuple  # the same here: a + b (n-1) (survivors queue for 2 cores)
     assumptions: Assumptions = dataclasses.field(default_factory=Assumptions)
 
     # ------------------------------------------------------------ fitting
@@ -223,13 +224,18 @@ class Model:
             store_cpu = init[1] / 2
         rss = fit(ns, col(tcp, "rank0_rss_mb"), [ONE, PEERS])
         shutdown = fit(ns, col(tcp, "shutdown_s"), [ONE, PEERS])
-        kills = [res["kill"]["kill"]["detect_max_s"] for res in local["results"]
-                 if res.get("kill") and res["kill"].get("kill") and res["kill"]["kill"]["detect_max_s"] is not None]
+        # With one rank per core (2 ranks here) a survivor sees the socket close at once;
+        # past that, the survivors wait for a core: the growth here is this host's.
+        kills = sorted((res["np"], res["kill"]["kill"]["detect_max_s"]) for res in local["results"]
+                       if res.get("kill") and res["kill"].get("kill")
+                       and res["kill"]["kill"]["detect_max_s"] is not None)
+        crash_lab = fit([n for n, _ in kills], [t for _, t in kills], [ONE, PEERS]) if kills else [0.0, 0.0]
         smallest = min(ns)
         init_fixed = float(np.median([r["init_call_s"] for n, r in tcp if n == smallest]))
         return cls(base0, base1, tuple(msgs0), tuple(bytes0), worker_msgs, worker_bytes, tuple(cpu0), message_cpu,
                    tuple(lat_tcp), tuple(lat_shm), tuple(init), store_cpu, tuple(rss), tuple(shutdown),
-                   float(np.median(kills)) if kills else float("nan"), init_fixed, assumptions or Assumptions())
+                   kills[0][1] if kills else float("nan"), init_fixed, tuple(crash_lab),
+                   assumptions or Assumptions())
 
     # ------------------------------------------------------------ the lab itself (this host)
 
@@ -240,6 +246,7 @@ class Model:
             "latency_8b_s": self.latency_tcp[0] + self.latency_tcp[1] * ring_steps(n),
             "latency_8b_shm_s": self.latency_shm[0] + self.latency_shm[1] * ring_steps(n),
             "rank0_cpu_s_per_step": self.rank0_cpu[0] + self.rank0_cpu[1] * (n - 1),
+            "crash_detect_s": self.crash_lab[0] + self.crash_lab[1] * (n - 1),
         }
 
     # ------------------------------------------------------------ today's design

@@ -150,7 +150,7 @@ def hosts_table(hosts):
     return lines
 
 
-def data_rows(local_bw, hosts):
+def data_rows(local_bw, hosts=()):
     """Rows of the data ring's per-collective and per-byte costs (big allreduces)."""
     rows = []
     for label, payload, match in (("data ring, TCP, this host", local_bw, {"shm": "off"}),
@@ -160,17 +160,18 @@ def data_rows(local_bw, hosts):
             rows.append(f"| {label}, large tensors | {fmt_s(cost[0])} + {cost[1] * 1e9:.2f} ns per byte sent by each "
                         f"rank (2(n-1)/n x S): {1 / cost[1] / 1e9:.2f} GB/s | 1 and 16 MiB allreduces, 2-8 ranks "
                         "(scale_local_bw.json) |")
-    for res in (hosts or {}).get("results", []):
+    for res in [res for payload in hosts for res in (payload or {}).get("results", [])]:
         cost = model_lib.data_ring_cost(model_lib.big_points({"results": [res]}))
         if cost and res["hosts"] > 1:
             rate = res["rate_bits"] / 8
-            rows.append(f"| data ring across emulated hosts, {res['hosts']} x {res['ranks_per_host']} | "
+            how = "TCP only" if res.get("shm") == "off" else "shm inside hosts"
+            rows.append(f"| data ring across emulated hosts, {res['hosts']} x {res['ranks_per_host']}, {how} | "
                         f"{fmt_s(cost[0])} + {cost[1] * 1e9:.2f} ns per byte on each host's link: "
                         f"{1 / cost[1] / 1e6:.0f} MB/s of the link's {rate / 1e6:.0f} MB/s | 1 and 16 MiB, flat ring |")
     return rows
 
 
-def model_tables(model, store, local_bw=None, hosts=None):
+def model_tables(model, store, local_bw=None, hosts=()):
     a = model.assumptions
     lines = ["**Fitted costs** (least squares over every job, coefficients >= 0; n = ranks)\n",
              "| path | fitted | meaning |", "|---|---|---|",
@@ -196,8 +197,9 @@ def model_tables(model, store, local_bw=None, hosts=None):
              "pings each rank; every ping is answered |"),
              (f"| descriptors | rank 0: 3(n-1) + 1 + {model.base_fds_rank0}; others: (n-1) + 3 + {model.base_fds_worker} "
              "(exact) | data mesh, control and heartbeat stars, store; the rest is Python's and the runtime's eventfds |"),
-             (f"| dead rank (SIGKILL) | {fmt_s(model.crash_detect_s)} (slowest survivor, median over sizes) | every "
-             "survivor holds a socket to it and sees it close |"),
+             (f"| dead rank (SIGKILL) | {fmt_s(model.crash_detect_s)} at 2 ranks; here {fmt_s(model.crash_lab[0])} + "
+             f"{fmt_s(model.crash_lab[1])} (n-1) | slowest survivor; every survivor holds a socket to the dead rank and "
+             "sees it close; past 2 ranks the survivors queue for 2 cores (predictions: one rank per core) |"),
              *data_rows(local_bw, hosts),
              "", "**Assumptions of the predictions**\n"]
     why = {
@@ -309,7 +311,7 @@ def plots(local, model):
         ("heartbeat", "heartbeat bytes sent per second at rank 0", "bytes/s",
          [("heartbeat_rank0_bytes_sent_per_s", "off", "measured (ss), TCP")], None, "heartbeat_rank0_bytes_per_s", None),
         ("dead_rank", "a SIGKILLed rank named by every survivor", "seconds",
-         [("kill", "off", "measured, TCP (slowest survivor)")], None, "crash_detect_s", None),
+         [("kill", "off", "measured, TCP (slowest survivor)")], "crash_detect_s", "crash_detect_s", None),
     ]
     written = []
     for name, title, unit, measured, lab_key, pred_key, hline in specs:
@@ -322,9 +324,9 @@ def plots(local, model):
             ax.plot(lab_n, [model.lab(n)[lab_key] for n in lab_n], "k:", label="fit (this host)")
         factor = 0.5 if pred_key == "heartbeat_rank0_bytes_per_s" else 1.0  # sent only
         ax.plot(pred_n, [model.today(n)[pred_key] * factor for n in pred_n], "C3-",
-                label="today's design (PREDICTION past the points)")
+                label="today's design, one rank per core (PREDICTION)")
         ax.plot(pred_n, [model.redesign(n)[pred_key] * factor for n in pred_n], "C2--",
-                label="redesign (PREDICTION)")
+                label="redesign, one rank per core (PREDICTION)")
         if hline:
             ax.axhline(hline[0], color="grey", lw=0.8)
             ax.text(2, hline[0] * 1.1, hline[1], fontsize=8, color="grey")
@@ -359,7 +361,7 @@ def generate():
             lines += [f"### Measured: emulated hosts, {how}", ""]
             lines += hosts_table(payload)
     lines += ["### The model", ""]
-    lines += model_tables(model, store, load_json("local_bw"), hosts)
+    lines += model_tables(model, store, load_json("local_bw"), (hosts, load_json("hosts_tcp")))
     lines += prediction_table(model)
     images = plots(local, model)
     if images is None:
