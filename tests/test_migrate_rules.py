@@ -295,6 +295,27 @@ def test_tf1_names_are_listed_with_a_fix_that_works_under_keras3():
     assert "main() directly" in left[8]
 
 
+def test_backend_get_and_set_value_become_variable_methods():
+    new, notes = migrate("""\
+        import tensorflow as tf
+        from tensorflow.keras import backend as K
+        tf.keras.backend.set_value(state.model.optimizer.lr,  0.001 * hvd.size())
+        print(K.get_value(model.optimizer.lr))
+        K.set_value(a + b, 1)
+        K.set_value(v, value=3)
+        """)
+    assert new == textwrap.dedent("""\
+        import tensorflow as tf
+        from tensorflow.keras import backend as K
+        state.model.optimizer.learning_rate.assign(0.001 * hvd.size())
+        print(model.optimizer.learning_rate.numpy())
+        (a + b).assign(1)
+        K.set_value(v, value=3)
+        """)
+    (left,) = manual(notes)
+    assert left.line == 6 and "v.assign(value)" in left.message, "a keyword call is left, with the fix"
+
+
 def test_tf1_name_table_matches_the_installed_tensorflow():
     import tensorflow as tf
 

@@ -156,6 +156,7 @@ class _Rewriter(cst.CSTTransformer):
         self._claimed = set()  # Attribute nodes inside a chain already marked
         self._removed_seen = set()
         self._legacy_imported = set()  # qualified names whose import was moved to tf.keras
+        self._backend_calls = set()  # func nodes of K.get_value/K.set_value calls rewritten
 
     # ---- helpers ---------------------------------------------------------------------
 
@@ -264,6 +265,10 @@ class _Rewriter(cst.CSTTransformer):
         return updated_node.with_changes(module=_expression(rules.LEGACY_IMAGE_REPLACEMENT))
 
     def visit_Call(self, node):
+        qualified = self._qualified(node.func)
+        if qualified & rules.BACKEND_VALUE_CALLS and not any(a.keyword is not None or a.star for a in node.args) \
+                and len(node.args) == (2 if any(q.endswith("set_value") for q in qualified) else 1):
+            self._backend_calls.add(node.func)
         if (isinstance(node.func, cst.Attribute) and node.func.attr.value in ("assign", "assign_add", "numpy")
                 and isinstance(node.func.value, cst.Attribute) and node.func.value.attr.value == "lr"):
             self._lr_as_variable.add(node.func.value)
@@ -324,6 +329,8 @@ class _Rewriter(cst.CSTTransformer):
     def _note_removed(self, node, qualified):
         if qualified in self._legacy_imported:
             return  # its import was rewritten: the name works
+        if node in self._backend_calls:
+            return  # the call is rewritten (leave_Call)
         fix = rules.removed_api_fix(qualified)
         line = self._line(node)
         if fix is not None and (line, qualified) not in self._removed_seen:
@@ -348,6 +355,8 @@ class _Rewriter(cst.CSTTransformer):
         qualified = self._qualified(original_node.func)
         if qualified & rules.STRATEGIES:
             return self._ring_strategy(original_node, func_name)
+        if qualified & rules.BACKEND_VALUE_CALLS:
+            return self._backend_value_call(original_node, updated_node, func_name, qualified)
         if "horovod.run" in qualified and not self._rewrite_horovod_run:
             self._note(original_node, rules.HOROVOD_RUN, False)
         if qualified & {"os.environ.get", "os.getenv"} and original_node.args and _is_tf_config(
@@ -386,6 +395,22 @@ class _Rewriter(cst.CSTTransformer):
             return updated_node
         self._note(original_node, f".{method}() -> .{method} (a property in Keras 3)", True)
         return updated_node.func
+
+    def _backend_value_call(self, original_node, updated_node, func_name, qualified):
+        """``K.set_value(v, x)`` -> ``v.assign(x)``, ``K.get_value(v)`` -> ``v.numpy()``: Keras 3
+        variables (tf.keras.backend keeps both functions, but they fail on Keras 3 variables)."""
+        if original_node.func not in self._backend_calls:
+            return updated_node  # an unusual call: _note_removed lists it
+        args = updated_node.args
+        target = args[0].value
+        if not isinstance(target, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)) and not target.lpar:
+            target = target.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        if any(q.endswith("set_value") for q in qualified):
+            self._note(original_node, f"{func_name}(v, x) -> v.assign(x) (Keras 3 variables)", True)
+            return cst.Call(func=cst.Attribute(value=target, attr=cst.Name("assign")),
+                            args=[args[1].with_changes(comma=cst.MaybeSentinel.DEFAULT)])
+        self._note(original_node, f"{func_name}(v) -> v.numpy() (Keras 3 variables)", True)
+        return cst.Call(func=cst.Attribute(value=target, attr=cst.Name("numpy")))
 
     def leave_Expr(self, original_node, updated_node):
         call = original_node.value

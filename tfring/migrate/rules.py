@@ -110,6 +110,10 @@ REMOVED_API = {
 # tf.keras.X is keras.X in TF 2.21: every keras.* entry also matches tensorflow.keras.*.
 REMOVED_API.update({"tensorflow." + k: v for k, v in list(REMOVED_API.items()) if k.startswith("keras.")})
 
+# K.get_value(v) / K.set_value(v, x): rewritten to v.numpy() / v.assign(x) (python_source.py).
+BACKEND_VALUE_CALLS = frozenset({
+    prefix + "keras.backend." + name for prefix in ("", "tensorflow.") for name in ("get_value", "set_value")})
+
 # Keras 3 dropped Keras 2's image-augmentation API from keras.preprocessing.image, but
 # tf.keras.preprocessing.image keeps it (keras.src.legacy), and it feeds Model.fit: a script
 # that imported these from keras.preprocessing.image imports them from tensorflow.keras.
