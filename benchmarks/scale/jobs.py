@@ -134,7 +134,8 @@ def summarize(job):
         survivors = [d for d in ranks if d["rank"] != k["rank"]]
         named = [d for d in survivors if "kill" in d and f"rank {k['rank']}" in d["kill"]["message"]]
         row["kill"] = {
-            "rank": k["rank"], "survivors": len(survivors), "survivors_named": len(named),
+            "rank": k["rank"], "signal": k.get("signal", "KILL"), "survivors": len(survivors),
+            "survivors_named": len(named),
             "detect_max_s": max((d["kill"]["t_error"] - k["t_kill"] for d in named), default=None),
             "detect_median_s": _median([d["kill"]["t_error"] - k["t_kill"] for d in named]),
             "launcher_exit_s": job["t_exit"] - k["t_kill"],

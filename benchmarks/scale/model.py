@@ -286,34 +286,36 @@ class Model:
     # ------------------------------------------------------------ the redesign (issue 30)
 
     def redesign(self, n):
-        """The designs issue 30 asks for, same assumptions: readiness bit-vectors combined up
-        a ``tree_fanout`` tree and the response sent down it; heartbeats in a ring (each rank
-        watches its predecessor, verdicts spread down the tree); connections to ring
+        """The designs issue 30 asks for, same assumptions: once the cache knows a step's
+        tensors, readiness bit-vectors are combined by a recursive-doubling allreduce
+        (Horovod's bit-vector allreduce: log2 n messages per rank per cycle, rank 0 no
+        different from the others); heartbeats in a ring (each rank watches its
+        predecessor, verdicts spread down a ``tree_fanout`` tree); connections to ring
         neighbours, recursive-doubling partners and tree neighbours only; addresses
         published once per rank and read only for those partners; recursive doubling for
         small allreduces. PREDICTIONS: none of this exists yet."""
         a = self.assumptions
         rtt = 2 * a.hop_s
         depth = tree_depth(n, a.tree_fanout)
+        steps = recursive_doubling_steps(n)
         partners = 2 + math.floor(math.log2(max(n, 2))) + (a.tree_fanout + 1)  # ring, doubling, tree
-        cycles = max(1.0, self.rank0_messages[0] + self.rank0_messages[1])  # messages per peer at n=2
+        cycles = max(1.0, self.rank0_messages[1])  # negotiation cycles per step (messages per peer)
         message_bytes = self.worker_bytes / self.worker_messages if self.worker_messages else 32.0
         bits_bytes = math.ceil(a.tensors_per_step / 8)
         store_requests = n * (3 + partners)
         store_s = store_requests * self.store_request_cpu_s / a.store_cores
         chain_s = partners * (1 + a.handshake_round_trips) * rtt + 2 * depth * a.hop_s
-        msgs0 = cycles * a.tree_fanout
-        handled0 = 2 * msgs0
+        msgs0 = cycles * steps
         return {
             "init_s": self.init_fixed_s + max(store_s, chain_s),
             "store_requests": store_requests,
             "rank0_control_messages_per_step": msgs0,
             "rank0_control_bytes_per_step": msgs0 * max(message_bytes, bits_bytes + 8),
-            "rank0_cpu_s_per_step": self.rank0_cpu[0] + handled0 * self.message_cpu_s,
+            "rank0_cpu_s_per_step": self.rank0_cpu[0] + 2 * msgs0 * self.message_cpu_s,
             "rank0_fds": partners + 1 + self.base_fds_rank0,
             "worker_fds": partners + 1 + self.base_fds_worker,
-            "latency_8b_s": 2 * depth * (a.hop_s + a.tree_fanout * self.message_cpu_s)
-            + recursive_doubling_steps(n) * a.hop_s,
+            # the bit-vector allreduce (a send and a receive per step), then the data's
+            "latency_8b_s": steps * (a.hop_s + 2 * self.message_cpu_s) + steps * a.hop_s,
             "heartbeat_rank0_frames_per_s": 4 / heartbeat_interval_s(a.peer_timeout_s),
             "heartbeat_rank0_bytes_per_s": 4 / heartbeat_interval_s(a.peer_timeout_s) * HEARTBEAT_FRAME_BYTES,
             "heartbeat_rank0_wire_bytes_per_s": 4 / heartbeat_interval_s(a.peer_timeout_s)

@@ -19,8 +19,9 @@ Phases, in order (every rank runs them together):
              recorded to show nothing else moved);
   big        allreduce of each ``--big-bytes`` size (float32), median of ``--big-iters``;
   kill       with ``--kill-rank K``: every rank loops on 8-byte allreduces, rank K writes
-             the wall time and SIGKILLs itself after ``--kill-after`` iterations; each
-             survivor records when its collective failed and the error's first line;
+             the wall time and SIGKILLs itself (``--kill-signal STOP``: freezes itself)
+             after ``--kill-after`` iterations; each survivor records when its collective
+             failed and the error's first line;
   shutdown   ``tfring.shutdown()``'s duration (skipped after a kill).
 """
 
@@ -105,8 +106,8 @@ def run_kill(tfring, args, result):
     for i in range(1_000_000):
         if rank == args.kill_rank and i == args.kill_after:
             with open(os.path.join(args.out, "killed.json"), "w") as f:
-                json.dump({"rank": rank, "t_kill": time.time()}, f)
-            os.kill(os.getpid(), signal.SIGKILL)
+                json.dump({"rank": rank, "t_kill": time.time(), "signal": args.kill_signal}, f)
+            os.kill(os.getpid(), getattr(signal, f"SIG{args.kill_signal}"))
         try:
             tfring.allreduce_async(x, name="scale.kill.loop").wait(timeout=COLLECTIVE_TIMEOUT_S)
         except Exception as e:  # noqa: BLE001 - what the survivor saw is the measurement
@@ -128,6 +129,8 @@ def main():
     parser.add_argument("--big-iters", type=int, default=5)
     parser.add_argument("--kill-rank", type=int, default=-1)
     parser.add_argument("--kill-after", type=int, default=100)
+    parser.add_argument("--kill-signal", choices=["KILL", "STOP"], default="KILL",
+                        help="STOP: the rank freezes (found by heartbeats, TFRING_PEER_TIMEOUT_S)")
     args = parser.parse_args()
 
     t_start = process_start_wall()

@@ -106,15 +106,26 @@ def local_tables(local):
             lines.append(f"| {r['np']} | {m['heartbeat_rank0_bytes_sent_per_s']:.0f} / "
                          f"{m['heartbeat_rank0_bytes_received_per_s']:.0f} | {exact:.0f} | {m['idle_control_messages']:.0f} |")
         lines.append("")
-    kills = [r for r in local["results"] if r.get("kill") and r["kill"].get("kill")]
-    if kills:
-        lines.append("**A rank SIGKILLed mid-loop** (the last rank, after 100 8-byte allreduces; TCP; one job per size)\n")
-        lines.append("| ranks | survivors that named it | slowest survivor / median | tfringrun exited after | error |")
-        lines.append("|---|---|---|---|---|")
-        for r in kills:
-            k = r["kill"]["kill"]
-            lines.append(f"| {r['np']} | {k['survivors_named']} of {k['survivors']} | {fmt_s(k['detect_max_s'])} / "
-                         f"{fmt_s(k['detect_median_s'])} | {fmt_s(k['launcher_exit_s'])} (exit {r['kill']['returncode']}) "
+    return lines
+
+
+def fault_tables(payloads):
+    """The dead-rank (SIGKILL) and frozen-rank (SIGSTOP) jobs of every payload, one row each."""
+    lines = []
+    titles = {"kill": "**A rank SIGKILLed mid-loop** (the last rank, after 100 8-byte allreduces; TCP; one row per job)",
+              "freeze": "**A rank frozen mid-loop** (SIGSTOP, the last rank, after 100 8-byte allreduces; TCP; "
+                        "`TFRING_PEER_TIMEOUT_S=2`, so heartbeats every 0.2 s; one row per job)"}
+    for key, title in titles.items():
+        jobs_ = sorted(((r["np"], r[key]) for payload in payloads if payload for r in payload["results"]
+                        if r.get(key) and r[key].get("kill")), key=lambda item: item[0])
+        if not jobs_:
+            continue
+        lines += [title + "\n", ("| ranks | survivors that named it | slowest survivor / median | tfringrun exited after "
+                  "| error |"), "|---|---|---|---|---|"]
+        for n, row in jobs_:
+            k = row["kill"]
+            lines.append(f"| {n} | {k['survivors_named']} of {k['survivors']} | {fmt_s(k['detect_max_s'])} / "
+                         f"{fmt_s(k['detect_median_s'])} | {fmt_s(k['launcher_exit_s'])} (exit {row['returncode']}) "
                          f"| `{k['error_type']}: {(k['message'] or '')[:90]}...` |")
         lines.append("")
     return lines
@@ -200,6 +211,9 @@ def model_tables(model, store, local_bw=None, hosts=()):
              (f"| dead rank (SIGKILL) | {fmt_s(model.crash_detect_s)} at 2 ranks; here {fmt_s(model.crash_lab[0])} + "
              f"{fmt_s(model.crash_lab[1])} (n-1) | slowest survivor; every survivor holds a socket to the dead rank and "
              "sees it close; past 2 ranks the survivors queue for 2 cores (predictions: one rank per core) |"),
+             ("| frozen rank (SIGSTOP) | TFRING_PEER_TIMEOUT_S + at most one heartbeat interval (exact from the code: "
+              "rank 0 judges a peer silent for the timeout, then relays the verdict to the n-2 others) | measured with "
+              "a 2 s timeout: see the frozen-rank table |"),
              *data_rows(local_bw, hosts),
              "", "**Assumptions of the predictions**\n"]
     why = {
@@ -208,7 +222,7 @@ def model_tables(model, store, local_bw=None, hosts=()):
         "handshake_round_trips": "a connection: TCP connect, the HMAC challenge/response, the hello",
         "peer_timeout_s": "TFRING_PEER_TIMEOUT_S's default",
         "ulimit_fds": "the default soft `ulimit -n`",
-        "tree_fanout": "the redesign's negotiation / verdict tree",
+        "tree_fanout": "the redesign's tree that spreads verdicts (its neighbours are connections)",
         "tensors_per_step": "the probe's step (one bit each in the redesign's readiness vector)",
     }
     for key, reason in why.items():
@@ -222,7 +236,8 @@ def model_tables(model, store, local_bw=None, hosts=()):
         "rank's chain (2(n-1) store reads and n-1 connections one after another) and rank 0's single acceptor "
         "(3(n-1) handshakes); plus what does not grow with n: `init()` at 2 ranks measured here "
         f"({fmt_s(model.init_fixed_s)})."),
-        ("- The redesign (none of it exists): readiness bit-vectors up a binary tree and the response down it; each "
+        ("- The redesign (none of it exists): readiness bit-vectors combined by a recursive-doubling allreduce "
+         "(log2 n messages per rank per cycle, Horovod's bit-vector allreduce); each "
         "rank watched by its ring successor, verdicts down the tree; connections only to ring neighbours, "
         "recursive-doubling partners and tree neighbours; each rank reads only its partners' addresses; recursive "
         "doubling (log2 n steps, +2 off a power of two) for small tensors."),
@@ -352,9 +367,12 @@ def generate():
     local, hosts, store = load_json("local"), load_json("hosts"), load_json("store")
     if local is None:
         raise SystemExit("no docs/benchmarks/scale_local.json: run benchmarks/scale/run.py --sizes ... first")
-    model = model_lib.Model.fit(local, store)
+    faults = load_json("local_faults")
+    # the fault-only jobs add dead-rank samples (their rows have no other runs)
+    model = model_lib.Model.fit({**local, "results": local["results"] + (faults or {}).get("results", [])}, store)
     lines = [BEGIN, "", "### Measured: many ranks on one host", ""]
     lines += local_tables(local)
+    lines += fault_tables([local, faults])
     for payload, how in ((hosts, "shared memory between the ranks of a host (default)"),
                          (load_json("hosts_tcp"), "TCP only (`TFRING_SHM=0`)")):
         if payload:

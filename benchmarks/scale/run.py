@@ -25,6 +25,7 @@ if __package__ in (None, ""):  # run as a script: make ``benchmarks.scale`` impo
 from benchmarks.scale import jobs, netns
 
 RESULTS = os.path.join(jobs.ROOT, "docs", "benchmarks")
+FREEZE_PEER_TIMEOUT_S = 2.0  # the frozen-rank runs' TFRING_PEER_TIMEOUT_S (heartbeat every 0.2 s)
 MB_PER_RANK = 60  # a light rank's RSS is ~37 MB; keep headroom for the launcher and others' tests
 
 
@@ -110,8 +111,17 @@ def run_local(args, progress=lambda results: None):
                 if kill:
                     log(f"np={np_:3} kill: {kill['kill']['survivors_named']}/{kill['kill']['survivors']} named it, "
                         f"max {kill['kill']['detect_max_s']}")
+            freeze = None
+            if args.freeze and shm == "off":
+                job = jobs.launch(np_, ["--kill-rank", np_ - 1, "--kill-after", 100, "--kill-signal", "STOP"],
+                                  shm=False, timeout_s=timeout_for(np_) + FREEZE_PEER_TIMEOUT_S,
+                                  env={"TFRING_PEER_TIMEOUT_S": str(FREEZE_PEER_TIMEOUT_S)})
+                freeze = summarized(job, f"np={np_} freeze run")
+                if freeze:
+                    log(f"np={np_:3} freeze: {freeze['kill']['survivors_named']}/{freeze['kill']['survivors']} named it, "
+                        f"max {freeze['kill']['detect_max_s']}")
             results.append({"np": np_, "shm": shm, "runs": rows, "median": medians(rows) if rows else None,
-                            "kill": kill})
+                            "kill": kill, "freeze": freeze})
             progress(results)
     return results
 
@@ -165,6 +175,8 @@ def main():
     parser.add_argument("--sizes", type=int, nargs="*", default=[], help="ranks on this host, e.g. 2 4 8 16 32 64")
     parser.add_argument("--shm", nargs="+", choices=["on", "off"], default=["off", "on"])
     parser.add_argument("--kill", action="store_true", help="also a dead-rank run per size (TCP)")
+    parser.add_argument("--freeze", action="store_true",
+                        help=f"also a frozen-rank run per size (TCP, SIGSTOP, TFRING_PEER_TIMEOUT_S={FREEZE_PEER_TIMEOUT_S:g})")
     parser.add_argument("--hosts", nargs="*", default=[], help="emulated hosts, HOSTSxRANKS, e.g. 2x1 2x2 2x4 4x2")
     parser.add_argument("--hosts-shm", choices=["on", "off"], default="on",
                         help="shared memory between the ranks of one emulated host (default on)")
