@@ -168,8 +168,10 @@ HOROVOD_RUN_REWRITTEN = ("horovod.run(...) -> raise SystemExit(...): tfring has 
 
 # Reading TF_CONFIG: tfringrun does not set it.
 TF_CONFIG_READ = ("reads TF_CONFIG, which tfringrun does not set (KeyError / None under tfringrun): "
-                  "the number of workers is tfring.size() (or strategy.num_replicas_in_sync), this "
-                  "worker's index tfring.rank(), and rank 0 is the chief")
+                  "after tfring.init() (tfring.RingStrategy() calls it) the number of workers is tfring.size() "
+                  "(or strategy.num_replicas_in_sync), this worker's index tfring.rank(), and rank 0 is the "
+                  "chief; before init(), tfringrun's TFRING_SIZE / TFRING_RANK environment variables give the "
+                  "same in a fixed-size job")
 # strategy.cluster_resolver.task_type / task_id: they work under RingStrategy (advice only).
 CLUSTER_RESOLVER = ("under tfring.RingStrategy, cluster_resolver.task_type is 'worker' and task_id is "
                     "tfring.rank(); rank 0 is the chief (TF's `task_type == 'worker' and task_id == 0` test "
