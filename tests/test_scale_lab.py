@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from benchmarks.scale import jobs, model
+from benchmarks.scale import jobs, model, report
 
 # ---------------------------------------------------------------- the model against the code
 
@@ -153,3 +153,11 @@ def test_data_ring_cost_fitted_on_synthetic_points():
                            {"np": 4, "shm": "on", "runs": [{"big_s": {"1048576": 0.02}}]}]}
     assert model.big_points(payload, shm="on") == [(4, 1 << 20, 0.02)]
     assert model.data_ring_cost([]) is None
+
+
+def test_report_renders_the_committed_results():
+    text, fitted = report.generate(draw=False)
+    assert text.startswith(report.BEGIN) and text.endswith(report.END)
+    for heading in ("many ranks on one host", "emulated hosts", "PREDICTIONS", "Which limit"):
+        assert heading in text
+    assert fitted.base_fds_rank0 == model.OTHER_FDS  # what every lab job measured

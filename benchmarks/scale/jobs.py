@@ -143,3 +143,18 @@ def summarize(job):
             "error_type": named[0]["kill"]["error_type"] if named else None,
         }
     return row
+
+
+def medians(rows):
+    """Per numeric field, the median over repeats (and the range), nested dicts flattened one level."""
+    out = {}
+    keys = {k for r in rows for k, v in r.items() if isinstance(v, (int, float))}
+    for k in sorted(keys):
+        values = [r[k] for r in rows if isinstance(r.get(k), (int, float))]
+        out[k] = statistics.median(values)
+        out[k + "_range"] = [min(values), max(values)]
+    big = [r["big_s"] for r in rows if r.get("big_s")]
+    if big:
+        out["big_s"] = {size: statistics.median(b[size] for b in big) for size in big[0]}
+        out["big_s_range"] = {size: [min(b[size] for b in big), max(b[size] for b in big)] for size in big[0]}
+    return out

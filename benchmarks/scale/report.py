@@ -9,6 +9,7 @@ the GENERATED markers (tables of the measured medians, the fitted costs, the pre
 Plots need matplotlib; without it the tables are still written (and it says so).
 """
 
+import glob
 import json
 import os
 import sys
@@ -16,6 +17,7 @@ import sys
 if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
+from benchmarks.scale import jobs
 from benchmarks.scale import model as model_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -32,6 +34,28 @@ def load_json(name):
         return None
     with open(path) as f:
         return json.load(f)
+
+
+def load_local():
+    """scale_local.json merged with any scale_local_run*.json (more sessions of the same
+    set): each size's runs together, every dead-rank job kept."""
+    base = load_json("local")
+    if base is None:
+        return None
+    extra = [load_json(os.path.basename(p)[len("scale_"):-len(".json")])
+             for p in sorted(glob.glob(os.path.join(DATA, "scale_local_run*.json")))]
+    sessions = [base, *extra]
+    merged, faults = {}, []
+    for payload in sessions:
+        for res in payload["results"]:
+            key = (res["np"], res["shm"])
+            merged.setdefault(key, {"np": res["np"], "shm": res["shm"], "runs": [], "kill": None})
+            merged[key]["runs"] += res["runs"]
+            if res.get("kill"):
+                faults.append({"np": res["np"], "shm": res["shm"], "runs": [], "median": None, "kill": res["kill"]})
+    for res in merged.values():
+        res["median"] = jobs.medians(res["runs"]) if res["runs"] else None
+    return {**base, "sessions": [p["machine"] for p in sessions], "results": list(merged.values()) + faults}
 
 
 def fmt_s(seconds):
@@ -69,9 +93,11 @@ def load(result):
 
 
 def local_tables(local):
-    lines = [(f"Measured {local['machine']['date']}, commit {local['machine']['commit']}, "
-             f"{local['machine']['cpus']} cores, {local['machine']['memory_gb']} GB; medians of "
-             f"{local['repeats']} jobs per row (range in brackets). Times are upper bounds: every rank "
+    sessions = local.get("sessions", [local["machine"]])
+    when = "; ".join(f"{m['date']} (commit {m['commit']})" for m in sessions)
+    jobs_per_row = max((len(r["runs"]) for r in local["results"]), default=0)
+    lines = [(f"Measured {when}, {local['machine']['cpus']} cores, {local['machine']['memory_gb']} GB; medians of "
+             f"{jobs_per_row} jobs per row ({len(sessions)} session(s) of {local['repeats']}; range in brackets). Times are upper bounds: every rank "
              "shares the same 2 cores (and other engineers' tests ran meanwhile, see the load); counts are exact.\n")]
     for shm in ("off", "on"):
         rows = [r for r in local["results"] if r["shm"] == shm and r["median"]]
@@ -363,8 +389,8 @@ def plots(local, model):
 # ---------------------------------------------------------------- the page
 
 
-def generate():
-    local, hosts, store = load_json("local"), load_json("hosts"), load_json("store")
+def generate(draw=True):
+    local, hosts, store = load_local(), load_json("hosts"), load_json("store")
     if local is None:
         raise SystemExit("no docs/benchmarks/scale_local.json: run benchmarks/scale/run.py --sizes ... first")
     faults = load_json("local_faults")
@@ -381,10 +407,12 @@ def generate():
     lines += ["### The model", ""]
     lines += model_tables(model, store, load_json("local_bw"), (hosts, load_json("hosts_tcp")))
     lines += prediction_table(model)
-    images = plots(local, model)
+    images = plots(local, model) if draw else []
     if images is None:
-        print("matplotlib is not installed: tables written, plots not redrawn", file=sys.stderr)
-    else:
+        print("matplotlib is not installed: tables written, the plots already there kept", file=sys.stderr)
+        images = [(None, os.path.basename(p)[len("scale_"):-len(".png")].replace("_", " "), p)
+                  for p in sorted(glob.glob(os.path.join(IMAGES, "scale_*.png")))]
+    if images:
         lines += ["### Plots (measured points, the fit on this host, both designs predicted)", ""]
         for _, title, path in images:
             lines.append(f"![{title}](images/{os.path.basename(path)})")

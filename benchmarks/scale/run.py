@@ -15,7 +15,6 @@ import argparse
 import datetime
 import json
 import os
-import statistics
 import subprocess
 import sys
 
@@ -55,21 +54,6 @@ def probe_args(np_, big_bytes=()):
 
 def timeout_for(np_):
     return 90 + 6 * np_
-
-
-def medians(rows):
-    """Per numeric field, the median over repeats (and the range), nested dicts flattened one level."""
-    out = {}
-    keys = {k for r in rows for k, v in r.items() if isinstance(v, (int, float))}
-    for k in sorted(keys):
-        values = [r[k] for r in rows if isinstance(r.get(k), (int, float))]
-        out[k] = statistics.median(values)
-        out[k + "_range"] = [min(values), max(values)]
-    big = [r["big_s"] for r in rows if r.get("big_s")]
-    if big:
-        out["big_s"] = {size: statistics.median(b[size] for b in big) for size in big[0]}
-        out["big_s_range"] = {size: [min(b[size] for b in big), max(b[size] for b in big)] for size in big[0]}
-    return out
 
 
 def log(*words):
@@ -120,7 +104,7 @@ def run_local(args, progress=lambda results: None):
                 if freeze:
                     log(f"np={np_:3} freeze: {freeze['kill']['survivors_named']}/{freeze['kill']['survivors']} named it, "
                         f"max {freeze['kill']['detect_max_s']}")
-            results.append({"np": np_, "shm": shm, "runs": rows, "median": medians(rows) if rows else None,
+            results.append({"np": np_, "shm": shm, "runs": rows, "median": jobs.medians(rows) if rows else None,
                             "kill": kill, "freeze": freeze})
             progress(results)
     return results
@@ -153,7 +137,7 @@ def run_hosts(args):
                 log(f"{spec} run {i}: 8B {r['latency_8b_s'] * 1e3:.3f} ms, {big}, load {r['loadavg_before'][0]:.1f}")
         results.append({"hosts": h, "ranks_per_host": per_host, "np": np_, "rate_bits": rate,
                         "shm": args.hosts_shm, "runs": rows,
-                        "median": medians(rows) if rows else None})
+                        "median": jobs.medians(rows) if rows else None})
     return results
 
 
