@@ -183,12 +183,12 @@ def test_lr_of_a_name_bound_to_a_keras_optimizer_is_renamed_and_other_lr_left():
         def on_state_reset():
             opt.lr.assign(lr * hvd.size())
             wrapped.lr.assign(1.0)
-        print(args.lr, config.lr)
+        print(args.lr, config.lr, options.lr)
         def train(optimizer):
             optimizer.lr.assign(0.5)
         """)
     assert "opt.learning_rate.assign(lr * hvd.size())" in new and "wrapped.learning_rate.assign(1.0)" in new
-    assert "print(args.lr, config.lr)" in new, "an .lr of something that is not an optimizer stays"
+    assert "print(args.lr, config.lr, options.lr)" in new, "an .lr of something that is not an optimizer stays"
     assert "optimizer.lr.assign(0.5)" in new, "a parameter's type is not known: left, with a note"
     (uncertain,) = manual(notes)
     assert uncertain.line == 11 and "optimizer.learning_rate" in uncertain.message

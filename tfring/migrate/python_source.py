@@ -13,6 +13,8 @@ Names are resolved through the script's imports (LibCST's QualifiedNameProvider)
 is whatever the script imported as ``tf``. Formatting and comments elsewhere are kept.
 """
 
+import re
+
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import (
@@ -75,7 +77,7 @@ class _Bindings(cst.CSTVisitor):
 
     @property
     def kinds(self):
-        return {name: kinds.pop() if len(kinds) == 1 else None for name, kinds in self._seen.items()}
+        return {name: next(iter(kinds)) if len(kinds) == 1 else None for name, kinds in self._seen.items()}
 
     def _bind(self, target, kind):
         if isinstance(target, cst.Name):
@@ -126,7 +128,7 @@ class _Bindings(cst.CSTVisitor):
             return "keras"
         if isinstance(value, cst.Name):
             kinds = self._seen.get(value.value, set())
-            return kinds.copy().pop() if len(kinds) == 1 else "other"
+            return next(iter(kinds)) if len(kinds) == 1 else "other"
         if not isinstance(value, cst.Call):
             return "other"
         last = (get_full_name_for_node(value.func) or "").rsplit(".", 1)[-1]
@@ -316,7 +318,7 @@ class _Rewriter(cst.CSTTransformer):
                        True)
             return updated_node.with_changes(attr=cst.Name("learning_rate"))
         receiver = (get_full_name_for_node(original_node.value) or "").rsplit(".", 1)[-1]
-        if kind is None and (original_node in self._lr_as_variable or "opt" in receiver.lower()):
+        if kind is None and (original_node in self._lr_as_variable or _OPTIMIZER_LIKE.search(receiver)):
             self._note(original_node, f"{written}: if {receiver or 'this'} is a Keras optimizer, Keras 3 calls it "
                                       f"{written[:-2]}learning_rate (it has no lr)", False)
         return updated_node
@@ -463,6 +465,9 @@ class _Rewriter(cst.CSTTransformer):
         return updated_node.with_changes(value=value) if notes else updated_node
 
     leave_SimpleString = leave_FormattedStringText = _rewrite_text
+
+
+_OPTIMIZER_LIKE = re.compile(r"(^|_)opt(_|$|\d)|optim", re.IGNORECASE)  # opt, opt2, base_opt, optimizer
 
 
 def _is_tf_config(node):
