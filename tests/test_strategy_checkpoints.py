@@ -87,6 +87,7 @@ def test_keras_guide_fault_tolerance_pattern_inside_the_scope(tmp_path):
         for what in ("guide: first run_training", "guide: second run_training resumed", "guide: checkpoints load",
                      "saves and loads on rank 0 only", "loads on the last rank only",
                      "tf.train.Checkpoint, BackupAndRestore, SavedModel inside the scope",
-                     "saves and loads outside the scope"):
+                     "saves and loads outside the scope",
+                     "TF multi-worker tutorial: chief writes, the others read it right after"):
             assert f"rank {r}: {what} OK" in out, what
     assert sorted(os.listdir(tmp_path / "ckpt")) == ["ckpt-1.keras", "ckpt-2.keras"]

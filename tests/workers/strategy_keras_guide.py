@@ -12,11 +12,16 @@ The guide's part: ``run_training`` builds (or restores the newest ``.keras`` fil
 throwaway variables while saving and loading a ``.keras`` file (a reference optimizer, once
 per process); before the fix only the saving rank created them, under a collective.
 
+Last, the save pattern of TF's multi-worker tutorial (multi_worker_with_keras), which
+decides who writes from ``strategy.cluster_resolver``: the chief saves the real path, the
+others a temporary copy that they delete, then every rank loads the chief's file at once.
+
 Every rank prints "rank R: <what> OK" lines that the test looks for.
 """
 
 import os
 import sys
+import time
 
 import numpy as np
 import tensorflow as tf
@@ -116,6 +121,37 @@ for a, b in zip(newest.get_weights(), second.get_weights()):
     np.testing.assert_array_equal(a, b)
 ok("guide: checkpoints load")
 
+
+# --- TF's multi-worker tutorial: who writes comes from the cluster resolver --------------------
+# (before any save made on one rank only: a rank matches its own path's save with rank 0's
+# save of the same ordinal, which gated saves would shift)
+def _is_chief(task_type, task_id):
+    return task_type == "chief" or (task_type == "worker" and task_id == 0) or task_type is None
+
+
+def write_filepath(filepath, task_type, task_id):
+    dirpath, base = os.path.dirname(filepath), os.path.basename(filepath)
+    if not _is_chief(task_type, task_id):
+        dirpath = os.path.join(dirpath, "workertemp_" + str(task_id))
+        tf.io.gfile.makedirs(dirpath)
+    return os.path.join(dirpath, base)
+
+
+task_type, task_id = strategy.cluster_resolver.task_type, strategy.cluster_resolver.task_id
+assert (task_type, task_id) == ("worker", rank), (task_type, task_id)
+model_path = os.path.join(out_dir, "tutorial", "keras-model.keras")
+if rank == 0:  # the chief's file system is slow: the others must not read before it is complete
+    atomic.before_rename = lambda path: time.sleep(2)
+second.save(write_filepath(model_path, task_type, task_id))
+atomic.before_rename = None
+if not _is_chief(task_type, task_id):
+    tf.io.gfile.rmtree(os.path.dirname(write_filepath(model_path, task_type, task_id)))
+for a, b in zip(keras.models.load_model(model_path).get_weights(), second.get_weights()):
+    np.testing.assert_array_equal(a, b)
+if rank:  # its temporary copy deleted, rank 0's write complete (no temporary file left)
+    assert os.listdir(os.path.dirname(model_path)) == ["keras-model.keras"], os.listdir(os.path.dirname(model_path))
+ok("TF multi-worker tutorial: chief writes, the others read it right after")
+
 # --- every other save and load that can create variables under the strategy -------------
 x = np.random.default_rng(1).random((64, 784), dtype=np.float32)
 y = np.zeros(64, "float32")
@@ -162,3 +198,4 @@ assert renames == ([os.path.join(extras, "outside.keras"), os.path.join(extras, 
 outside = keras.models.load_model(os.path.join(extras, "outside.keras"))
 assert_same_on_all_ranks(outside.get_weights(), "a model loaded outside the scope")
 ok("saves and loads outside the scope")
+

@@ -12,12 +12,16 @@ Saves are matched per path: a rank's n-th save of path P pairs with the writer's
 of P. To tell a shared path from a per-rank one (``f"ckpt-{rank}.keras"``, or the
 per-worker temporary directories of ``MultiWorkerMirroredStrategy`` scripts), each rank
 also counts its coordinated saves: when the writer's k-th save has another path than this
-rank's k-th, the path is this rank's own and this rank writes it itself (atomically).
-A save the writer never makes times out (``TFRING_TIMEOUT_S``) with an error naming the
+rank's k-th, the path is this rank's own and this rank writes it itself (atomically), then
+waits for the writer's k-th save to complete: a ``MultiWorkerMirroredStrategy`` script
+saves its own temporary copy on a non-chief worker and reads the chief's file right after
+(TF's multi-worker tutorial), which ``MultiWorkerMirroredStrategy``'s collective saves
+order and a rank writing alone would not. A save the writer never makes times out (``TFRING_TIMEOUT_S``) with an error naming the
 path, the ranks and the fix (``local_save()``).
 
 Blocking: the writer never blocks on other ranks; the others block at most
-``TFRING_TIMEOUT_S`` for the writer to start and again for it to finish.
+``TFRING_TIMEOUT_S`` for the writer to start and again for it to finish (a rank writing its
+own path: for the writer's save made at the same point to finish).
 Thread-safety: the current role is per thread; counters are guarded by a lock.
 """
 
@@ -153,15 +157,19 @@ def coordinated_save(path, what, writer=0):
             raise
         store.set(f"done/{record_key}", b"{}")
         return
-    role = _decide(store, writer, rank, key, n, k, what)
+    role, theirs = _decide(store, writer, rank, key, n, k, what)
     with _role(role):
         yield role
     if role == WAITER:
-        _wait_done(store, writer, rank, key, n, what)
+        _wait_done(store, writer, rank, key, n, _describe(what, key))
+    elif role == OWN:  # the writer's save made at the same point is complete when this one returns
+        _wait_done(store, writer, rank, theirs["path"], theirs["n"],
+                   f"save of {theirs['path']!r} (made while this rank saved its own {key!r})", own=True)
 
 
 def _decide(store, writer, rank, key, n, k, what):
-    """WAITER when the writer makes this save too, OWN when its k-th save is another path."""
+    """``(WAITER, None)`` when the writer makes this save too, ``(OWN, {"path", "n"} of the
+    writer's k-th save)`` when its k-th save is another path."""
     deadline = time.monotonic() + _timeout()
     theirs = None
     while True:
@@ -173,14 +181,14 @@ def _decide(store, writer, rank, key, n, k, what):
                 raise
             started = None
         if started is not None:
-            return WAITER
+            return WAITER, None
         if broken is not None:
             raise broken
         if theirs is None:
             raw = store.try_get(f"{writer}/#{k}", 0.001)
             theirs = json.loads(raw) if raw is not None else None
         if theirs is not None and theirs["path"] != key:
-            return OWN
+            return OWN, theirs
         if time.monotonic() > deadline:
             raise errors.TimeoutError(
                 f"rank {rank}: the {_describe(what, key)} waits for rank {writer}, which writes every "
@@ -205,7 +213,9 @@ def _job_broken_error():
     return None
 
 
-def _wait_done(store, writer, rank, key, n, what):
+def _wait_done(store, writer, rank, key, n, description, own=False):
+    """Waits for the writer's *done* record of its n-th save of ``key``; raises its error
+    unless ``own`` (this rank wrote its own path: the writer reports its own failure)."""
     deadline = time.monotonic() + _timeout()
     while True:
         broken = _job_broken_error()
@@ -219,16 +229,16 @@ def _wait_done(store, writer, rank, key, n, what):
             raw = None  # the store went with the writer
         if raw is not None:
             outcome = json.loads(raw)
-            if "error" in outcome:
+            if "error" in outcome and not own:
                 raise SaveAbortedError(
-                    f"rank {rank}: the {_describe(what, key)} failed on rank {writer}, which writes it for "
+                    f"rank {rank}: the {description} failed on rank {writer}, which writes it for "
                     f"every rank: {outcome['error']}")
             return
         if broken is not None:
             raise broken
         if time.monotonic() > deadline:
             raise errors.TimeoutError(
-                f"rank {rank}: rank {writer} started the {_describe(what, key)} but did not finish it within "
+                f"rank {rank}: rank {writer} started the {description} but did not finish it within "
                 f"{_timeout():g} s (TFRING_TIMEOUT_S); raise TFRING_TIMEOUT_S if writing it takes longer")
 
 
