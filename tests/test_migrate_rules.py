@@ -1,4 +1,5 @@
-"""tfring-migrate, rule by rule, on small scripts (no TensorFlow import: fast)."""
+"""tfring-migrate, rule by rule, on small scripts (fast: only the TF1 name table test imports
+TensorFlow)."""
 
 import os
 import subprocess

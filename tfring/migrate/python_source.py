@@ -1,13 +1,19 @@
 """Rewrites one Python script's mechanical edits on its LibCST syntax tree.
 
-What it changes (each with a note): Horovod imports and dotted uses -> tfring; Keras 2
-optimizer ``lr=`` -> ``learning_rate=``; ``fit_generator``/``evaluate_generator``/
-``predict_generator``/``reset_states`` -> their Keras 3 names; ``opt.variables()`` ->
-``opt.variables``; ``model.optimizer.lr`` -> ``model.optimizer.learning_rate``; Keras-2-only
-keyword arguments of ``compile``/``fit``/... removed; ``tf.distribute`` multi-worker
-strategies -> ``tfring.RingStrategy()``; ``horovodrun`` lines and ``HOROVOD_*`` names in
-comments and strings. What it cannot change (TF1 sessions, ``tf.estimator``,
-``ImageDataGenerator``, ...) gets a note with the manual fix and is left alone.
+What it changes (each with a note): Horovod imports and dotted uses -> tfring (an
+``import horovod`` serving only ``horovod.run(...)`` goes, and each such call becomes
+``raise SystemExit`` naming tfringrun); Keras 2 optimizer ``lr=`` -> ``learning_rate=``;
+``fit_generator``/``evaluate_generator``/``predict_generator``/``reset_states`` -> their
+Keras 3 names; ``opt.variables()`` -> ``opt.variables`` and ``opt.lr`` ->
+``opt.learning_rate`` where ``opt`` is a Keras optimizer (``_Bindings`` reads the script's
+assignments first); ``K.set_value(v, x)``/``K.get_value(v)`` -> ``v.assign(x)``/``v.numpy()``;
+``from keras.preprocessing.image import ImageDataGenerator`` -> ``tensorflow.keras``'s;
+Keras-2-only keyword arguments of ``compile``/``fit``/... removed; ``tf.distribute``
+multi-worker strategies -> ``tfring.RingStrategy()``; ``horovodrun`` lines and ``HOROVOD_*``
+names in strings (comments are left as written). What it cannot change (TF1 names, reads of
+``TF_CONFIG``, ``tf.estimator``, an ``.lr`` of unknown type, ...) gets a note with the manual
+fix and is left alone; code that works but deserves a word (``cluster_resolver.task_id``)
+gets an advice note that is not counted as a manual edit.
 
 Names are resolved through the script's imports (LibCST's QualifiedNameProvider): ``tf``
 is whatever the script imported as ``tf``. Formatting and comments elsewhere are kept.
