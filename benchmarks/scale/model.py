@@ -234,7 +234,8 @@ class Model:
         init_fixed = float(np.median([r["init_call_s"] for n, r in tcp if n == smallest]))
         return cls(base0, base1, tuple(msgs0), tuple(bytes0), worker_msgs, worker_bytes, tuple(cpu0), message_cpu,
                    tuple(lat_tcp), tuple(lat_shm), tuple(init), store_cpu, tuple(rss), tuple(shutdown),
-                   kills[0][1] if kills else float("nan"), init_fixed, tuple(crash_lab),
+                   float(np.median([t for n, t in kills if n == kills[0][0]])) if kills else float("nan"),
+                   init_fixed, tuple(crash_lab),
                    assumptions or Assumptions())
 
     # ------------------------------------------------------------ the lab itself (this host)

@@ -234,7 +234,7 @@ def model_tables(model, store, local_bw=None, hosts=()):
              "pings each rank; every ping is answered |"),
              (f"| descriptors | rank 0: 3(n-1) + 1 + {model.base_fds_rank0}; others: (n-1) + 3 + {model.base_fds_worker} "
              "(exact) | data mesh, control and heartbeat stars, store; the rest is Python's and the runtime's eventfds |"),
-             (f"| dead rank (SIGKILL) | {fmt_s(model.crash_detect_s)} at 2 ranks; here {fmt_s(model.crash_lab[0])} + "
+             (f"| dead rank (SIGKILL) | {fmt_s(model.crash_detect_s)} at 2 ranks (median of its jobs); here {fmt_s(model.crash_lab[0])} + "
              f"{fmt_s(model.crash_lab[1])} (n-1) | slowest survivor; every survivor holds a socket to the dead rank and "
              "sees it close; past 2 ranks the survivors queue for 2 cores (predictions: one rank per core) |"),
              ("| frozen rank (SIGSTOP) | TFRING_PEER_TIMEOUT_S + at most one heartbeat interval (exact from the code: "
