@@ -347,9 +347,22 @@ int Communicator::cma_peers() const {
 void Communicator::Abort() {
   if (shut_down_.exchange(true)) return;
   aborted_.store(true);
+  WakeRingSleepers();
   for (auto& l : data_) l.socket.Shutdown();
   for (auto& s : control_) s.Shutdown();
   for (auto& s : heartbeat_) s.Shutdown();
+}
+
+void Communicator::AbortTransfers() {
+  aborted_.store(true);
+  WakeRingSleepers();
+}
+
+void Communicator::WakeRingSleepers() {
+  for (auto& l : data_) {
+    if (l.tx) l.tx->WakeAll();
+    if (l.rx) l.rx->WakeAll();
+  }
 }
 
 char* Communicator::Scratch(size_t bytes) {

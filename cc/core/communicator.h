@@ -110,13 +110,14 @@ class Communicator {
   void Abort();
   // The same within ~kAbortPollMs, but leaves the connections open so that this rank can
   // still tell its peers why (Abort() closes them). Any thread; idempotent.
-  void AbortTransfers() { aborted_.store(true); }
+  void AbortTransfers();
   bool aborted() const { return aborted_.load(); }
 
   // Scratch memory for collectives (grown on demand, reused; background thread only).
   char* Scratch(size_t bytes);
 
  private:
+  void WakeRingSleepers();  // ends transfers asleep on a shared-memory ring (link.cc)
   int rank_ = 0;
   int size_ = 1;
   double timeout_s_ = 30;

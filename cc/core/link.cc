@@ -19,8 +19,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // After the spin, a shared-memory wait yields the CPU (TF threads may need it) for this
-// long before it falls back to 1 ms sleeps in poll().
+// long before it sleeps on the rings (a futex the peer wakes when it moves them).
 constexpr auto kShmYieldWindow = std::chrono::milliseconds(5);
+// The longest such sleep without a look at the peers' sockets (a dead peer never wakes it)
+// and at the abort flag (an Abort() wakes it at once).
+constexpr int kShmSleepMs = 10;
 
 // Largest single-copy read of a plain (non-reducing) receive: bounds how long the loop goes
 // without serving its send side and looking at the abort flag (~0.1-0.2 ms here).
@@ -99,6 +102,70 @@ Status CmaStep(Link& from, char* dst, const char* own, size_t left, const Reduce
   return Status::OK();
 }
 
+// Waits up to `timeout_ms` for the sockets of the pending sides: a TCP side until it can
+// move data, a shared-memory side (whose socket carries no data) for its peer's death.
+// Returns kPeerLost for a shared-memory peer whose socket closed, once its ring is drained.
+Status WatchSockets(Link& to, bool send_waits, Link& from, bool recv_waits, int timeout_ms,
+                    const std::atomic<bool>* abort) {
+  pollfd fds[2];
+  Link* links[2];
+  int nfds = 0;
+  if (send_waits) {
+    links[nfds] = &to;
+    fds[nfds++] = pollfd{to.socket.fd(), static_cast<short>(to.shm() ? POLLIN : POLLOUT), 0};
+  }
+  if (recv_waits) {
+    links[nfds] = &from;
+    fds[nfds++] = pollfd{from.socket.fd(), POLLIN, 0};
+  }
+  int rc = poll(fds, nfds, timeout_ms);
+  if (rc < 0 && errno != EINTR) return Status::Internal(std::string("poll failed: ") + std::strerror(errno));
+  for (int i = 0; i < nfds && rc > 0; ++i) {
+    if (!links[i]->shm() || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    // A peer that finished its part and exited leaves its last bytes in the ring: drain
+    // them before calling it lost.
+    if (links[i] == &from && recv_waits && from.rx->Available() > 0) continue;
+    char probe;
+    ssize_t n = ::recv(links[i]->socket.fd(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      return LocalAbortOr(Lost(*links[i], "exchanging data over shared memory", "its socket closed"),
+                          abort, *links[i]);
+    }
+  }
+  return Status::OK();
+}
+
+// The futex sleep of a transfer whose every waiting side is a shared-memory ring
+// (shm_ring.h, "Sleeping on a ring"). Arm() before one more try; Sleep() when that try
+// moved nothing; every path out disarms (the destructor too).
+class RingSleep {
+ public:
+  ~RingSleep() { Disarm(); }
+  bool armed() const { return n_ > 0; }
+  void Arm(ShmRing* writing, ShmRing* reading) {
+    if (reading != nullptr) waiters_[n_++] = (reader_ = reading)->ArmReaderWait();
+    if (writing != nullptr) waiters_[n_++] = (writer_ = writing)->ArmWriterWait();
+  }
+  // False when nothing moved for `timeout_ms`.
+  bool Sleep(int timeout_ms) {
+    bool woken = ShmRing::SleepOnAny(waiters_, n_, timeout_ms);
+    Disarm();
+    return woken;
+  }
+  void Disarm() {
+    if (reader_ != nullptr) reader_->DisarmReaderWait();
+    if (writer_ != nullptr) writer_->DisarmWriterWait();
+    reader_ = writer_ = nullptr;
+    n_ = 0;
+  }
+
+ private:
+  ShmRing::Waiter waiters_[2];
+  int n_ = 0;
+  ShmRing* reader_ = nullptr;
+  ShmRing* writer_ = nullptr;
+};
+
 Status TransferImpl(Link& to, const void* send_buf, size_t send_size, Link& from, void* recv_buf,
                     size_t recv_size, Deadline deadline, const std::atomic<bool>* abort,
                     const std::function<void(size_t)>& on_received, const ReduceTarget* reduce) {
@@ -113,6 +180,7 @@ Status TransferImpl(Link& to, const void* send_buf, size_t send_size, Link& from
   const auto spin = std::chrono::microseconds(SocketSpinMicros());
   auto last_progress = Clock::now();
   bool send_aligned = !send_shm, recv_aligned = !recv_shm;
+  RingSleep sleep;
   while (sent < send_size || received < recv_size) {
     if (!send_aligned) send_aligned = to.tx->TryAlignWrite();
     if (!recv_aligned) recv_aligned = from.rx->TryAlignRead();
@@ -155,12 +223,15 @@ Status TransferImpl(Link& to, const void* send_buf, size_t send_size, Link& from
       if (n > 0 && on_received) on_received(received);
     }
     if (progressed) {
+      sleep.Disarm();
       last_progress = Clock::now();
       continue;
     }
     const auto idle = Clock::now() - last_progress;
     if (idle < spin) continue;  // short waits: spinning beats a sleep/wake cycle
-    if ((send_shm || recv_shm) && idle < kShmYieldWindow) {
+    // Yielding (like spinning) only where this rank has a CPU of its own: where ranks
+    // outnumber CPUs (spin 0) it takes the CPU from the rank it waits for.
+    if ((send_shm || recv_shm) && spin.count() > 0 && idle < kShmYieldWindow) {
       sched_yield();
       continue;
     }
@@ -171,34 +242,24 @@ Status TransferImpl(Link& to, const void* send_buf, size_t send_size, Link& from
       return Status::Timeout("timed out exchanging data with " + to.label() + " / " + from.label() +
                              " (raise TFRING_TIMEOUT_S if peers are merely slow)");
     }
-    // Sleep until a socket can move data, or (shared memory) briefly while watching the
-    // sockets for the peer's death.
-    pollfd fds[2];
-    Link* links[2];
-    int nfds = 0;
-    if (sent < send_size) {
-      links[nfds] = &to;
-      fds[nfds++] = pollfd{to.socket.fd(), static_cast<short>(send_shm ? POLLIN : POLLOUT), 0};
-    }
-    if (received < recv_size) {
-      links[nfds] = &from;
-      fds[nfds++] = pollfd{from.socket.fd(), POLLIN, 0};
-    }
-    int timeout_ms = (send_shm || recv_shm) ? 1 : deadline.MillisLeft(kAbortPollMs);
-    int rc = poll(fds, nfds, timeout_ms);
-    if (rc < 0 && errno != EINTR) return Status::Internal(std::string("poll failed: ") + std::strerror(errno));
-    for (int i = 0; i < nfds && rc > 0; ++i) {
-      if (!links[i]->shm() || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      // A peer that finished its part and exited leaves its last bytes in the ring: drain
-      // them before calling it lost.
-      if (links[i] == &from && received < recv_size && from.rx->Available() > 0) continue;
-      char probe;
-      ssize_t n = ::recv(links[i]->socket.fd(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-        return LocalAbortOr(Lost(*links[i], "exchanging data over shared memory", "its socket closed"),
-                            abort, *links[i]);
+    const bool send_waits = sent < send_size, recv_waits = received < recv_size;
+    if ((!send_waits || send_shm) && (!recv_waits || recv_shm)) {
+      // Every side that waits is a ring: sleep on the rings (futex) until the peer moves
+      // them. Armed first, then one more try (a move between the try above and the arming
+      // would otherwise go unseen).
+      if (!sleep.armed()) {
+        sleep.Arm(send_waits ? to.tx.get() : nullptr, recv_waits ? from.rx.get() : nullptr);
+        continue;
       }
+      if (sleep.Sleep(deadline.MillisLeft(kShmSleepMs))) continue;
+      // Nothing moved for kShmSleepMs: a dead peer never moves a ring, so look at its socket.
+      TFRING_RETURN_IF_ERROR(WatchSockets(to, send_waits, from, recv_waits, 0, abort));
+      continue;
     }
+    // Sleep until a socket can move data, or (shared memory beside TCP) briefly while
+    // watching the sockets for the peer's death.
+    TFRING_RETURN_IF_ERROR(WatchSockets(to, send_waits, from, recv_waits,
+                                        (send_shm || recv_shm) ? 1 : deadline.MillisLeft(kAbortPollMs), abort));
   }
   return Status::OK();
 }

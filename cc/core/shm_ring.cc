@@ -1,13 +1,18 @@
 #include "shm_ring.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <new>
 
@@ -18,6 +23,45 @@ namespace tfring {
 namespace {
 constexpr uint64_t kMagic = 0x746672696e677368ULL;  // "tfringsh"
 constexpr size_t kHeaderBytes = 512;
+
+// The futex words live in a MAP_SHARED mapping of two processes: shared (not private)
+// futexes, keyed by the physical page.
+long FutexWake(std::atomic<uint32_t>* word) {
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+// FUTEX_WAIT on one word for at most timeout_ms. Returns false when it timed out.
+bool FutexWaitOne(std::atomic<uint32_t>* word, uint32_t seen, int timeout_ms) {
+  timespec relative{timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+  long rc = syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, seen, &relative, nullptr, 0);
+  return !(rc != 0 && errno == ETIMEDOUT);
+}
+
+#ifdef SYS_futex_waitv
+// futex_waitv (Linux 5.16+) sleeps on several words at once; its timeout is absolute.
+// Returns 1 woken / value changed, 0 timed out, -1 not supported here.
+int FutexWaitv(const ShmRing::Waiter* waiters, int n, int timeout_ms) {
+  struct futex_waitv vec[2] = {};
+  for (int i = 0; i < n; ++i) {
+    vec[i].val = waiters[i].seen;
+    vec[i].uaddr = reinterpret_cast<uint64_t>(waiters[i].word);
+    vec[i].flags = FUTEX_32;  // no FUTEX_PRIVATE_FLAG: shared between processes
+  }
+  timespec until{};
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_nsec += (timeout_ms % 1000) * 1000000L;
+  until.tv_sec += timeout_ms / 1000 + until.tv_nsec / 1000000000L;
+  until.tv_nsec %= 1000000000L;
+  long rc = syscall(SYS_futex_waitv, vec, n, 0, &until, CLOCK_MONOTONIC);
+  if (rc >= 0) return 1;
+  if (errno == ENOSYS) return -1;
+  return errno == ETIMEDOUT ? 0 : 1;  // EAGAIN (a word changed), EINTR: look again
+}
+#else
+int FutexWaitv(const ShmRing::Waiter*, int, int) { return -1; }
+#endif
+
+std::atomic<bool> g_no_futex_waitv{false};  // learned at the first ENOSYS
 }  // namespace
 
 ShmRing::~ShmRing() {
@@ -59,6 +103,10 @@ Status ShmRing::Create(const std::string& name, size_t capacity, std::unique_ptr
   ring->header_->head.store(0);
   ring->header_->tail.store(0);
   ring->header_->reader_sleeping.store(0);
+  ring->header_->reader_waiting.store(0);
+  ring->header_->data_seq.store(0);
+  ring->header_->writer_waiting.store(0);
+  ring->header_->space_seq.store(0);
   ring->header_->capacity = capacity;
   ring->header_->magic = kMagic;
   ring->data_ = static_cast<char*>(ring->map_) + kHeaderBytes;
@@ -109,6 +157,56 @@ bool ShmRing::ReaderSleeping() const {
   return header_->reader_sleeping.load(std::memory_order_seq_cst) != 0;
 }
 
+ShmRing::Waiter ShmRing::ArmReaderWait() {
+  header_->reader_waiting.store(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return Waiter{&header_->data_seq, header_->data_seq.load(std::memory_order_seq_cst)};
+}
+
+void ShmRing::DisarmReaderWait() { header_->reader_waiting.store(0, std::memory_order_relaxed); }
+
+ShmRing::Waiter ShmRing::ArmWriterWait() {
+  header_->writer_waiting.store(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return Waiter{&header_->space_seq, header_->space_seq.load(std::memory_order_seq_cst)};
+}
+
+void ShmRing::DisarmWriterWait() { header_->writer_waiting.store(0, std::memory_order_relaxed); }
+
+void ShmRing::WakeReader() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (header_->reader_waiting.load(std::memory_order_seq_cst) != 0) {
+    header_->data_seq.fetch_add(1, std::memory_order_seq_cst);
+    FutexWake(&header_->data_seq);
+  }
+}
+
+void ShmRing::WakeWriter() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (header_->writer_waiting.load(std::memory_order_seq_cst) != 0) {
+    header_->space_seq.fetch_add(1, std::memory_order_seq_cst);
+    FutexWake(&header_->space_seq);
+  }
+}
+
+void ShmRing::WakeAll() {
+  header_->data_seq.fetch_add(1, std::memory_order_seq_cst);
+  FutexWake(&header_->data_seq);
+  header_->space_seq.fetch_add(1, std::memory_order_seq_cst);
+  FutexWake(&header_->space_seq);
+}
+
+bool ShmRing::SleepOnAny(const Waiter* waiters, int n, int timeout_ms) {
+  if (n <= 0) return false;
+  if (n == 1) return FutexWaitOne(waiters[0].word, waiters[0].seen, timeout_ms);
+  if (!g_no_futex_waitv.load(std::memory_order_relaxed)) {
+    int rc = FutexWaitv(waiters, n, timeout_ms);
+    if (rc >= 0) return rc == 1;
+    g_no_futex_waitv.store(true);
+  }
+  return FutexWaitOne(waiters[0].word, waiters[0].seen, std::min(timeout_ms, 1));
+}
+
 void ShmRing::Unlink() {
   if (linked_) {
     shm_unlink(name_.c_str());
@@ -127,6 +225,7 @@ size_t ShmRing::TryWrite(const void* src, size_t n) {
   std::memcpy(data_ + pos, src, first);
   if (w > first) std::memcpy(data_, static_cast<const char*>(src) + first, w - first);
   header_->head.store(head + w, std::memory_order_release);
+  WakeReader();
   return w;
 }
 
@@ -140,6 +239,7 @@ size_t ShmRing::TryRead(void* dst, size_t n) {
   std::memcpy(dst, data_ + pos, first);
   if (r > first) std::memcpy(static_cast<char*>(dst) + first, data_, r - first);
   header_->tail.store(tail + r, std::memory_order_release);
+  WakeWriter();
   return r;
 }
 
@@ -156,6 +256,7 @@ size_t ShmRing::TryReadReduce(void* dst, size_t n, DataType dtype, ReduceOp op, 
   ReduceTo(dst, a, data_ + pos, first / es, dtype, op);
   if (r > first) ReduceTo(static_cast<char*>(dst) + first, a + first, data_, (r - first) / es, dtype, op);
   header_->tail.store(tail + r, std::memory_order_release);
+  WakeWriter();
   return r;
 }
 
@@ -166,6 +267,7 @@ bool ShmRing::TryAlignWrite() {
   const uint64_t tail = header_->tail.load(std::memory_order_acquire);
   if (aligned - tail > capacity_) return false;
   header_->head.store(aligned, std::memory_order_release);
+  WakeReader();
   return true;
 }
 
@@ -175,6 +277,7 @@ bool ShmRing::TryAlignRead() {
   if (aligned == tail) return true;
   if (header_->head.load(std::memory_order_acquire) < aligned) return false;
   header_->tail.store(aligned, std::memory_order_release);
+  WakeWriter();
   return true;
 }
 
@@ -188,6 +291,7 @@ void ShmRing::PostBuffer(const void* buf, size_t len) {
   slot.ring_pos = header_->head.load(std::memory_order_relaxed);
   slot.base = post_base_;
   header_->posts.store(k + 1, std::memory_order_release);
+  WakeReader();
 }
 
 size_t ShmRing::PostRead() const {
@@ -210,6 +314,7 @@ bool ShmRing::PendingPost(Post* post) const {
 void ShmRing::ConsumePost(size_t n) {
   const uint64_t read = header_->post_read.load(std::memory_order_relaxed);
   header_->post_read.store(read + n, std::memory_order_release);
+  WakeWriter();
 }
 
 void ShmRing::PublishWriter() {

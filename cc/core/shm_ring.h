@@ -17,6 +17,16 @@
 // Thread-safety: one writer thread and one reader thread (in different processes).
 // TryWrite/TryRead never block: they move what fits and return the byte count.
 // Peer death is not visible here; the caller watches the pair's TCP socket for that.
+//
+// Sleeping on a ring (futex, across the two processes): a reader with nothing to read or a
+// writer with no room arms its side (ArmReaderWait / ArmWriterWait), tries once more, and
+// if that moved nothing sleeps on the returned word (SleepOnAny) until the other side moves
+// or the timeout passes; then it disarms. Every call that moves the stream (head, tail, a
+// post, post_read) wakes an armed peer afterwards: a fence and a load when nobody sleeps,
+// one futex wake when somebody does. Arm and wake order their accesses with full fences
+// (Dekker), so a move is never missed by a side that goes to sleep. Blocking like a socket
+// matters where ranks outnumber cores: a spinning or yielding waiter takes the CPU from the
+// rank it waits for.
 #pragma once
 
 #include <sys/types.h>
@@ -68,6 +78,24 @@ class ShmRing {
   void SetReaderSleeping(bool sleeping);
   bool ReaderSleeping() const;
 
+  // ---- futex sleeps (see the top of this file) ----
+  struct Waiter {
+    std::atomic<uint32_t>* word;  // in the shared mapping
+    uint32_t seen;                // its value when armed: the sleep ends once it changes
+  };
+  // Reader / writer: announce a sleep; the returned waiter goes to SleepOnAny after one
+  // more try. Disarm on every path out (also when the try moved bytes).
+  Waiter ArmReaderWait();
+  void DisarmReaderWait();
+  Waiter ArmWriterWait();
+  void DisarmWriterWait();
+  // Sleeps until one of `n` (1 or 2) waiters' words changes, a wake, or `timeout_ms`.
+  // Returns false when it timed out. Where the kernel lacks futex_waitv (Linux < 5.16) and
+  // n == 2 it sleeps on the first waiter only, for at most 1 ms (the pre-futex behaviour).
+  static bool SleepOnAny(const Waiter* waiters, int n, int timeout_ms);
+  // Any thread (an abort): wakes both sides' sleepers, which then look at the abort flag.
+  void WakeAll();
+
   // ---- single-copy posts (see the top of this file) ----
   struct Post {
     uint64_t addr;  // first unread byte, in the writer's address space
@@ -105,12 +133,19 @@ class ShmRing {
     PostSlot slot[2];
     alignas(64) std::atomic<uint64_t> post_read;  // reader: bytes of all posts read
     alignas(64) std::atomic<uint32_t> reader_sleeping;  // reader: SetReaderSleeping
+    std::atomic<uint32_t> reader_waiting;  // reader: armed a futex sleep on data_seq
+    std::atomic<uint32_t> data_seq;        // writer: bumped after a move while reader_waiting
     alignas(64) int64_t writer_pid;
     uint64_t probe_addr;
     uint64_t probe_token;
+    std::atomic<uint32_t> writer_waiting;  // writer: armed a futex sleep on space_seq
+    std::atomic<uint32_t> space_seq;       // reader: bumped after a move while writer_waiting
   };
   ShmRing() = default;
   static Status Map(int fd, size_t bytes, void** addr);
+  // After a move of the stream: wake the other side if it armed a sleep.
+  void WakeReader();
+  void WakeWriter();
 
   std::string name_;
   void* map_ = nullptr;
