@@ -322,3 +322,31 @@ tfring.shutdown()
 def test_automatic_names_start_again_after_shutdown():
     result = run_job(2, REINIT_SCRIPT, timeout=60)
     assert "RANK-OK 0" in result.stdout and "RANK-OK 1" in result.stdout, result.stdout
+
+
+LOW_OPEN_FILE_LIMIT = """
+import os, resource
+import numpy as np
+import tfring
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+low = len(os.listdir("/proc/self/fd")) + 6
+resource.setrlimit(resource.RLIMIT_NOFILE, (low, hard))
+tfring.init()
+raised = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+total = tfring.allreduce(np.ones(4, np.float32), op=tfring.Sum, name="x")
+print(f"rank {tfring.rank()}: soft limit {low} -> {raised}, hard {hard}, sum {total[0]:.0f}")
+tfring.shutdown()
+"""
+
+
+@pytest.mark.multiprocess
+@pytest.mark.timeout(90)
+def test_a_low_soft_open_file_limit_is_raised_at_init():
+    # A soft `ulimit -n` too low for the job's connections (the default 1024 ends a job of a
+    # few hundred ranks) is raised towards the hard limit at init (cc/core/fd_limit.h),
+    # instead of the job failing with EMFILE in the middle of its connections.
+    result = run_job(3, LOW_OPEN_FILE_LIMIT, timeout=75)
+    lines = re.findall(r"rank (\d): soft limit (\d+) -> (\d+), hard (\d+), sum (\d+)", result.stdout)
+    assert len(lines) == 3, result.stdout
+    for _rank, low, raised, hard, total in lines:
+        assert int(raised) > int(low) + 250 and int(raised) <= int(hard) and total == "3", result.stdout

@@ -8,6 +8,7 @@
 
 #include "auth.h"
 #include "cma.h"
+#include "fd_limit.h"
 #include "logging.h"
 #include "wire.h"
 
@@ -57,6 +58,10 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
     return Status::OK();
   }
   Deadline deadline = Deadline::After(opt.start_timeout_s);
+  // A socket per peer, and at rank 0 a control and a heartbeat socket per peer as well.
+  const long connections = (opt.size - 1) * (opt.rank == 0 ? 3L : 1L) + (opt.rank == 0 ? 0 : 2) + 1;
+  TFRING_RETURN_IF_ERROR(EnsureDescriptorLimit(
+      connections, ("rank " + std::to_string(opt.rank) + " of a job of " + std::to_string(opt.size)).c_str()));
 
   Listener listener;
   const std::string& bind = opt.bind_host.empty() ? opt.advertise_host : opt.bind_host;
