@@ -349,4 +349,4 @@ def test_a_low_soft_open_file_limit_is_raised_at_init():
     lines = re.findall(r"rank (\d): soft limit (\d+) -> (\d+), hard (\d+), sum (\d+)", result.stdout)
     assert len(lines) == 3, result.stdout
     for _rank, low, raised, hard, total in lines:
-        assert int(raised) > int(low) + 250 and int(raised) <= int(hard) and total == "3", result.stdout
+        assert int(raised) > int(low) + 200 and int(raised) <= int(hard) and total == "3", result.stdout
