@@ -37,6 +37,13 @@ Status RingAllreduce(const Group& comm, void* buf, size_t count, DataType dtype,
 Status RingAllreduce(const Group& comm, const void* input, void* output, size_t count,
                      DataType dtype, ReduceOp op, size_t chunk_bytes, double postscale = 1.0);
 
+// Out-of-place (input == output: in place) allreduce by recursive doubling: log2 n steps
+// (+2 off a power of two) instead of the ring's 2(n-1), each moving the whole buffer: for
+// small buffers (see recursive_doubling.cc). Every rank ends with the same bits; the result
+// is multiplied by `postscale` as RingAllreduce's is. `input` is only read.
+Status RecursiveDoublingAllreduce(const Group& comm, const void* input, void* output, size_t count,
+                                  DataType dtype, ReduceOp op, double postscale = 1.0);
+
 // Ring reduce-scatter phase over caller-chosen segments (one per rank). On return rank r
 // holds the fully reduced segments[(r + 1) % size] in `buf`; other segments are partial.
 // `input` (null: in place) holds this rank's data; `buf` is then only written, never read

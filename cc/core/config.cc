@@ -67,6 +67,11 @@ const std::vector<ParamSpec>& ParamTable() {
        "Unset, with more ranks on this host than CPUs, it is 0."},
       {"TFRING_CHUNK_BYTES", ParamType::kInt, "262144", 1024, 1LL << 32,
        "Granularity at which received data is reduced while the rest is still in flight."},
+      {"TFRING_RECURSIVE_DOUBLING_BYTES", ParamType::kInt, "65536", 0, 1LL << 40,
+       "Host-memory allreduces of at most this many bytes (a fused group counts as one) run by "
+       "recursive doubling (log2 n steps, each moving the whole buffer) instead of the ring "
+       "(2(n-1) steps moving 1/n of it): the latency of small tensors. 0: always the ring. "
+       "Every rank must use the same value."},
       {"TFRING_SHM", ParamType::kBool, "1", 0, 0,
        "Move data between ranks on the same host through shared memory (0 = always TCP)."},
       {"TFRING_SHM_CONTROL", ParamType::kBool, "1", 0, 0,

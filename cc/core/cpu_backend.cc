@@ -121,15 +121,23 @@ Status CpuBackend::AllreduceOne(const Group& comm, const Response& r, Submission
   const auto start = Clock::now();
   const double postscale = r.EffectivePostscale(comm.size());
   if (input != nullptr) {
-    TFRING_RETURN_IF_ERROR(RingAllreduce(comm, input, out, count, dtype, r.reduce_op, ctx_.chunk_bytes, postscale));
+    TFRING_RETURN_IF_ERROR(Allreduce(comm, input, out, count, dtype, r.reduce_op, postscale));
   } else {
     ScaleInPlace(out, count, dtype, r.prescale);
-    TFRING_RETURN_IF_ERROR(RingAllreduce(comm, out, count, dtype, r.reduce_op, ctx_.chunk_bytes, postscale));
+    TFRING_RETURN_IF_ERROR(Allreduce(comm, out, out, count, dtype, r.reduce_op, postscale));
   }
   const auto end = Clock::now();
   *transfer_s += std::chrono::duration<double>(end - start).count();
   ctx_.timeline->Span(s.request.name, "TRANSFER", start, end);
   return Status::OK();
+}
+
+Status CpuBackend::Allreduce(const Group& comm, const void* input, void* output, size_t count, DataType dtype,
+                             ReduceOp op, double postscale) {
+  if (comm.size() > 1 && count * DataTypeSize(dtype) <= ctx_.recursive_doubling_bytes) {
+    return RecursiveDoublingAllreduce(comm, input, output, count, dtype, op, postscale);
+  }
+  return RingAllreduce(comm, input, output, count, dtype, op, ctx_.chunk_bytes, postscale);
 }
 
 // Several tensors packed into the fusion buffer, reduced once, unpacked.
@@ -162,8 +170,7 @@ Status CpuBackend::AllreducePacked(const Group& comm, const Response& r, const s
     TFRING_RETURN_IF_ERROR(AdasumAllreduce(comm, buf, counts, dtype));
     ScaleInPlace(buf, total, dtype, r.EffectivePostscale(comm.size()));
   } else {
-    TFRING_RETURN_IF_ERROR(RingAllreduce(comm, buf, total, dtype, r.reduce_op, ctx_.chunk_bytes,
-                                         r.EffectivePostscale(comm.size())));
+    TFRING_RETURN_IF_ERROR(Allreduce(comm, buf, buf, total, dtype, r.reduce_op, r.EffectivePostscale(comm.size())));
   }
   const auto transfer_end = Clock::now();
   *transfer_s += std::chrono::duration<double>(transfer_end - transfer_start).count();

@@ -29,6 +29,10 @@ class CpuBackend : public Backend {
   Status Allreduce(const Group& g, const Response& r, const std::vector<Submission*>& group,
                    ExecutionTimings* timings);
   Status AllreduceOne(const Group& g, const Response& r, Submission& s, double* transfer_s);
+  // The algorithm for one host-memory allreduce of `count` elements (input == output: in
+  // place): recursive doubling up to recursive_doubling_bytes, the ring beyond.
+  Status Allreduce(const Group& g, const void* input, void* output, size_t count, DataType dtype,
+                   ReduceOp op, double postscale);
   Status AllreducePacked(const Group& g, const Response& r, const std::vector<Submission*>& group,
                          double* transfer_s, size_t* copied_bytes);
   size_t InPlaceMinBytes(const Group& g) const;

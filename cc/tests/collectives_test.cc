@@ -305,6 +305,41 @@ TEST_P(CollectivesTest, RingAllreducePostscaleEqualsScalingAfter) {
   ExpectAllOk(statuses, "allreduce with postscale");
 }
 
+// Recursive doubling (small buffers; CpuBackend's choice below TFRING_RECURSIVE_DOUBLING_BYTES):
+// the same cases as the ring, in place and out of place, every world size (powers of two
+// and not), and every rank ending with the same bits, postscale included.
+TEST_P(CollectivesTest, RecursiveDoublingAllreduceEveryDtypeOpCountAndPlace) {
+  const auto cases = AllreduceCases(size());
+  std::vector<std::vector<std::vector<char>>> results(size(), std::vector<std::vector<char>>(cases.size()));
+  auto statuses = Run([&](int r, Communicator& comm) -> Status {
+    std::vector<char> input, output;
+    for (size_t c = 0; c < cases.size(); ++c) {
+      const auto& k = cases[c];
+      const uint32_t seed = static_cast<uint32_t>(c);
+      const std::string what = std::string(DataTypeName(k.dtype)) + " count " + std::to_string(k.count);
+      FillInput(&input, seed, r, k.count, k.dtype, k.op);
+      const std::vector<char> original = input;
+      output.assign(input.size(), '\x77');
+      output.back() = '\x5a';
+      TFRING_RETURN_IF_ERROR(RecursiveDoublingAllreduce(comm, input.data(), output.data(), k.count, k.dtype, k.op));
+      std::string bad = CheckReduced(output.data(), seed, size(), 0, k.count, 0, k.dtype, k.op);
+      if (!bad.empty()) return Status::Internal("out of place, " + what + ": " + bad);
+      if (input != original) return Status::Internal("the input was modified: " + what);
+      if (output.back() != '\x5a') return Status::Internal("wrote past the end of the output: " + what);
+      TFRING_RETURN_IF_ERROR(RecursiveDoublingAllreduce(comm, input.data(), input.data(), k.count, k.dtype, k.op,
+                                                        k.dtype == DataType::kBool ? 1.0 : 0.5));
+      results[r][c] = input;
+    }
+    return Status::OK();
+  });
+  ExpectAllOk(statuses, "recursive doubling");
+  for (int r = 1; r < size(); ++r) {
+    for (size_t c = 0; c < cases.size(); ++c) {
+      EXPECT_TRUE(results[r][c] == results[0][c]) << "rank " << r << " holds other bits than rank 0, case " << c;
+    }
+  }
+}
+
 TEST_P(CollectivesTest, RingAllgathervWithZeroSizedBlocks) {
   std::mt19937 rng(size());
   std::vector<std::vector<size_t>> layouts;

@@ -56,6 +56,7 @@ TEST_P(StatsTest, LateRankMakesTheOthersWaitAndIsCountedAsAStall) {
 TEST_P(StatsTest, BytesOnTheWireFusionAndTransferTime) {
   auto extra = Transport();
   extra["TFRING_FUSION_THRESHOLD"] = "1048576";
+  extra["TFRING_RECURSIVE_DOUBLING_BYTES"] = "0";  // the ring's bytes (recursive doubling: below)
   Job job(3, extra);
   TFRING_ASSERT_OK(job.InitAll());
   // One allreduce of 3000 float32 (12000 bytes): 3 segments of 4000 bytes; each rank sends
@@ -107,6 +108,25 @@ TEST_P(StatsTest, BytesOnTheWireFusionAndTransferTime) {
     EXPECT_EQ(s.bytes_received, 16000 + 64 + (r > 0 ? 300 : 0)) << "rank " << r;
     EXPECT_GT(s.transfer_seconds, s.allreduce_transfer_seconds) << "the broadcast counts in transfer only";
     EXPECT_GE(s.negotiation_seconds, 0.0);
+  }
+}
+
+// Below TFRING_RECURSIVE_DOUBLING_BYTES, 3 ranks: rank 2 (past the power of two) hands its
+// 12000 bytes to rank 0 and gets the result back; ranks 0 and 1 exchange once.
+TEST_P(StatsTest, RecursiveDoublingBytesOnTheWire) {
+  auto extra = Transport();
+  extra["TFRING_RECURSIVE_DOUBLING_BYTES"] = "12000";
+  Job job(3, extra);
+  TFRING_ASSERT_OK(job.InitAll());
+  std::vector<Completion> done;
+  for (int r = 0; r < 3; ++r) done.push_back(Submit(job[r], Allreduce("small", FilledInput(job, r, 3000), job.Alloc<float>(3000), 3000)));
+  for (auto& d : done) TFRING_ASSERT_OK(d.Wait(kOpTimeoutS));
+  const int64_t expected[3] = {24000, 12000, 12000};
+  for (int r = 0; r < 3; ++r) {
+    RuntimeStats s = job[r].stats();
+    EXPECT_EQ(s.bytes_reduced, 12000);
+    EXPECT_EQ(s.bytes_sent, expected[r]) << "rank " << r;
+    EXPECT_EQ(s.bytes_received, expected[r]) << "rank " << r;
   }
 }
 

@@ -1,0 +1,70 @@
+// Recursive-doubling allreduce, for buffers small enough that the number of sequential
+// steps, not the bytes, decides the time (Thakur, Rabenseifner & Gropp, "Optimization of
+// Collective Communication Operations in MPICH", 2005).
+//
+// Steps, for n ranks, p the largest power of two <= n and e = n - p:
+//   1. fold: rank p + i (i < e) sends its buffer to rank i, which reduces it into its own.
+//   2. log2 p rounds among ranks 0..p-1: in round k rank r exchanges its whole buffer with
+//      rank r XOR 2^k and reduces the partner's into its own. The two partners reduce the
+//      same two operands (a op b on one side, b op a on the other; every reduce op is
+//      commutative bit for bit), so after each round both hold the same bits, and after
+//      the last every rank 0..p-1 does.
+//   3. unfold: rank i sends the (post-scaled) result to rank p + i.
+// Sequential steps: log2 p, plus 2 when n is not a power of two, against the ring's
+// 2(n-1). Bytes sent per rank: the whole buffer each step (log2 p x S against the ring's
+// 2(n-1)/n x S), which is why it is only for small buffers (CpuBackend picks it below
+// TFRING_RECURSIVE_DOUBLING_BYTES).
+#include <cstring>
+
+#include "collectives.h"
+#include "reduce_kernels.h"
+
+namespace tfring {
+namespace {
+
+// Sends this rank's `buf` to `peer` while receiving the peer's, then reduces it in.
+Status ExchangeAndReduce(const Group& comm, int peer, char* buf, size_t count, DataType dtype, ReduceOp op) {
+  const size_t bytes = count * DataTypeSize(dtype);
+  char* incoming = comm.Scratch(bytes);
+  Link& link = comm.data(peer);
+  TFRING_RETURN_IF_ERROR(
+      Transfer(link, buf, bytes, link, incoming, bytes, comm.TransferDeadline(), comm.abort_flag()));
+  ReduceTo(buf, buf, incoming, count, dtype, op);
+  return Status::OK();
+}
+
+}  // namespace
+
+Status RecursiveDoublingAllreduce(const Group& comm, const void* input, void* output, size_t count,
+                                  DataType dtype, ReduceOp op, double postscale) {
+  const size_t bytes = count * DataTypeSize(dtype);
+  if (count == 0) return Status::OK();
+  char* buf = static_cast<char*>(output);
+  if (input != output) std::memcpy(buf, input, bytes);
+  const int n = comm.size(), r = comm.rank();
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  const Deadline deadline = comm.TransferDeadline();
+  if (r >= p) {  // an extra rank: hands its data to rank r - p and gets the result back
+    Link& partner = comm.data(r - p);
+    TFRING_RETURN_IF_ERROR(Transfer(partner, buf, bytes, partner, nullptr, 0, deadline, comm.abort_flag()));
+    return Transfer(partner, nullptr, 0, partner, buf, bytes, comm.TransferDeadline(), comm.abort_flag());
+  }
+  if (r + p < n) {
+    char* incoming = comm.Scratch(bytes);
+    Link& extra = comm.data(r + p);
+    TFRING_RETURN_IF_ERROR(Transfer(extra, nullptr, 0, extra, incoming, bytes, deadline, comm.abort_flag()));
+    ReduceTo(buf, buf, incoming, count, dtype, op);
+  }
+  for (int distance = 1; distance < p; distance *= 2) {
+    TFRING_RETURN_IF_ERROR(ExchangeAndReduce(comm, r ^ distance, buf, count, dtype, op));
+  }
+  ScaleInPlace(buf, count, dtype, postscale);  // same bits in, same bits out, on every rank
+  if (r + p < n) {
+    Link& extra = comm.data(r + p);
+    TFRING_RETURN_IF_ERROR(Transfer(extra, buf, bytes, extra, nullptr, 0, comm.TransferDeadline(), comm.abort_flag()));
+  }
+  return Status::OK();
+}
+
+}  // namespace tfring
