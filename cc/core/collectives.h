@@ -44,6 +44,22 @@ Status RingAllreduce(const Group& comm, const void* input, void* output, size_t 
 Status RecursiveDoublingAllreduce(const Group& comm, const void* input, void* output, size_t count,
                                   DataType dtype, ReduceOp op, double postscale = 1.0);
 
+// Which ranks share this rank's host, and its peers of the same local index on the other
+// hosts (hierarchical_allreduce.cc).
+struct HostLayout {
+  std::vector<int32_t> local;  // global ranks on this host, ascending
+  std::vector<int32_t> cross;  // per host (ordered by lowest rank): its rank of this rank's local index
+};
+// From the host ids exchanged at init. False (no layout) for one host, one rank per host,
+// or hosts with different rank counts: those run the flat ring.
+bool MakeHostLayout(const Communicator& comm, HostLayout* layout);
+
+// Allreduce over every rank of `comm` in three phases: reduce-scatter inside each host,
+// allreduce of each local rank's share across hosts, allgather inside each host (see
+// hierarchical_allreduce.cc). In or out of place and postscale as RingAllreduce.
+Status HierarchicalAllreduce(Communicator& comm, const HostLayout& layout, const void* input, void* output,
+                             size_t count, DataType dtype, ReduceOp op, size_t chunk_bytes, double postscale = 1.0);
+
 // Ring reduce-scatter phase over caller-chosen segments (one per rank). On return rank r
 // holds the fully reduced segments[(r + 1) % size] in `buf`; other segments are partial.
 // `input` (null: in place) holds this rank's data; `buf` is then only written, never read

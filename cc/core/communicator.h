@@ -101,6 +101,9 @@ class Communicator {
   // How many CPUs this host's ranks may run on between them: the union of their affinity
   // masks (CommunicatorOptions::cpus). Const after Create(); any thread.
   int host_cpus() const { return host_cpus_; }
+  // The host id of every rank (CommunicatorOptions::host_id, exchanged at Create()). Const
+  // after Create(); any thread.
+  const std::vector<std::string>& host_ids() const { return host_ids_; }
 
   // A deadline for one collective's transfers.
   Deadline TransferDeadline() const { return Deadline::After(timeout_s_); }
@@ -161,6 +164,7 @@ class Group {
   // Set-local index of a global rank, -1 when it is not a member.
   int local_index(int global) const;
   Link& data(int i) const { return comm_->data(global_rank(i)); }
+  bool is_world() const { return members_ == nullptr; }  // every rank, in rank order
   Deadline TransferDeadline() const { return comm_->TransferDeadline(); }
   const std::atomic<bool>* abort_flag() const { return comm_->abort_flag(); }
   char* Scratch(size_t bytes) const { return comm_->Scratch(bytes); }

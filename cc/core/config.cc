@@ -72,6 +72,12 @@ const std::vector<ParamSpec>& ParamTable() {
        "recursive doubling (log2 n steps, each moving the whole buffer) instead of the ring "
        "(2(n-1) steps moving 1/n of it): the latency of small tensors. 0: always the ring. "
        "Every rank must use the same value."},
+      {"TFRING_HIERARCHICAL_ALLREDUCE", ParamType::kBool, "1", 0, 0,
+       "On several hosts with the same number of ranks each, host-memory allreduces above "
+       "TFRING_RECURSIVE_DOUBLING_BYTES reduce inside each host first, then across hosts on "
+       "1/L of the buffer per local rank, then gather inside the host: each host's link "
+       "carries 2(H-1)/H of the buffer instead of the flat ring's 2(N-1)/N. 0: the flat ring. "
+       "Every rank must use the same value."},
       {"TFRING_SHM", ParamType::kBool, "1", 0, 0,
        "Move data between ranks on the same host through shared memory (0 = always TCP)."},
       {"TFRING_SHM_CONTROL", ParamType::kBool, "1", 0, 0,

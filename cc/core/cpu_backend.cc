@@ -7,6 +7,7 @@
 #include "cma.h"
 #include "collectives.h"
 #include "communicator.h"
+#include "logging.h"
 #include "reduce_kernels.h"
 #include "timeline.h"
 
@@ -16,7 +17,14 @@ using Clock = std::chrono::steady_clock;
 
 CpuBackend::CpuBackend(const BackendContext& context)
     : ctx_(context),
-      in_place_min_bytes_(context.config != nullptr ? context.config->Int("TFRING_FUSION_IN_PLACE_BYTES") : -1) {}
+      in_place_min_bytes_(context.config != nullptr ? context.config->Int("TFRING_FUSION_IN_PLACE_BYTES") : -1) {
+  hierarchical_ = context.config != nullptr && context.config->Bool("TFRING_HIERARCHICAL_ALLREDUCE") &&
+                  context.comm != nullptr && MakeHostLayout(*context.comm, &host_layout_);
+  if (hierarchical_ && context.rank == 0) {
+    TFRING_LOG(LogLevel::kInfo, "cpu", "allreduce: hierarchical across " << host_layout_.cross.size() << " hosts x "
+                                           << host_layout_.local.size() << " ranks (TFRING_HIERARCHICAL_ALLREDUCE)");
+  }
+}
 
 Status CpuBackend::Execute(const Response& r, const std::vector<Submission*>& group,
                            ExecutionTimings* timings) {
@@ -136,6 +144,10 @@ Status CpuBackend::Allreduce(const Group& comm, const void* input, void* output,
                              ReduceOp op, double postscale) {
   if (comm.size() > 1 && count * DataTypeSize(dtype) <= ctx_.recursive_doubling_bytes) {
     return RecursiveDoublingAllreduce(comm, input, output, count, dtype, op, postscale);
+  }
+  if (hierarchical_ && comm.is_world()) {
+    return HierarchicalAllreduce(*ctx_.comm, host_layout_, input, output, count, dtype, op, ctx_.chunk_bytes,
+                                 postscale);
   }
   return RingAllreduce(comm, input, output, count, dtype, op, ctx_.chunk_bytes, postscale);
 }

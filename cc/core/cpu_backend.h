@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "collectives.h"
 #include "communicator.h"
 
 namespace tfring {
@@ -30,7 +31,9 @@ class CpuBackend : public Backend {
                    ExecutionTimings* timings);
   Status AllreduceOne(const Group& g, const Response& r, Submission& s, double* transfer_s);
   // The algorithm for one host-memory allreduce of `count` elements (input == output: in
-  // place): recursive doubling up to recursive_doubling_bytes, the ring beyond.
+  // place): recursive doubling up to recursive_doubling_bytes; beyond, over every rank of a
+  // job on several hosts with the same rank count each, the hierarchical allreduce
+  // (TFRING_HIERARCHICAL_ALLREDUCE); else the ring.
   Status Allreduce(const Group& g, const void* input, void* output, size_t count, DataType dtype,
                    ReduceOp op, double postscale);
   Status AllreducePacked(const Group& g, const Response& r, const std::vector<Submission*>& group,
@@ -46,6 +49,8 @@ class CpuBackend : public Backend {
   BackendContext ctx_;
   std::vector<char> fusion_buffer_;
   int64_t in_place_min_bytes_;  // TFRING_FUSION_IN_PLACE_BYTES (-1: by transport)
+  HostLayout host_layout_;         // valid where hierarchical_ (fixed at construction)
+  bool hierarchical_ = false;
 };
 
 }  // namespace tfring

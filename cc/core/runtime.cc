@@ -115,6 +115,7 @@ Status Runtime::Init(const std::map<std::string, std::string>& overrides, bool r
   // A rank that creates shared-memory rings waits at init for its peers to open them.
   opt.must_match = "TFRING_FUSION_IN_PLACE_BYTES=" + std::to_string(c.Int("TFRING_FUSION_IN_PLACE_BYTES")) +
                    ";TFRING_RECURSIVE_DOUBLING_BYTES=" + std::to_string(c.Int("TFRING_RECURSIVE_DOUBLING_BYTES")) +
+                   ";TFRING_HIERARCHICAL_ALLREDUCE=" + std::to_string(c.Bool("TFRING_HIERARCHICAL_ALLREDUCE")) +
                    ";TFRING_SHM=" + std::to_string(opt.shm) +
                    ";TFRING_SHM_CONTROL=" + std::to_string(opt.shm && opt.shm_control);
   opt.peer_timeout_s = c.Float("TFRING_PEER_TIMEOUT_S");

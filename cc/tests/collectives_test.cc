@@ -678,3 +678,87 @@ TEST(CommunicatorTest, WrongSecretIsRefused) {
 
 }  // namespace
 }  // namespace tfring
+
+namespace tfring {
+namespace {
+
+// Hierarchical allreduce on emulated hosts (host ids told apart; shared memory inside a
+// host where on): every dtype, op and count, in and out of place, the same bits on every
+// rank, postscale included; hosts of unequal size get no layout.
+struct HostsParam {
+  int size;
+  int ranks_per_host;
+  bool shm;
+};
+
+class HierarchicalTest : public ::testing::TestWithParam<HostsParam> {};
+
+TEST_P(HierarchicalTest, EveryDtypeOpCountAndPlaceWithTheSameBitsEverywhere) {
+  const HostsParam p = GetParam();
+  MeshOptions o;
+  o.size = p.size;
+  o.ranks_per_host = p.ranks_per_host;
+  o.shm = p.shm;
+  Mesh mesh;
+  TFRING_ASSERT_OK(MakeMesh(o, &mesh));
+  const auto cases = AllreduceCases(p.size);
+  std::vector<std::vector<std::vector<char>>> results(p.size, std::vector<std::vector<char>>(cases.size()));
+  auto statuses = testing_util::RunRanks(p.size, 120, [&](int r) -> Status {
+    Communicator& comm = mesh[r];
+    HostLayout layout;
+    if (!MakeHostLayout(comm, &layout)) return Status::Internal("no host layout");
+    if (static_cast<int>(layout.local.size()) != p.ranks_per_host ||
+        static_cast<int>(layout.cross.size()) != p.size / p.ranks_per_host) {
+      return Status::Internal("wrong layout");
+    }
+    std::vector<char> input, output;
+    for (size_t c = 0; c < cases.size(); ++c) {
+      const auto& k = cases[c];
+      const uint32_t seed = static_cast<uint32_t>(c);
+      const std::string what = std::string(DataTypeName(k.dtype)) + " count " + std::to_string(k.count);
+      FillInput(&input, seed, r, k.count, k.dtype, k.op);
+      const std::vector<char> original = input;
+      output.assign(input.size(), '\x77');
+      output.back() = '\x5a';
+      TFRING_RETURN_IF_ERROR(HierarchicalAllreduce(comm, layout, input.data(), output.data(), k.count, k.dtype,
+                                                   k.op, k.chunk_bytes));
+      std::string bad = CheckReduced(output.data(), seed, p.size, 0, k.count, 0, k.dtype, k.op);
+      if (!bad.empty()) return Status::Internal("out of place, " + what + ": " + bad);
+      if (input != original) return Status::Internal("the input was modified: " + what);
+      if (output.back() != '\x5a') return Status::Internal("wrote past the end of the output: " + what);
+      TFRING_RETURN_IF_ERROR(HierarchicalAllreduce(comm, layout, input.data(), input.data(), k.count, k.dtype, k.op,
+                                                   k.chunk_bytes, k.dtype == DataType::kBool ? 1.0 : 0.5));
+      results[r][c] = input;
+    }
+    return Status::OK();
+  });
+  ExpectAllOk(statuses, "hierarchical allreduce");
+  for (int r = 1; r < p.size; ++r) {
+    for (size_t c = 0; c < cases.size(); ++c) {
+      EXPECT_TRUE(results[r][c] == results[0][c]) << "rank " << r << " holds other bits than rank 0, case " << c;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Hosts, HierarchicalTest,
+                         ::testing::Values(HostsParam{4, 2, true}, HostsParam{4, 2, false}, HostsParam{6, 3, true},
+                                           HostsParam{6, 2, true}, HostsParam{8, 4, true}, HostsParam{8, 2, false}),
+                         [](const ::testing::TestParamInfo<HostsParam>& i) {
+                           return std::to_string(i.param.size / i.param.ranks_per_host) + "x" +
+                                  std::to_string(i.param.ranks_per_host) + (i.param.shm ? "_shm" : "_tcp");
+                         });
+
+TEST(HostLayoutTest, NoLayoutForOneHostOneRankPerHostOrUnequalHosts) {
+  for (auto [size, per_host] : std::vector<std::pair<int, int>>{{4, 0}, {3, 1}, {3, 2}, {5, 2}}) {
+    MeshOptions o;
+    o.size = size;
+    o.ranks_per_host = per_host;
+    Mesh mesh;
+    TFRING_ASSERT_OK(MakeMesh(o, &mesh));
+    HostLayout layout;
+    EXPECT_FALSE(MakeHostLayout(mesh[0], &layout)) << size << " ranks, " << per_host << " per host";
+  }
+}
+
+}  // namespace
+}  // namespace tfring

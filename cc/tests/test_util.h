@@ -129,6 +129,8 @@ struct MeshOptions {
   size_t cma_min_bytes = 1 << 20;
   // Per-rank override of `cma` (mixed settings across ranks); empty: `cma` everywhere.
   std::vector<CmaMode> cma_per_rank;
+  // Emulated hosts: ranks r / ranks_per_host share a host id (0: every rank on one host).
+  int ranks_per_host = 0;
 };
 
 inline Status MakeMesh(const MeshOptions& o, Mesh* mesh) {
@@ -146,7 +148,7 @@ inline Status MakeMesh(const MeshOptions& o, Mesh* mesh) {
     opt.shm = o.shm;
     opt.shm_ring_bytes = o.shm_ring_bytes;
     opt.shm_control = o.shm_control;
-    opt.host_id = "test-host";
+    opt.host_id = o.ranks_per_host > 0 ? "test-host-" + std::to_string(r / o.ranks_per_host) : "test-host";
     opt.hostname = "host" + std::to_string(r);
     opt.cma = o.cma_per_rank.empty() ? o.cma : o.cma_per_rank[r];
     opt.cma_min_bytes = o.cma_min_bytes;
