@@ -5,6 +5,7 @@ are plain Python (NumPy collectives, no TensorFlow); 2-3 ranks each."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -345,6 +346,40 @@ def test_job_across_network_namespaces(netns_hosts):
     results = _check_job(result.stdout, 3, {}, {0: first, 1: second, 2: second})
     assert all(res["store"].startswith(f"{netns_hosts.subnet}.1:") for res in results.values())
     assert [results[r]["ids"][4:] for r in range(3)] == [[0, 2], [1, 2], [1, 2]]
+
+
+HIERARCHICAL_SCRIPT = """
+import hashlib
+import numpy as np
+import tfring
+tfring.init()
+r, n = tfring.rank(), tfring.size()
+x = (np.arange(100003, dtype=np.float32) % 97) * (r + 1)   # 400 KB: past recursive doubling
+total = tfring.allreduce(x, op=tfring.Sum, name="big")
+mean = tfring.allreduce(x, op=tfring.Average, name="big_mean")
+expected = (np.arange(100003, dtype=np.float32) % 97) * (n * (n + 1) / 2)
+assert np.array_equal(total, expected), "sum differs"
+assert np.allclose(mean, expected / n, rtol=1e-6), "average differs"
+digest = hashlib.sha1(total.tobytes() + mean.tobytes()).hexdigest()
+print(f"rank {r}: hierarchical OK {digest}", flush=True)
+tfring.shutdown()
+"""
+
+
+@pytest.mark.multiprocess
+@pytest.mark.timeout(90)
+def test_hierarchical_allreduce_across_two_hosts_of_two_ranks(netns_hosts):
+    # 2 emulated hosts x 2 ranks: the allreduce runs inside each host, then across hosts on
+    # half the buffer per local rank (cc/core/hierarchical_allreduce.cc); exact sums, the
+    # same bits on every rank, and rank 0 says which layout it took.
+    a, b = netns_hosts.names
+    result = run_job(4, HIERARCHICAL_SCRIPT, timeout=75, env={"TFRING_LOG_LEVEL": "info"}, args=(
+        "-H", f"{a}:2,{b}:2", "--network-interface", netns_hosts.interface,
+        "--remote-command", "ip netns exec {host} sh -c {command}"))
+    digests = re.findall(r"rank (\d): hierarchical OK (\w+)", result.stdout)
+    assert sorted(r for r, _ in digests) == ["0", "1", "2", "3"], result.stdout
+    assert len({d for _, d in digests}) == 1, digests
+    assert "allreduce: hierarchical across 2 hosts x 2 ranks" in result.stderr, result.stderr[-2000:]
 
 
 @pytest.mark.multiprocess
