@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <random>
 #include <sstream>
 
@@ -305,6 +306,42 @@ TEST_P(CollectivesTest, RingAllreducePostscaleEqualsScalingAfter) {
   ExpectAllOk(statuses, "allreduce with postscale");
 }
 
+// One rank's part of a test of an allreduce algorithm `run(input, output, case, postscale)`
+// over AllreduceCases: out of place (input untouched, nothing written past the end), then
+// in place with a postscale, whose result is kept in `results` for the same-bits check.
+using AllreduceFn = std::function<Status(const char* input, char* output, const AllreduceCase& k, double postscale)>;
+
+Status CheckAllreduceCases(int r, int size, const std::vector<AllreduceCase>& cases, const AllreduceFn& run,
+                           std::vector<std::vector<char>>* results) {
+  std::vector<char> input, output;
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const auto& k = cases[c];
+    const uint32_t seed = static_cast<uint32_t>(c);
+    const std::string what = std::string(DataTypeName(k.dtype)) + " count " + std::to_string(k.count);
+    FillInput(&input, seed, r, k.count, k.dtype, k.op);
+    const std::vector<char> original = input;
+    output.assign(input.size(), '\x77');
+    output.back() = '\x5a';
+    TFRING_RETURN_IF_ERROR(run(input.data(), output.data(), k, 1.0));
+    std::string bad = CheckReduced(output.data(), seed, size, 0, k.count, 0, k.dtype, k.op);
+    if (!bad.empty()) return Status::Internal("out of place, " + what + ": " + bad);
+    if (input != original) return Status::Internal("the input was modified: " + what);
+    if (output.back() != '\x5a') return Status::Internal("wrote past the end of the output: " + what);
+    TFRING_RETURN_IF_ERROR(run(input.data(), input.data(), k, k.dtype == DataType::kBool ? 1.0 : 0.5));
+    (*results)[c] = input;
+  }
+  return Status::OK();
+}
+
+// Every rank's results equal rank 0's, bit for bit.
+void ExpectSameBitsEverywhere(const std::vector<std::vector<std::vector<char>>>& results) {
+  for (size_t r = 1; r < results.size(); ++r) {
+    for (size_t c = 0; c < results[r].size(); ++c) {
+      EXPECT_TRUE(results[r][c] == results[0][c]) << "rank " << r << " holds other bits than rank 0, case " << c;
+    }
+  }
+}
+
 // Recursive doubling (small buffers; CpuBackend's choice below TFRING_RECURSIVE_DOUBLING_BYTES):
 // the same cases as the ring, in place and out of place, every world size (powers of two
 // and not), and every rank ending with the same bits, postscale included.
@@ -312,32 +349,12 @@ TEST_P(CollectivesTest, RecursiveDoublingAllreduceEveryDtypeOpCountAndPlace) {
   const auto cases = AllreduceCases(size());
   std::vector<std::vector<std::vector<char>>> results(size(), std::vector<std::vector<char>>(cases.size()));
   auto statuses = Run([&](int r, Communicator& comm) -> Status {
-    std::vector<char> input, output;
-    for (size_t c = 0; c < cases.size(); ++c) {
-      const auto& k = cases[c];
-      const uint32_t seed = static_cast<uint32_t>(c);
-      const std::string what = std::string(DataTypeName(k.dtype)) + " count " + std::to_string(k.count);
-      FillInput(&input, seed, r, k.count, k.dtype, k.op);
-      const std::vector<char> original = input;
-      output.assign(input.size(), '\x77');
-      output.back() = '\x5a';
-      TFRING_RETURN_IF_ERROR(RecursiveDoublingAllreduce(comm, input.data(), output.data(), k.count, k.dtype, k.op));
-      std::string bad = CheckReduced(output.data(), seed, size(), 0, k.count, 0, k.dtype, k.op);
-      if (!bad.empty()) return Status::Internal("out of place, " + what + ": " + bad);
-      if (input != original) return Status::Internal("the input was modified: " + what);
-      if (output.back() != '\x5a') return Status::Internal("wrote past the end of the output: " + what);
-      TFRING_RETURN_IF_ERROR(RecursiveDoublingAllreduce(comm, input.data(), input.data(), k.count, k.dtype, k.op,
-                                                        k.dtype == DataType::kBool ? 1.0 : 0.5));
-      results[r][c] = input;
-    }
-    return Status::OK();
+    return CheckAllreduceCases(r, size(), cases, [&](const char* in, char* out, const AllreduceCase& k, double scale) {
+      return RecursiveDoublingAllreduce(comm, in, out, k.count, k.dtype, k.op, scale);
+    }, &results[r]);
   });
   ExpectAllOk(statuses, "recursive doubling");
-  for (int r = 1; r < size(); ++r) {
-    for (size_t c = 0; c < cases.size(); ++c) {
-      EXPECT_TRUE(results[r][c] == results[0][c]) << "rank " << r << " holds other bits than rank 0, case " << c;
-    }
-  }
+  ExpectSameBitsEverywhere(results);
 }
 
 TEST_P(CollectivesTest, RingAllgathervWithZeroSizedBlocks) {
@@ -711,33 +728,12 @@ TEST_P(HierarchicalTest, EveryDtypeOpCountAndPlaceWithTheSameBitsEverywhere) {
         static_cast<int>(layout.cross.size()) != p.size / p.ranks_per_host) {
       return Status::Internal("wrong layout");
     }
-    std::vector<char> input, output;
-    for (size_t c = 0; c < cases.size(); ++c) {
-      const auto& k = cases[c];
-      const uint32_t seed = static_cast<uint32_t>(c);
-      const std::string what = std::string(DataTypeName(k.dtype)) + " count " + std::to_string(k.count);
-      FillInput(&input, seed, r, k.count, k.dtype, k.op);
-      const std::vector<char> original = input;
-      output.assign(input.size(), '\x77');
-      output.back() = '\x5a';
-      TFRING_RETURN_IF_ERROR(HierarchicalAllreduce(comm, layout, input.data(), output.data(), k.count, k.dtype,
-                                                   k.op, k.chunk_bytes));
-      std::string bad = CheckReduced(output.data(), seed, p.size, 0, k.count, 0, k.dtype, k.op);
-      if (!bad.empty()) return Status::Internal("out of place, " + what + ": " + bad);
-      if (input != original) return Status::Internal("the input was modified: " + what);
-      if (output.back() != '\x5a') return Status::Internal("wrote past the end of the output: " + what);
-      TFRING_RETURN_IF_ERROR(HierarchicalAllreduce(comm, layout, input.data(), input.data(), k.count, k.dtype, k.op,
-                                                   k.chunk_bytes, k.dtype == DataType::kBool ? 1.0 : 0.5));
-      results[r][c] = input;
-    }
-    return Status::OK();
+    return CheckAllreduceCases(r, p.size, cases, [&](const char* in, char* out, const AllreduceCase& k, double scale) {
+      return HierarchicalAllreduce(comm, layout, in, out, k.count, k.dtype, k.op, k.chunk_bytes, scale);
+    }, &results[r]);
   });
   ExpectAllOk(statuses, "hierarchical allreduce");
-  for (int r = 1; r < p.size; ++r) {
-    for (size_t c = 0; c < cases.size(); ++c) {
-      EXPECT_TRUE(results[r][c] == results[0][c]) << "rank " << r << " holds other bits than rank 0, case " << c;
-    }
-  }
+  ExpectSameBitsEverywhere(results);
 }
 
 INSTANTIATE_TEST_SUITE_P(Hosts, HierarchicalTest,
