@@ -36,9 +36,6 @@ struct BackendContext {
   const Config* config = nullptr;
   Communicator* comm = nullptr;  // the CPU data links (CpuBackend)
   size_t chunk_bytes = 1 << 18;  // pipelining unit of the CPU rings (TFRING_CHUNK_BYTES)
-  // Host allreduces of at most this many bytes run by recursive doubling, not the ring
-  // (TFRING_RECURSIVE_DOUBLING_BYTES; the same on every rank).
-  size_t recursive_doubling_bytes = 0;
   Timeline* timeline = nullptr;  // rank 0's trace (thread-safe; usually inactive)
 };
 

@@ -17,7 +17,9 @@ using Clock = std::chrono::steady_clock;
 
 CpuBackend::CpuBackend(const BackendContext& context)
     : ctx_(context),
-      in_place_min_bytes_(context.config != nullptr ? context.config->Int("TFRING_FUSION_IN_PLACE_BYTES") : -1) {
+      in_place_min_bytes_(context.config != nullptr ? context.config->Int("TFRING_FUSION_IN_PLACE_BYTES") : -1),
+      recursive_doubling_bytes_(
+          context.config != nullptr ? static_cast<size_t>(context.config->Int("TFRING_RECURSIVE_DOUBLING_BYTES")) : 0) {
   hierarchical_ = context.config != nullptr && context.config->Bool("TFRING_HIERARCHICAL_ALLREDUCE") &&
                   context.comm != nullptr && MakeHostLayout(*context.comm, &host_layout_);
   if (hierarchical_ && context.rank == 0) {
@@ -142,7 +144,7 @@ Status CpuBackend::AllreduceOne(const Group& comm, const Response& r, Submission
 
 Status CpuBackend::Allreduce(const Group& comm, const void* input, void* output, size_t count, DataType dtype,
                              ReduceOp op, double postscale) {
-  if (comm.size() > 1 && count * DataTypeSize(dtype) <= ctx_.recursive_doubling_bytes) {
+  if (comm.size() > 1 && count * DataTypeSize(dtype) <= recursive_doubling_bytes_) {
     return RecursiveDoublingAllreduce(comm, input, output, count, dtype, op, postscale);
   }
   if (hierarchical_ && comm.is_world()) {

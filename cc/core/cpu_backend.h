@@ -31,7 +31,7 @@ class CpuBackend : public Backend {
                    ExecutionTimings* timings);
   Status AllreduceOne(const Group& g, const Response& r, Submission& s, double* transfer_s);
   // The algorithm for one host-memory allreduce of `count` elements (input == output: in
-  // place): recursive doubling up to recursive_doubling_bytes; beyond, over every rank of a
+  // place): recursive doubling up to recursive_doubling_bytes_; beyond, over every rank of a
   // job on several hosts with the same rank count each, the hierarchical allreduce
   // (TFRING_HIERARCHICAL_ALLREDUCE); else the ring.
   Status Allreduce(const Group& g, const void* input, void* output, size_t count, DataType dtype,
@@ -49,6 +49,7 @@ class CpuBackend : public Backend {
   BackendContext ctx_;
   std::vector<char> fusion_buffer_;
   int64_t in_place_min_bytes_;  // TFRING_FUSION_IN_PLACE_BYTES (-1: by transport)
+  size_t recursive_doubling_bytes_;  // TFRING_RECURSIVE_DOUBLING_BYTES (0 without a config)
   HostLayout host_layout_;         // valid where hierarchical_ (fixed at construction)
   bool hierarchical_ = false;
 };

@@ -22,13 +22,15 @@
 namespace tfring {
 namespace {
 
-// Sends this rank's `buf` to `peer` while receiving the peer's, then reduces it in.
-Status ExchangeAndReduce(const Group& comm, int peer, char* buf, size_t count, DataType dtype, ReduceOp op) {
+// Receives `peer`'s buffer, while sending this rank's `buf` when `send` (a round) and not
+// (the fold), then reduces it into `buf`.
+Status ReceiveAndReduce(const Group& comm, int peer, bool send, char* buf, size_t count, DataType dtype,
+                        ReduceOp op) {
   const size_t bytes = count * DataTypeSize(dtype);
   char* incoming = comm.Scratch(bytes);
   Link& link = comm.data(peer);
-  TFRING_RETURN_IF_ERROR(
-      Transfer(link, buf, bytes, link, incoming, bytes, comm.TransferDeadline(), comm.abort_flag()));
+  TFRING_RETURN_IF_ERROR(Transfer(link, buf, send ? bytes : 0, link, incoming, bytes, comm.TransferDeadline(),
+                                  comm.abort_flag()));
   ReduceTo(buf, buf, incoming, count, dtype, op);
   return Status::OK();
 }
@@ -44,20 +46,15 @@ Status RecursiveDoublingAllreduce(const Group& comm, const void* input, void* ou
   const int n = comm.size(), r = comm.rank();
   int p = 1;
   while (p * 2 <= n) p *= 2;
-  const Deadline deadline = comm.TransferDeadline();
   if (r >= p) {  // an extra rank: hands its data to rank r - p and gets the result back
     Link& partner = comm.data(r - p);
-    TFRING_RETURN_IF_ERROR(Transfer(partner, buf, bytes, partner, nullptr, 0, deadline, comm.abort_flag()));
+    TFRING_RETURN_IF_ERROR(
+        Transfer(partner, buf, bytes, partner, nullptr, 0, comm.TransferDeadline(), comm.abort_flag()));
     return Transfer(partner, nullptr, 0, partner, buf, bytes, comm.TransferDeadline(), comm.abort_flag());
   }
-  if (r + p < n) {
-    char* incoming = comm.Scratch(bytes);
-    Link& extra = comm.data(r + p);
-    TFRING_RETURN_IF_ERROR(Transfer(extra, nullptr, 0, extra, incoming, bytes, deadline, comm.abort_flag()));
-    ReduceTo(buf, buf, incoming, count, dtype, op);
-  }
+  if (r + p < n) TFRING_RETURN_IF_ERROR(ReceiveAndReduce(comm, r + p, false, buf, count, dtype, op));
   for (int distance = 1; distance < p; distance *= 2) {
-    TFRING_RETURN_IF_ERROR(ExchangeAndReduce(comm, r ^ distance, buf, count, dtype, op));
+    TFRING_RETURN_IF_ERROR(ReceiveAndReduce(comm, r ^ distance, true, buf, count, dtype, op));
   }
   ScaleInPlace(buf, count, dtype, postscale);  // same bits in, same bits out, on every rank
   if (r + p < n) {

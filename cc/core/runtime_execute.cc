@@ -46,7 +46,6 @@ BackendContext Runtime::State::MakeBackendContext() {
   ctx.config = &config;
   ctx.comm = comm.get();
   ctx.chunk_bytes = static_cast<size_t>(config.Int("TFRING_CHUNK_BYTES"));
-  ctx.recursive_doubling_bytes = static_cast<size_t>(config.Int("TFRING_RECURSIVE_DOUBLING_BYTES"));
   ctx.timeline = &timeline;
   return ctx;
 }

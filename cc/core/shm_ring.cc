@@ -157,37 +157,33 @@ bool ShmRing::ReaderSleeping() const {
   return header_->reader_sleeping.load(std::memory_order_seq_cst) != 0;
 }
 
-ShmRing::Waiter ShmRing::ArmReaderWait() {
-  header_->reader_waiting.store(1, std::memory_order_seq_cst);
+namespace {
+
+// One side's half of the sleep protocol (the top of shm_ring.h): `waiting` is that side's
+// flag, `seq` the word it sleeps on, which the other side bumps after a move.
+ShmRing::Waiter ArmWait(std::atomic<uint32_t>& waiting, std::atomic<uint32_t>& seq) {
+  waiting.store(1, std::memory_order_seq_cst);
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  return Waiter{&header_->data_seq, header_->data_seq.load(std::memory_order_seq_cst)};
+  return ShmRing::Waiter{&seq, seq.load(std::memory_order_seq_cst)};
 }
 
+// The other side, after a move: wakes the sleeper if it armed.
+void WakeIfArmed(const std::atomic<uint32_t>& waiting, std::atomic<uint32_t>& seq) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (waiting.load(std::memory_order_seq_cst) != 0) {
+    seq.fetch_add(1, std::memory_order_seq_cst);
+    FutexWake(&seq);
+  }
+}
+
+}  // namespace
+
+ShmRing::Waiter ShmRing::ArmReaderWait() { return ArmWait(header_->reader_waiting, header_->data_seq); }
 void ShmRing::DisarmReaderWait() { header_->reader_waiting.store(0, std::memory_order_relaxed); }
-
-ShmRing::Waiter ShmRing::ArmWriterWait() {
-  header_->writer_waiting.store(1, std::memory_order_seq_cst);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  return Waiter{&header_->space_seq, header_->space_seq.load(std::memory_order_seq_cst)};
-}
-
+ShmRing::Waiter ShmRing::ArmWriterWait() { return ArmWait(header_->writer_waiting, header_->space_seq); }
 void ShmRing::DisarmWriterWait() { header_->writer_waiting.store(0, std::memory_order_relaxed); }
-
-void ShmRing::WakeReader() {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (header_->reader_waiting.load(std::memory_order_seq_cst) != 0) {
-    header_->data_seq.fetch_add(1, std::memory_order_seq_cst);
-    FutexWake(&header_->data_seq);
-  }
-}
-
-void ShmRing::WakeWriter() {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (header_->writer_waiting.load(std::memory_order_seq_cst) != 0) {
-    header_->space_seq.fetch_add(1, std::memory_order_seq_cst);
-    FutexWake(&header_->space_seq);
-  }
-}
+void ShmRing::WakeReader() { WakeIfArmed(header_->reader_waiting, header_->data_seq); }
+void ShmRing::WakeWriter() { WakeIfArmed(header_->writer_waiting, header_->space_seq); }
 
 void ShmRing::WakeAll() {
   header_->data_seq.fetch_add(1, std::memory_order_seq_cst);
