@@ -25,14 +25,13 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import keras_models
 
 
 def worker(args):
-    import numpy as np
-    import tensorflow as tf
-
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
+    keras_models.threads(1)
     import keras
 
     callbacks, size, rank = [], 1, 0
@@ -44,11 +43,8 @@ def worker(args):
         size, rank = hvd.size(), hvd.rank()
         optimizer = hvd.DistributedOptimizer(optimizer)
         callbacks = [hvd.callbacks.BroadcastGlobalVariablesCallback(0)]
-    rng = np.random.default_rng(rank)
-    x = rng.standard_normal((args.batch * args.steps, 784)).astype(np.float32)
-    y = rng.integers(0, 10, args.batch * args.steps)
-    model = keras.Sequential([keras.Input((784,)), keras.layers.Dense(1024, activation="relu"),
-                              keras.layers.Dense(1024, activation="relu"), keras.layers.Dense(10)])
+    x, y = keras_models.data("mlp", args.batch * args.steps, seed=rank)
+    model = keras_models.build("mlp")
     model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     model.fit(x, y, batch_size=args.batch, epochs=1, verbose=0, callbacks=callbacks)  # warm-up
     rates = []
