@@ -114,10 +114,13 @@ class NetnsHosts:
                       + [["netns", "del", n] for n in self.names]):
             subprocess.run(["ip", *words], check=False, capture_output=True, timeout=IP_TIMEOUT_S)
 
-    def launch_args(self, ranks_per_host):
-        """tfringrun arguments that place ``ranks_per_host`` ranks on each host."""
+    def launch_args(self, ranks_per_host, own_hostnames=False):
+        """tfringrun arguments that place ``ranks_per_host`` ranks on each host. With
+        ``own_hostnames`` every host's processes also run in their own UTS namespace whose
+        hostname is the host's name (``unshare --uts``), so messages that name a rank's
+        host (``rank 2 (host tfr...h1)``) tell the emulated hosts apart."""
         return ["-H", ",".join(f"{n}:{ranks_per_host}" for n in self.names), "--network-interface",
-                self.interface, "--remote-command", "ip netns exec {host} sh -c {command}"]
+                self.interface, "--remote-command", remote_command(own_hostnames)]
 
     def __enter__(self):
         try:
@@ -128,6 +131,14 @@ class NetnsHosts:
 
     def __exit__(self, *exc):
         self.destroy()
+
+
+def remote_command(own_hostnames=False):
+    """tfringrun's ``--remote-command`` that starts a rank "on" an emulated host: in its
+    network namespace, and with ``own_hostnames`` in a UTS namespace named like the host."""
+    if own_hostnames:
+        return "ip netns exec {host} unshare --uts sh -c 'hostname \"$0\" && exec sh -c \"$1\"' {host} {command}"
+    return "ip netns exec {host} sh -c {command}"
 
 
 def cleanup(prefix=LAB_PREFIX):

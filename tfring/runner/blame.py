@@ -39,10 +39,13 @@ class Blame:
 
     def root_cause(self, failures):
         """The failure to blame among ``failures`` (objects with ``.rank``, in exit order):
-        the first one that did not report losing another failed rank; the first one when
-        every failure did."""
+        the first one that did not report losing another failed rank. When every failure
+        did (a partition: each side lost the other), the first one that rank 0 reported
+        lost: rank 0 holds the job (its control and heartbeat stars), so the side without it
+        is the one cut off. Else the first one."""
         failed = {f.rank for f in failures}
         for f in failures:
             if not self.lost_by(f.rank) & failed:
                 return f
-        return failures[0]
+        by_rank_0 = self.lost_by(0)
+        return next((f for f in failures if f.rank in by_rank_0), failures[0])

@@ -75,14 +75,21 @@ class Failure:
     pid: int  # None when the worker could not be started
     returncode: int  # for a stopped worker: minus the stop signal
     stopped_s: float = None  # the worker has not exited: it has been stopped this long
+    host: str = None  # a remote worker's host, with the ranks it runs: "h2 (ranks 4, 5)"
+    reported_by: int = None  # a remote worker still running that this failed rank reported lost
 
     def describe(self):
         if self.pid is None:
             return f"rank {self.rank} could not be started (code {self.returncode})"
+        where = f" on host {self.host}" if self.host else ""
         if self.stopped_s is not None:
-            return (f"rank {self.rank} (pid {self.pid}) was stopped by {signal_name(-self.returncode)} "
+            return (f"rank {self.rank} (pid {self.pid}){where} was stopped by {signal_name(-self.returncode)} "
                     f"{self.stopped_s:.1f} s ago (frozen: it cannot answer its peers)")
-        return f"rank {self.rank} (pid {self.pid}) {describe_exit(self.returncode)}"
+        if self.reported_by is not None:
+            return (f"rank {self.rank} (pid {self.pid}){where} stopped answering its peers (rank "
+                    f"{self.reported_by} reported it lost; its host is frozen, cut off or its network drops "
+                    "packets)")
+        return f"rank {self.rank} (pid {self.pid}){where} {describe_exit(self.returncode)}"
 
 
 def killpg(pgid, signum):
@@ -211,7 +218,7 @@ class Job:
             return
         self.output.drain([f.rank for f in self._failures], OUTPUT_SETTLE_S)
         self._blame_stopped_workers()
-        self.first_failure = self.blame.root_cause(self._failures)
+        self.first_failure = self._with_host(self.blame.root_cause(self._failures))
         running = len(self._running())
         later = len(self._failures) - 1
         tail = f"; stopping the other {running} rank(s)" if running else ""
@@ -243,15 +250,32 @@ class Job:
 
     def _blame_stopped_workers(self):
         """A worker still stopped whose loss a failed rank reported is the root cause: it
-        goes first among the failures."""
+        goes first among the failures. So is a remote worker still running that a failed
+        rank reported lost (its host frozen or cut off: this launcher cannot look at it)."""
         failed = {f.rank for f in self._failures}
-        reported = set().union(*(self.blame.lost_by(r) for r in failed))
         now = time.monotonic()
         for w in self._running():
-            if w.rank in reported and w.rank not in failed:
+            if w.rank in failed:
+                continue
+            reporters = [r for r in sorted(failed) if w.rank in self.blame.lost_by(r)]
+            if not reporters:
+                continue
+            if hasattr(w.proc, "signal_group"):
+                failure = Failure(w.rank, w.pid, 1, reported_by=reporters[0])
+            else:
                 failure = self._stopped_failure(w, now)
-                if failure is not None:
-                    self._failures.insert(0, failure)
+            if failure is not None:
+                self._failures.insert(0, failure)
+
+    def _with_host(self, failure):
+        """``failure`` naming its host and that host's ranks when the worker is remote
+        (a lost host takes every rank it runs)."""
+        worker = next((w for w in self.workers if w.rank == failure.rank), None)
+        if worker is None or not hasattr(worker.proc, "signal_group"):
+            return failure
+        ranks = sorted(w.rank for w in self.workers if w.slot.host == worker.slot.host)
+        label = f"{worker.slot.host} (rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))})"
+        return dataclasses.replace(failure, host=label)
 
     def on_signal(self, signum):
         """The launcher received ``signum``: forward it now; a repeat means SIGKILL now."""

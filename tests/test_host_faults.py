@@ -1,0 +1,154 @@
+"""Faults at the scale of hosts (issue 32), on the lab's emulated hosts (network
+namespaces on a bridge, benchmarks/scale/netns.py) with the fault harness
+(benchmarks/scale/host_faults.py): a host killed (every process at once), its link cut, the
+host frozen (every process stopped). 3 hosts x 2 light ranks (NumPy API, no TensorFlow),
+each host with its own hostname so that messages naming a rank's host tell them apart.
+
+For every fault of a static job (``tfringrun -np``): every survivor fails within
+TFRING_PEER_TIMEOUT_S + 5 s naming a lost rank (and its host where the loss was a silence),
+tfringrun exits non-zero naming the host and its ranks, and no process is left in any
+namespace. Measured numbers: docs/reliability.md (host-level faults)."""
+
+import os
+import re
+import subprocess
+
+import pytest
+
+from benchmarks.scale import host_faults, netns
+from tests.helpers import format_job_output, rank_output, run_launcher
+from tfring.runner.blame import Blame
+from tfring.runner.supervisor import Failure
+
+pytestmark = pytest.mark.multiprocess
+
+PEER_TIMEOUT_S = 2.0
+BOUND_S = PEER_TIMEOUT_S + 5.0  # issue 32's bound for a lost host
+HOSTS, RANKS_PER_HOST = 3, 2
+VICTIM = 2  # host 2 runs ranks 4 and 5; host 0 holds rank 0 (and reaches the store)
+
+# Every rank loops small allreduces until one fails ("ERR <time> <class> <message>");
+# rank 0 drops a marker once they run, the moment the fault comes.
+LOOP = """
+import sys, time, numpy as np, tfring
+tfring.init()
+x = np.ones(1 << 14, np.float32)
+try:
+    for i in range(10 ** 7):
+        tfring.allreduce(x, name="loop")
+        if i == 20 and tfring.rank() == 0:
+            open(sys.argv[1], "w").close()
+except Exception as e:
+    print("ERR", time.time(), type(e).__name__, str(e).replace("\\n", " "), flush=True)
+    raise SystemExit(1)
+"""
+
+
+@pytest.fixture
+def lab():
+    """(NetnsHosts, HostFaults) of 3 emulated hosts; afterwards every process left in them
+    is killed and the namespaces removed, whatever happened."""
+    why = netns.unavailable()
+    if why:
+        pytest.skip(why)
+    hosts = netns.NetnsHosts(HOSTS)
+    try:
+        hosts.create()
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        hosts.destroy()
+        pytest.skip(f"cannot build the namespace network: {e}")
+    faults = host_faults.HostFaults(hosts)
+    try:
+        yield hosts, faults
+    finally:
+        faults.stop_all()
+        hosts.destroy()
+
+
+def _static_job(lab, kind, tmp_path):
+    hosts, faults = lab
+    marker = tmp_path / "running"
+    faults.when(marker.exists, kind, VICTIM, timeout_s=60)
+    result = run_launcher(["-np", str(HOSTS * RANKS_PER_HOST), *hosts.launch_args(RANKS_PER_HOST, own_hostnames=True),
+                           "--grace-period-s", "1"], LOOP, timeout=60, check=False,
+                          env={"TFRING_PEER_TIMEOUT_S": str(PEER_TIMEOUT_S)}, script_args=(str(marker),))
+    left = faults.leftovers()
+    report = format_job_output(result.stdout, result.stderr)
+    assert len(faults.log) == 1 and faults.log[0].kind == kind, report
+    fault = faults.log[0]
+    assert result.returncode != 0, report
+    victim_ranks = [VICTIM * RANKS_PER_HOST + i for i in range(RANKS_PER_HOST)]
+    # tfringrun names the lost host and every rank on it
+    ranks = ", ".join(map(str, victim_ranks))
+    assert re.search(rf"tfringrun: rank ({'|'.join(map(str, victim_ranks))}) \(pid \d+\) on host "
+                     rf"{re.escape(fault.name)} \(ranks {ranks}\) .* first", result.stderr), report
+    assert left == {}, f"processes left in the emulated hosts: {left}\n{report}"
+    survivors = [r for r in range(HOSTS * RANKS_PER_HOST) if r not in victim_ranks]
+    delays = {}
+    for r in survivors:
+        m = re.search(r"ERR ([\d.]+) (\w+) (.*)", rank_output(result.stdout, r))
+        assert m, f"rank {r} ended without reporting an error\n{report}"
+        assert m.group(2) == "PeerLostError", report
+        named = re.search(r"rank (\d+)", m.group(3).split(": ", 1)[1])
+        assert named and int(named.group(1)) in victim_ranks, report
+        delays[r] = float(m.group(1)) - fault.at
+        assert delays[r] < BOUND_S, report
+    return result, fault, delays, report
+
+
+def test_a_killed_host_is_named_by_every_survivor_and_nothing_is_left(lab, tmp_path):
+    result, fault, delays, report = _static_job(lab, "kill", tmp_path)
+    assert len(fault.pids) >= RANKS_PER_HOST  # its workers and their bootstraps
+    assert result.returncode == 137, report
+    assert max(delays.values()) < 2.0, report  # connections reset: no timeout involved
+
+
+@pytest.mark.parametrize("kind", ["cut", "freeze"])
+def test_a_silent_host_is_named_with_its_hostname_within_the_peer_timeout(lab, tmp_path, kind):
+    # A cut link and a frozen host look alike to the others: silence, no reset.
+    result, fault, delays, report = _static_job(lab, kind, tmp_path)
+    assert result.returncode == 1, report
+    for r in delays:
+        assert f"(host {fault.name})" in rank_output(result.stdout, r), report
+        assert delays[r] >= PEER_TIMEOUT_S - 0.5, report
+    if kind == "cut":
+        # Split brain cannot happen in a static job: the side cut off from rank 0 (and the
+        # store) fails too, naming rank 0, within the same bound.
+        for r in (4, 5):
+            m = re.search(r"ERR ([\d.]+) PeerLostError (.*)", rank_output(result.stdout, r))
+            assert m and "rank 0" in m.group(2), report
+            assert float(m.group(1)) - fault.at < BOUND_S, report
+
+
+def _show(*words):
+    return subprocess.run(list(words), check=True, capture_output=True, text=True, timeout=10).stdout
+
+
+def test_the_fault_harness_throttles_cuts_and_restores_a_link(lab):
+    hosts, faults = lab
+    veth = hosts._veths[1]
+
+    def flags():
+        return _show("ip", "link", "show", veth).split("<")[1].split(">")[0].split(",")
+
+    faults.throttle(1, 10e6)
+    assert "tbf" in _show("tc", "qdisc", "show", "dev", veth) and "10Mbit" in _show("tc", "qdisc", "show", "dev", veth)
+    faults.cut(1)
+    assert "UP" not in flags()
+    faults.restore()
+    assert "tbf" not in _show("tc", "qdisc", "show", "dev", veth)
+    assert "UP" in flags()
+    assert [f.kind for f in faults.log] == ["throttle", "cut", "heal", "unthrottle"]
+    with pytest.raises(ValueError, match="unknown host fault 'reboot'"):
+        faults.apply("reboot", 1)
+    assert os.getpid() not in faults.pids(0)
+
+
+def test_a_partition_blames_the_side_without_rank_0():
+    # Each side of a cut reports the other lost; tfringrun names the side rank 0 lost
+    # (rank 0 holds the job), whatever order the ranks exited in.
+    blame = Blame()
+    for rank, peer in ((4, 0), (5, 0), (0, 4), (1, 4)):
+        blame.observe(rank, f"tfring rank {rank}: rank {peer} (host h) has not answered for 2.0 s")
+    failures = [Failure(r, 100 + r, 1) for r in (5, 1, 0, 4)]
+    assert blame.root_cause(failures).rank == 4
