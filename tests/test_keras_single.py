@@ -16,7 +16,7 @@ pytest.importorskip("tfring.tensorflow", reason="the TF op library (tfring.tenso
 import tfring
 import tfring.keras as hvd
 from tests.helpers import one_tf_thread_each
-from tfring.keras import jit
+from tfring.keras import model_preparation
 from tfring.keras.callbacks import checkpoint
 
 
@@ -30,9 +30,9 @@ def single_process():
 
 @pytest.fixture
 def fresh_jit_warning():
-    jit._warned = False
+    model_preparation._warned = False
     yield
-    jit._warned = False
+    model_preparation._warned = False
 
 
 def small_model(optimizer=None, **compile_kwargs):

@@ -50,8 +50,8 @@ def test_saved_model_directory_replaced_atomically(tmp_path):
 def test_keras_backup_and_restore_has_the_attributes_save_hooks_reads(tmp_path):
     import keras
 
-    from tfring.distribute import _tf_private
+    from tfring import _private_api
 
     cb = keras.callbacks.BackupAndRestore(str(tmp_path))
-    missing = [a for a in _tf_private.KERAS_BACKUP_ATTRIBUTES if not hasattr(cb, a)]
+    missing = [a for a in _private_api.KERAS_BACKUP_ATTRIBUTES if not hasattr(cb, a)]
     assert not missing, f"Keras BackupAndRestore lost {missing}: update tfring/distribute/save_hooks.py"

@@ -4,7 +4,7 @@
 TensorFlow). See ``docs/strategy.md``.
 """
 
-from tfring.distribute._tf_private import PrivateApiError
+from tfring._private_api import PrivateApiError
 from tfring.distribute.strategy import RingStrategy
 
 __all__ = ["PrivateApiError", "RingStrategy"]

@@ -32,13 +32,13 @@ import weakref
 
 import tensorflow as tf
 
-from tfring.distribute import _tf_private
+from tfring import _private_api
 
 _rank_shards = weakref.WeakSet()  # datasets already holding this rank's batches
 
 
 def input_context(rank, size):
-    return _tf_private.InputContext(num_input_pipelines=size, input_pipeline_id=rank, num_replicas_in_sync=size)
+    return _private_api.InputContext(num_input_pipelines=size, input_pipeline_id=rank, num_replicas_in_sync=size)
 
 
 def _check_replication_mode(options, what):
@@ -60,7 +60,7 @@ def distribute_dataset(extended, dataset, options, rank, size):
         return dataset
     if size > 1:
         batches = int(dataset.cardinality())
-        distributed = _tf_private.get_distributed_dataset(
+        distributed = _private_api.get_distributed_dataset(
             dataset,
             extended._input_workers_with_options(options),
             extended._container_strategy(),
@@ -68,7 +68,7 @@ def distribute_dataset(extended, dataset, options, rank, size):
             input_context=input_context(rank, size),
             options=options,
         )
-        dataset = _tf_private.single_worker_dataset(distributed)
+        dataset = _private_api.single_worker_dataset(distributed)
         if batches >= 0:
             # A slice of every global batch: as many batches as the global dataset (TF cannot
             # infer it through the shard, and Keras warns on every epoch without it). Known

@@ -17,12 +17,14 @@ rank 0), ``experimental_should_init`` (every rank initializes its own variables)
 import tensorflow as tf
 
 import tfring.tensorflow as tft
-from tfring.distribute import _tf_private, cross_rank, datasets, variables
+from tfring import _private_api
+from tfring.distribute import cross_rank, datasets, variables
 from tfring.distribute.cluster_resolver import RingClusterResolver
 from tfring.distribute.replica_context import RingReplicaContext
+from tfring.tensorflow import xla
 
 
-class RingExtended(_tf_private.OneDeviceExtended):
+class RingExtended(_private_api.OneDeviceExtended):
     def __init__(self, container_strategy, device, rank, size):
         super().__init__(container_strategy, device)
         self._rank = int(rank)
@@ -64,13 +66,7 @@ class RingExtended(_tf_private.OneDeviceExtended):
 
     # -- strategy.run ------------------------------------------------------------------------
     def _call_for_each_replica(self, fn, args, kwargs):
-        if _tf_private.in_xla_context():
-            raise ValueError(
-                "tfring.RingStrategy cannot run inside an XLA-compiled function (jit_compile=True): "
-                "its cross-rank collectives have no XLA kernel. Use tf.function(jit_compile=False) "
-                "for the function that calls strategy.run (model.compile under RingStrategy turns "
-                "jit_compile off by itself)."
-            )
+        xla.check_not_xla("tfring.RingStrategy's strategy.run")
         with tf.device(self._device), RingReplicaContext(self._container_strategy(), self._rank):
             return fn(*args, **kwargs)
 
@@ -104,4 +100,4 @@ class RingExtended(_tf_private.OneDeviceExtended):
         return datasets.distribute_datasets_from_function(dataset_fn, options, self._rank, self._size)
 
     def _experimental_distribute_values_from_function(self, value_fn):
-        return value_fn(_tf_private.ValueContext(self._rank, self._size))
+        return value_fn(_private_api.ValueContext(self._rank, self._size))

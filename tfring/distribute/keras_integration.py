@@ -12,26 +12,19 @@ Installed once, at the first ``RingStrategy()``; each hook acts only for models 
   overflowing would skip a step the others take, and hang. It is replaced by
   ``tfring.keras.LossScaleOptimizer`` (same state; the verdict is agreed across ranks).
   ``jit_compile=True`` is turned off with one warning: the collectives have no XLA kernel.
+  Both are ``tfring.keras.model_preparation.prepare_model``, the same as for a model with a
+  tfring optimizer.
 
 Metrics need no hook: their variables are synchronized on write (``variables``), so
 step logs, ``fit`` history and ``evaluate()`` are global and equal on every rank.
 """
 
 import threading
-import warnings
 
-from tfring.distribute import _tf_private
+from tfring import _private_api
 
 _lock = threading.Lock()
 _installed = False
-_warned_jit = False
-
-
-def _ring_strategy_of(model):
-    from tfring.distribute.strategy import RingStrategy
-
-    strategy = getattr(model, "distribute_strategy", None)
-    return strategy if isinstance(strategy, RingStrategy) else None
 
 
 def install():
@@ -48,7 +41,7 @@ def install():
 
 
 def _install_predict_gather():
-    module = _tf_private.keras_reduce_per_replica_module
+    module = _private_api.keras_reduce_per_replica_module
     original = module.reduce_per_replica
 
     def reduce_per_replica(values, strategy, reduction):
@@ -71,36 +64,7 @@ def _install_predict_gather():
 
 
 def _install_compile_hook():
-    from tfring.keras import compile_hook
+    from tfring.keras import compile_hook, model_preparation
 
-    compile_hook.add_preparer(_prepare_if_ring_strategy)
-
-
-def _prepare_if_ring_strategy(model):
-    if _ring_strategy_of(model) is not None:
-        prepare_model(model)
-
-
-def prepare_model(model):
-    """Agreed loss scaling and jit_compile off, for a model compiled under RingStrategy."""
-    global _warned_jit
-    optimizer = getattr(model, "optimizer", None)
-    keras_lso = _tf_private.keras_loss_scale_optimizer_class()
-    if type(optimizer) is keras_lso:
-        from tfring.keras import LossScaleOptimizer
-
-        optimizer.__class__ = LossScaleOptimizer
-    if getattr(model, "jit_compile", False):
-        model.jit_compile = False
-        for attr in ("train_function", "test_function", "predict_function"):
-            if getattr(model, attr, None) is not None:
-                setattr(model, attr, None)
-        if not _warned_jit:
-            _warned_jit = True
-            warnings.warn(
-                f"tfring.RingStrategy: turning jit_compile off for model '{model.name}': tfring's "
-                "collectives have no XLA kernel. Pass jit_compile=False to model.compile() to "
-                "silence this warning.",
-                UserWarning,
-                stacklevel=3,
-            )
+    # prepare_model acts on models under RingStrategy (and those with a tfring optimizer).
+    compile_hook.add_preparer(model_preparation.prepare_model)

@@ -6,12 +6,12 @@ the sync group is this process's rank.
 makes ``tf.summary`` record only where ``replica_id_in_sync_group == 0``: rank 0.
 """
 
-from tfring.distribute import _tf_private
+from tfring import _private_api
 
 
-class RingReplicaContext(_tf_private.ReplicaContext):
+class RingReplicaContext(_private_api.ReplicaContext):
     def __init__(self, strategy, rank):
-        _tf_private.ReplicaContext.__init__(self, strategy, replica_id_in_sync_group=rank)
+        _private_api.ReplicaContext.__init__(self, strategy, replica_id_in_sync_group=rank)
 
     @property
     def devices(self):

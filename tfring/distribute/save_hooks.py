@@ -23,7 +23,7 @@ Keras ``BackupAndRestore``                              ``_save_model``, ``on_tr
 =====================================================  ==========================================
 
 Inside a ``tf.function`` (graph building) and for async checkpoints TF's own code runs
-unchanged. Private symbols come from ``_tf_private`` (checked by its table).
+unchanged. Private symbols come from ``tfring._private_api`` (checked by its table).
 
 Variables created during a save or a load are created locally, without the broadcast from
 rank 0 that ``RingStrategy`` gives new variables (``variables.created_locally``): Keras
@@ -45,7 +45,8 @@ import json
 import os
 import threading
 
-from tfring.distribute import _tf_private, variables
+from tfring import _private_api
+from tfring.distribute import variables
 from tfring.saving import atomic
 from tfring.saving import coordination as co
 
@@ -109,13 +110,13 @@ def install():
 def _install_keras():
     import keras
 
-    api = _tf_private.keras_saving_api
+    api = _private_api.keras_saving_api
     public = (keras.saving, keras.models)
     _patch(api, "save_model", _make_save_model, public)
     _patch(api, "save_weights", _make_save_weights, public)
     _patch(api, "load_model", _created_locally, public)
     _patch(api, "load_weights", _created_locally, public)
-    cls = _tf_private.KerasBackupAndRestore
+    cls = _private_api.KerasBackupAndRestore
     _patch(cls, "_save_model", _make_backup_save)
     _patch(cls, "on_train_end", _make_backup_end)
 
@@ -215,10 +216,10 @@ def _eager():
 
 def _install_tf_checkpoint():
     for name in ("save", "read", "restore"):  # save and restore create the save_counter
-        _patch(_tf_private.Checkpoint, name, _created_locally)
-    _patch(_tf_private.Checkpoint, "_write", _make_checkpoint_write)
-    _patch(_tf_private.TrackableSaver, "save", _make_saver_save)
-    management = _tf_private.checkpoint_management
+        _patch(_private_api.Checkpoint, name, _created_locally)
+    _patch(_private_api.Checkpoint, "_write", _make_checkpoint_write)
+    _patch(_private_api.TrackableSaver, "save", _make_saver_save)
+    management = _private_api.checkpoint_management
     _patch(management, "update_checkpoint_state_internal", _skipped_on_waiters)
     _patch(management, "_delete_file_if_exists", _skipped_on_waiters)
 
@@ -264,14 +265,14 @@ def _skipped_on_waiters(original):
 def _install_saved_model():
     import tensorflow as tf
 
-    module = _tf_private.saved_model_save_module
+    module = _private_api.saved_model_save_module
     original = module.save
     hooked = _make_saved_model_save(original)
     hooked.__wrapped__ = original
     module.save = hooked
     if tf.saved_model.save is original:
         tf.saved_model.save = hooked
-    _patch(_tf_private.saved_model_load_module, "load", _created_locally, (tf.saved_model,))
+    _patch(_private_api.saved_model_load_module, "load", _created_locally, (tf.saved_model,))
 
 
 def _make_saved_model_save(original):

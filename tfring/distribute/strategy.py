@@ -3,11 +3,12 @@
 import tensorflow as tf
 
 import tfring.tensorflow as tft
-from tfring.distribute import _tf_private, keras_integration, save_hooks
+from tfring import _private_api
+from tfring.distribute import keras_integration, save_hooks
 from tfring.distribute.extended import RingExtended
 
 
-class RingStrategy(_tf_private.Strategy):
+class RingStrategy(_private_api.Strategy):
     """Synchronous data parallelism over tfring processes: one replica per process.
 
     Start one process per replica with ``tfringrun -np N python train.py``; every process
@@ -49,7 +50,7 @@ class RingStrategy(_tf_private.Strategy):
     """
 
     def __init__(self, device=None):
-        _tf_private.check_private_apis()
+        _private_api.check_private_apis()
         from tfring.elastic import worker as elastic_worker
 
         if elastic_worker.worker_id() is not None:

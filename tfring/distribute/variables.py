@@ -44,7 +44,8 @@ import threading
 
 import tensorflow as tf
 
-from tfring.distribute import _tf_private, cross_rank
+from tfring import _private_api
+from tfring.distribute import cross_rank
 from tfring.saving import coordination
 
 _SYNCED_AGGREGATIONS = (tf.VariableAggregation.SUM, tf.VariableAggregation.MEAN)
@@ -84,7 +85,7 @@ def create_variable(next_creator, rank, size, **kwargs):
     var = next_creator(**kwargs)
     if share and not in_graph and cross_rank.can_broadcast(var.dtype):
         var.assign(cross_rank.broadcast(var.read_value(), 0, kind="init"))
-    if size > 1 and aggregation in _SYNCED_AGGREGATIONS and isinstance(var, _tf_private.BaseResourceVariable):
+    if size > 1 and aggregation in _SYNCED_AGGREGATIONS and isinstance(var, _private_api.BaseResourceVariable):
         var.__class__ = _synced_class(type(var))
         var._tfring_on_read = synchronization == tf.VariableSynchronization.ON_READ
     return var
@@ -122,7 +123,7 @@ def _in_ring_replica_context():
     from tfring.distribute.replica_context import RingReplicaContext
 
     ctx = tf.distribute.get_replica_context()
-    return isinstance(ctx, RingReplicaContext) and not _tf_private.in_update_context()
+    return isinstance(ctx, RingReplicaContext) and not _private_api.in_update_context()
 
 
 class _SyncOnWriteMixin:

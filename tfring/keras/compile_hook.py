@@ -1,8 +1,9 @@
 """The one wrapper of Keras' ``Trainer.compile``.
 
-tfring adjusts a model right after it is compiled: a model with a tfring optimizer
-(``jit.prepare_model``: XLA off, an agreed loss scale) and a model compiled under
-``RingStrategy`` (``tfring.distribute.keras_integration``). Each registers a *preparer*
+tfring adjusts a model that trains with its collectives (a tfring optimizer, or under
+``RingStrategy``) right after it is compiled: ``model_preparation.prepare_model`` (XLA off,
+an agreed loss scale), registered at the first ``DistributedOptimizer`` and at the first
+``RingStrategy()``. Each registers a *preparer*
 here, a function of the model that decides by itself whether the model is its concern; the
 wrapper runs every preparer after Keras' own ``compile``. Keras-2-only arguments are cleaned
 first (``keras2_arguments``) once a preparer asked for it.
@@ -29,9 +30,9 @@ def add_preparer(preparer, clean_keras2_arguments=False):
         _clean_keras2_arguments = _clean_keras2_arguments or clean_keras2_arguments
         if _installed:
             return
-        from tfring.distribute import _tf_private
+        from tfring import _private_api
 
-        trainer = _tf_private.KerasTrainer
+        trainer = _private_api.KerasTrainer
         original = trainer.compile
 
         def compile(self, *args, **kwargs):

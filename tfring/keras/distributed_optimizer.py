@@ -16,10 +16,11 @@ import keras
 import tensorflow as tf
 
 import tfring.tensorflow as hvd_tf
-from tfring.keras import jit
+from tfring.keras import model_preparation
 from tfring.keras.gradient_accumulation import LocalGradientAccumulator
+from tfring.keras.model_preparation import is_distributed
 from tfring.keras.saving import register_serialization_alias
-from tfring.tensorflow import grad_reduction
+from tfring.tensorflow import grad_reduction, xla
 from tfring.tensorflow.local_sources import LocalSources, layer_variables
 
 _class_cache = {}
@@ -68,7 +69,7 @@ class _DistributedOptimizerMixin:
                 "outside the strategy's scope (the optimizer then reduces), or use op=Average")
         if not grads or tf.distribute.has_strategy():
             return super().apply(grads, trainable_variables)
-        jit.raise_if_in_xla_context("tfring.keras.DistributedOptimizer")
+        xla.check_not_xla("tfring.keras.DistributedOptimizer")
         if trainable_variables is not None:
             trainable_variables = list(trainable_variables)
             if not self.built:
@@ -105,14 +106,6 @@ class _DistributedOptimizerMixin:
             bucket_bytes=self._tfring_bucket_bytes, op=self._tfring_op, compression=self._tfring_compression,
             prescale_factor=self._tfring_prescale, postscale_factor=self._tfring_postscale,
             process_set=self._tfring_process_set)
-
-
-def is_distributed(optimizer):
-    """True for an optimizer wrapped by ``DistributedOptimizer`` (or tfring's
-    ``LossScaleOptimizer`` around one)."""
-    if getattr(optimizer, "_tfring_distributed", False):
-        return True
-    return bool(getattr(getattr(optimizer, "inner_optimizer", None), "_tfring_distributed", False))
 
 
 def distributed_class(base):
@@ -255,7 +248,7 @@ def DistributedOptimizer(
         "scale_local_gradients": scale_local_gradients,
         "process_set": process_set,
     }
-    jit.install_compile_hook()
+    model_preparation.install_compile_hook()
 
     if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
         inner = DistributedOptimizer(optimizer.inner_optimizer, **wrap)

@@ -13,10 +13,11 @@ import keras
 def register_serialization_alias(cls, base):
     """Makes instances of ``cls`` serialize exactly as instances of ``base`` (one-way: loading
     gives ``base``). Uses Keras' export and registration tables (pinned to Keras 3.15 by
-    tests/test_keras_single.py)."""
-    from keras.src import api_export
-    from keras.src.saving import object_registration
+    tests/test_strategy_private_api.py)."""
+    from tfring import _private_api
 
+    api_export = _private_api.keras_api_export
+    object_registration = _private_api.keras_object_registration
     public_name = api_export.get_name_from_symbol(base)
     if public_name is not None:
         api_export.REGISTERED_OBJS_TO_NAMES[cls] = public_name
@@ -45,7 +46,7 @@ def load_model(filepath, custom_optimizers=None, custom_objects=None, compile=Tr
     Example:
       ``model = hvd.load_model("ckpt.keras")`` then ``model.fit(...)`` on every rank.
     """
-    from tfring.keras import jit
+    from tfring.keras import model_preparation
     from tfring.keras.distributed_optimizer import DistributedOptimizer, is_distributed
 
     objects = {}
@@ -56,5 +57,5 @@ def load_model(filepath, custom_optimizers=None, custom_objects=None, compile=Tr
     optimizer = getattr(model, "optimizer", None)
     if optimizer is not None and not is_distributed(optimizer):
         model.optimizer = DistributedOptimizer(optimizer, **wrap_kwargs)
-        jit.prepare_model(model)  # compiled before the optimizer was wrapped
+        model_preparation.prepare_model(model)  # compiled before the optimizer was wrapped
     return model

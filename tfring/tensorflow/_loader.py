@@ -21,7 +21,7 @@ import threading
 import tensorflow as tf
 
 import tfring
-from tfring import gpu
+from tfring import _private_api, gpu
 
 UNORDERED_OPS = frozenset((
     "TfringAllreduce",
@@ -57,19 +57,16 @@ def op_library():
 
 def _register_unordered_ops():
     try:
-        from tensorflow.python.framework import auto_control_deps as acd
-
+        acd = _private_api.auto_control_deps
         current = acd.MUST_RUN_ORDER_INSENSITIVE_STATEFUL_OPS
         acd.MUST_RUN_ORDER_INSENSITIVE_STATEFUL_OPS = frozenset(current) | UNORDERED_OPS
-    except (ImportError, AttributeError, TypeError):  # pragma: no cover - private API moved
+    except (_private_api.PrivateApiError, AttributeError, TypeError):  # pragma: no cover - private API moved
         pass
 
 
 def ops_are_unordered():
     """True when tf.function runs tfring's data collectives concurrently (see above)."""
     try:
-        from tensorflow.python.framework import auto_control_deps as acd
-
-        return UNORDERED_OPS <= acd.MUST_RUN_ORDER_INSENSITIVE_STATEFUL_OPS
-    except (ImportError, AttributeError):  # pragma: no cover
+        return UNORDERED_OPS <= _private_api.auto_control_deps.MUST_RUN_ORDER_INSENSITIVE_STATEFUL_OPS
+    except (_private_api.PrivateApiError, AttributeError):  # pragma: no cover
         return False

@@ -129,9 +129,9 @@ class TensorFlowKerasState(TensorFlowState):
         return variables
 
     def on_reset(self):
-        for attr in ("train_function", "test_function", "predict_function"):
-            if getattr(self.model, attr, None) is not None:
-                setattr(self.model, attr, None)
+        from tfring.keras.model_preparation import drop_compiled_functions
+
+        drop_compiled_functions(self.model)  # traced with the former job's collectives
         super().on_reset()
 
 

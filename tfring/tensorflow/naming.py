@@ -28,9 +28,8 @@ such op, number their other ops as the members do.
 import re
 
 import tensorflow as tf
-from tensorflow.python.framework import func_graph  # private: listed in _tf_private
 
-from tfring import auto_names
+from tfring import _private_api, auto_names
 from tfring.tensorflow import xla
 
 _INVALID_OP_CHARS = re.compile(r"[^A-Za-z0-9_.\-/]")
@@ -64,7 +63,7 @@ def function_prefix(graph):
     g = graph
     while getattr(g, "is_control_flow_graph", False) and getattr(g, "outer_graph", None) is not None:
         g = g.outer_graph
-    if isinstance(g, func_graph.FuncGraph):
+    if isinstance(g, _private_api.FuncGraph):
         return _UID_SUFFIX.sub("", g.name) + "/"
     return ""
 
@@ -78,7 +77,7 @@ def resolve(kind, default_op_name, name, process_set_id=0):
     if tf.executing_eagerly():
         return None, eager_key(kind, name)
     graph = tf.compat.v1.get_default_graph()
-    xla.check_not_xla(graph, kind)
+    xla.check_not_xla(f"tfring.tensorflow.{kind}", graph)
     scope = graph.unique_name(op_name_for(name) if name is not None else default_op_name)
     key = name if name is not None else function_prefix(graph) + scope
     # A trailing "/" makes TF use the reserved scope as the op's exact name.

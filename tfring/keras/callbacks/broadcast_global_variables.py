@@ -2,7 +2,7 @@
 
 import keras
 
-from tfring.keras import jit, state
+from tfring.keras import model_preparation, state
 from tfring.tensorflow.local_sources import LocalSources
 
 
@@ -37,7 +37,7 @@ class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
 
     def set_model(self, model):
         super().set_model(model)
-        jit.prepare_model(model)
+        model_preparation.prepare_model(model)
 
     def _broadcast(self):
         state.broadcast_model_state(self.model, self.root_rank, exclude=self.local_variables)

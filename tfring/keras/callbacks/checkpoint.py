@@ -16,7 +16,7 @@ import keras
 import numpy as np
 
 import tfring
-from tfring.keras import jit, state
+from tfring.keras import model_preparation, state
 from tfring.saving import coordination
 from tfring.saving.atomic import atomic_write
 
@@ -55,7 +55,7 @@ class ModelCheckpoint(keras.callbacks.ModelCheckpoint):
 
     def set_model(self, model):
         super().set_model(model)
-        jit.prepare_model(model)
+        model_preparation.prepare_model(model)
 
     def _save_model(self, epoch, batch, logs):
         # One coordinated step per save opportunity: the root decides and writes, the other
@@ -118,7 +118,7 @@ class BackupAndRestore(keras.callbacks.Callback):
 
     def set_model(self, model):
         super().set_model(model)
-        jit.prepare_model(model)
+        model_preparation.prepare_model(model)
 
     @property
     def _metadata_path(self):

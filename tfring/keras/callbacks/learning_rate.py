@@ -16,7 +16,7 @@ import keras
 import numpy as np
 
 import tfring
-from tfring.keras import jit
+from tfring.keras import model_preparation
 
 
 def _get_lr(optimizer):
@@ -93,7 +93,7 @@ class LearningRateScheduleCallback(keras.callbacks.Callback):
 
     def set_model(self, model):
         super().set_model(model)
-        jit.prepare_model(model)
+        model_preparation.prepare_model(model)
 
     def _autodetect_steps_per_epoch(self):
         steps = (self.params or {}).get("steps")

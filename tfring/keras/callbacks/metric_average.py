@@ -6,7 +6,7 @@ import keras
 import numpy as np
 
 import tfring
-from tfring.keras import jit
+from tfring.keras import model_preparation
 
 
 def average_logs(logs, name):
@@ -49,7 +49,7 @@ class MetricAverageCallback(keras.callbacks.Callback):
 
     def set_model(self, model):
         super().set_model(model)
-        jit.prepare_model(model)
+        model_preparation.prepare_model(model)
 
     def on_epoch_end(self, epoch, logs=None):
         average_logs(logs, "tfring.keras.metric_average.epoch")

@@ -3,7 +3,7 @@
 import keras
 
 import tfring
-from tfring.keras import jit
+from tfring.keras import model_preparation
 
 _HOOKS = (
     "set_model",
@@ -47,7 +47,7 @@ def _rank_only(hook):
 
     def method(self, *args, **kwargs):
         if hook == "set_model":
-            jit.prepare_model(args[0] if args else kwargs.get("model"))
+            model_preparation.prepare_model(args[0] if args else kwargs.get("model"))
             if not self.active:
                 keras.callbacks.Callback.set_model(self, *args, **kwargs)
                 return None

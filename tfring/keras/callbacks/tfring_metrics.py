@@ -7,7 +7,7 @@ import tensorflow as tf
 
 import tfring
 from tfring import monitoring
-from tfring.keras import jit
+from tfring.keras import model_preparation
 from tfring.tensorflow import summary
 
 
@@ -50,7 +50,7 @@ class TfringMetricsCallback(keras.callbacks.Callback):
         self._train_step = 0
 
     def set_model(self, model):
-        jit.prepare_model(model)
+        model_preparation.prepare_model(model)
         super().set_model(model)
 
     def on_train_begin(self, logs=None):

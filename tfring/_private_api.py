@@ -1,19 +1,22 @@
-"""The table of every private TensorFlow and Keras API tfring uses, and the only module of
-tfring.distribute that imports them. (A few other modules import one private symbol each
-where importing this module would be circular or heavy: tfring.tensorflow's naming, XLA
-check and op loader, tfring.keras' serialization aliases. Their symbols are in the table
-too, and tests/test_strategy_private_api.py fails when any module uses a private symbol
-the table lacks.)
+"""The gateway to every private TensorFlow and Keras API tfring uses: the only tfring module
+that imports ``tensorflow.python`` or ``keras.src``. Every other module takes such a name from
+here (``from tfring import _private_api`` then ``_private_api.FuncGraph``).
 
-``tf.distribute`` offers no public way to write a strategy: ``RingStrategy`` derives from
-``one_device_strategy.OneDeviceExtended`` and calls a handful of internal helpers (input
-pipelines, replica contexts, XLA detection). Keras 3 gives no public hook to reduce
-``predict()`` outputs or to swap its loss-scale optimizer under a strategy. Every such
-symbol is imported here, and ``check_private_apis()`` verifies, at the first
-``RingStrategy()``, that each still exists with the parameters tfring calls or overrides.
-A TF/Keras upgrade that changes one fails there with a message naming the symbol, rather
-than later with a hang or a silent divergence. ``tests/test_strategy_private_api.py``
-runs the same check in CI.
+TensorFlow and Keras offer no public way to write a ``tf.distribute`` strategy, name ops
+after their ``tf.function``, let custom collectives run concurrently inside one, detect XLA
+at trace time, reduce ``predict()`` outputs, swap Keras' loss-scale optimizer, save a
+subclass under its base class's name, or write checkpoints on one rank only. Each such
+symbol is a row of ``_EXPECTED`` (what tfring does with it and why), and every name this
+module hands out (``_NAMES``) is covered by a row. ``check_private_apis()`` verifies, at the
+first ``RingStrategy()``, that each row still exists with the parameters tfring calls or
+overrides; ``tests/test_strategy_private_api.py`` runs the same check in CI and fails when
+a module imports a private symbol from anywhere else. A TF/Keras upgrade that changes one
+fails there with a message naming the symbol, rather than later with a hang or a silent
+divergence.
+
+Names are resolved on first use (``import tensorflow`` has loaded their modules already),
+so a module that needs only some of them keeps working when an unrelated one changed; a
+missing one raises ``PrivateApiError`` naming it. Thread-safe (resolving twice is harmless).
 
 Tested with TensorFlow 2.21 and Keras 3.15 (the pinned versions).
 """
@@ -28,7 +31,7 @@ _ODE = "tensorflow.python.distribute.one_device_strategy.OneDeviceExtended."
 _CKPT = "tensorflow.python.checkpoint."
 
 # Each entry: (dotted path, mode, parameters, why tfring needs it). Modes:
-#   "override": RingExtended overrides it and TF calls ours: parameters must match exactly.
+#   "override": tfring overrides or patches it and TF/Keras calls ours: parameters must match exactly.
 #   "call": tfring calls it: the parameters must start with these; any others need defaults.
 #   "exists": only its existence is relied on.
 _O, _C, _E = "override", "call", "exists"
@@ -76,7 +79,8 @@ _EXPECTED = [
      "predict() gathers every rank's rows"),
     ("keras.src.trainers.trainer.Trainer.compile", _E, None, "agreed loss scaling and jit_compile off"),
     ("keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.check_finite", _O, ("self", "grads"),
-     "finite check agreed across ranks (tfring.keras.LossScaleOptimizer)"),    # checkpoints written once, by rank 0 (save_hooks)
+     "finite check agreed across ranks (tfring.keras.LossScaleOptimizer)"),
+    # checkpoints written once, by rank 0 (save_hooks)
     (_CKPT + "checkpoint.Checkpoint._write", _O, ("self", "file_prefix", "options"),
      "every tf.train.Checkpoint save/write and CheckpointManager.save coordinated"),
     (_CKPT + "checkpoint.TrackableSaver.save", _O, ("self", "file_prefix", "checkpoint_number", "session", "options"),
@@ -101,7 +105,7 @@ _EXPECTED = [
      "Keras BackupAndRestore backups written by rank 0 only"),
     ("keras.src.callbacks.backup_and_restore.BackupAndRestore.on_train_end", _O, ("self", "logs"),
      "Keras BackupAndRestore backup removed by rank 0 only"),
-    # used outside tfring.distribute
+    # tfring.tensorflow and tfring.keras
     ("tensorflow.python.framework.func_graph.FuncGraph", _E, None,
      "tfring.tensorflow.naming: stable negotiation names inside tf.function"),
     ("tensorflow.python.framework.auto_control_deps.MUST_RUN_ORDER_INSENSITIVE_STATEFUL_OPS", _E, None,
@@ -110,11 +114,13 @@ _EXPECTED = [
      "tfring.keras.saving: tfring optimizers saved under the Keras class's public name"),
     ("keras.src.api_export.REGISTERED_OBJS_TO_NAMES", _E, None, "tfring.keras.saving"),
     ("keras.src.saving.object_registration.GLOBAL_CUSTOM_NAMES", _E, None, "tfring.keras.saving"),
+    ("keras.src.optimizers.base_optimizer.BaseOptimizer._get_variable_index", _C, ("self", "variable"),
+     "tfring.keras.DistributedOptimizer(backward_passes_per_step > 1): the accumulator slot of a variable"),
 ]
 
 
 class PrivateApiError(RuntimeError):
-    """A private TensorFlow/Keras API that RingStrategy relies on changed or vanished."""
+    """A private TensorFlow/Keras API that tfring relies on changed or vanished."""
 
 
 def _resolve(path):
@@ -169,49 +175,69 @@ def check_private_apis(expected=None):
         import tensorflow as tf
 
         raise PrivateApiError(
-            f"tfring.RingStrategy relies on private TensorFlow/Keras APIs that changed in this "
+            f"tfring relies on private TensorFlow/Keras APIs that changed in this "
             f"installation (TensorFlow {tf.__version__}, Keras {keras.__version__}; tfring supports "
             f"{SUPPORTED}). Pin the supported versions (pip install 'tensorflow-cpu==2.21.*' "
             f"'keras==3.15.*') or upgrade tfring. Changed:\n  - " + "\n  - ".join(problems)
         )
 
 
-# --- the symbols themselves (imported after the table so a failure names the symbol) --------
-try:
-    from keras.src.backend.tensorflow import trainer as keras_tf_trainer
-    from keras.src.callbacks import backup_and_restore as keras_backup_and_restore
-    from keras.src.saving import saving_api
-    from keras.src.trainers import trainer as keras_trainer
-    from tensorflow.python.checkpoint import checkpoint as tf_checkpoint
-    from tensorflow.python.checkpoint import checkpoint_management as tf_checkpoint_management
-    from tensorflow.python.distribute import distribute_lib, input_util, one_device_strategy
-    from tensorflow.python.ops import control_flow_util, resource_variable_ops
-    from tensorflow.python.saved_model import load as tf_saved_model_load
-    from tensorflow.python.saved_model import save as tf_saved_model_save
-except ImportError as _e:  # pragma: no cover - only on an unsupported TF/Keras
-    raise PrivateApiError(
-        f"tfring.RingStrategy cannot import a private TensorFlow/Keras module ({_e}); tfring "
-        f"supports {SUPPORTED}."
-    ) from _e
 
-Strategy = distribute_lib.Strategy
-ReplicaContext = distribute_lib.ReplicaContext
-InputContext = distribute_lib.InputContext
-ValueContext = distribute_lib.ValueContext
-OneDeviceExtended = one_device_strategy.OneDeviceExtended
-BaseResourceVariable = resource_variable_ops.BaseResourceVariable
-get_distributed_dataset = input_util.get_distributed_dataset
-KerasTrainer = keras_trainer.Trainer
-keras_reduce_per_replica_module = keras_tf_trainer
-# save_hooks patches attributes of these modules / classes (the table above pins them)
-Checkpoint = tf_checkpoint.Checkpoint
-TrackableSaver = tf_checkpoint.TrackableSaver
-checkpoint_management = tf_checkpoint_management
-saved_model_save_module = tf_saved_model_save
-saved_model_load_module = tf_saved_model_load
-keras_saving_api = saving_api
 
-KerasBackupAndRestore = keras_backup_and_restore.BackupAndRestore
+# --- the names tfring takes from here: name -> dotted path (each covered by a row above) ------
+_DIST = "tensorflow.python.distribute."
+_NAMES = {
+    # tf.distribute internals (tfring.distribute: RingStrategy, its replica context, datasets)
+    "Strategy": _DL + "Strategy",
+    "ReplicaContext": _DL + "ReplicaContext",
+    "InputContext": _DL + "InputContext",
+    "ValueContext": _DL + "ValueContext",
+    "get_update_replica_id": _DL + "get_update_replica_id",
+    "OneDeviceExtended": _DIST + "one_device_strategy.OneDeviceExtended",
+    "get_distributed_dataset": _DIST + "input_util.get_distributed_dataset",
+    "BaseResourceVariable": "tensorflow.python.ops.resource_variable_ops.BaseResourceVariable",
+    # checkpoints, SavedModel and Keras saving (tfring.distribute.save_hooks patches these)
+    "Checkpoint": _CKPT + "checkpoint.Checkpoint",
+    "TrackableSaver": _CKPT + "checkpoint.TrackableSaver",
+    "checkpoint_management": _CKPT + "checkpoint_management",
+    "saved_model_save_module": "tensorflow.python.saved_model.save",
+    "saved_model_load_module": "tensorflow.python.saved_model.load",
+    "keras_saving_api": "keras.src.saving.saving_api",
+    "KerasBackupAndRestore": "keras.src.callbacks.backup_and_restore.BackupAndRestore",
+    # tf.function internals (tfring.tensorflow: names, op ordering, the XLA check)
+    "FuncGraph": "tensorflow.python.framework.func_graph.FuncGraph",
+    "auto_control_deps": "tensorflow.python.framework.auto_control_deps",
+    "GraphOrParentsInXlaContext": "tensorflow.python.ops.control_flow_util.GraphOrParentsInXlaContext",
+    # Keras internals (tfring.keras and RingStrategy's Keras hooks)
+    "KerasTrainer": "keras.src.trainers.trainer.Trainer",
+    "keras_reduce_per_replica_module": "keras.src.backend.tensorflow.trainer",
+    "keras_api_export": "keras.src.api_export",
+    "keras_object_registration": "keras.src.saving.object_registration",
+}
+
+
+def __getattr__(name):
+    """Resolves a name of ``_NAMES`` on first use (then it is a plain module attribute)."""
+    path = _NAMES.get(name)
+    if path is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        value = _resolve(path)
+    except (ImportError, AttributeError) as e:
+        raise PrivateApiError(
+            f"tfring needs the private TensorFlow/Keras symbol {path}, which this installation lacks "
+            f"({type(e).__name__}: {e}); tfring supports {SUPPORTED}."
+        ) from e
+    globals()[name] = value
+    return value
+
+
+def _get(name):
+    """A name of ``_NAMES`` from inside this module (where ``__getattr__`` is not consulted)."""
+    return globals()[name] if name in globals() else __getattr__(name)
+
+
+# --- small helpers around private details that are not symbols --------------------------------
 
 # Attributes of Keras' BackupAndRestore that save_hooks reads (set by its __init__).
 KERAS_BACKUP_ATTRIBUTES = ("backup_dir", "double_checkpoint", "delete_checkpoint", "_weights_path",
@@ -233,19 +259,4 @@ def single_worker_dataset(distributed):
 
 def in_update_context():
     """True inside ``strategy.extended.update`` (an optimizer applying reduced gradients)."""
-    return distribute_lib.get_update_replica_id() is not None
-
-
-def in_xla_context():
-    """True while tracing inside an XLA-compiled function (``jit_compile=True``)."""
-    import tensorflow as tf
-
-    if tf.executing_eagerly():
-        return False
-    return bool(control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()))
-
-
-def keras_loss_scale_optimizer_class():
-    from keras.src.optimizers.loss_scale_optimizer import LossScaleOptimizer
-
-    return LossScaleOptimizer
+    return _get("get_update_replica_id")() is not None

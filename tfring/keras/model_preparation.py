@@ -1,0 +1,128 @@
+"""Preparing a Keras model that trains with tfring's collectives: XLA off with one warning,
+and a loss-scale optimizer whose finite check is agreed across ranks.
+
+A model "trains with tfring" when its optimizer is a tfring ``DistributedOptimizer`` (or
+tfring's ``LossScaleOptimizer`` around one) or when it was compiled under
+``tfring.RingStrategy``. For such a model ``prepare_model``:
+
+* turns ``jit_compile`` off (one warning per process): tfring's collectives are
+  asynchronous custom ops with no XLA kernel, so a training step that reduces gradients
+  cannot be XLA-compiled, and Keras 3 resolves ``jit_compile="auto"`` to True on a GPU
+  without a strategy, which would make every Horovod-style script fail there;
+* replaces a Keras ``LossScaleOptimizer`` (``mixed_float16``: Keras wraps the optimizer in
+  its own) by tfring's, whose finite-gradient check is agreed across ranks (one rank
+  overflowing alone would skip a step the others take, and hang).
+
+It runs from three places, from the most to the least convenient: right after
+``model.compile`` (``install_compile_hook``, at the first ``DistributedOptimizer``, and
+``tfring.distribute.keras_integration``, at the first ``RingStrategy()``, both through the
+one ``compile_hook``); in every tfring callback's ``set_model``, which covers models
+compiled before the hook existed; and in ``tfring.keras.load_model``. What cannot be fixed
+from outside, e.g. a custom loop in ``tf.function(jit_compile=True)``, fails at trace time
+(``tfring.tensorflow.xla.check_not_xla``).
+
+Also here: ``drop_compiled_functions``, for everyone who must make Keras retrace a model's
+train/test/predict functions. Thread-safe.
+"""
+
+import sys
+import threading
+import warnings
+
+_lock = threading.Lock()
+_warned = False
+
+_COMPILED_FUNCTIONS = ("train_function", "test_function", "predict_function")
+
+
+def drop_compiled_functions(model):
+    """Forgets the train/test/predict functions Keras built for ``model`` (they were traced
+    with XLA, or with collectives of a former job), so the next call retraces them."""
+    for attr in _COMPILED_FUNCTIONS:
+        if getattr(model, attr, None) is not None:
+            setattr(model, attr, None)
+
+
+def _warn_once(model):
+    global _warned
+    with _lock:
+        if _warned:
+            return
+        _warned = True
+    warnings.warn(
+        f"tfring: turning jit_compile off for model '{getattr(model, 'name', model)}': tfring's "
+        "collectives have no XLA kernel, so the training step cannot be XLA-compiled. Pass "
+        "jit_compile=False to model.compile() to silence this warning.",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
+def is_distributed(optimizer):
+    """True for an optimizer wrapped by ``DistributedOptimizer`` (or tfring's
+    ``LossScaleOptimizer`` around one); False for None."""
+    if getattr(optimizer, "_tfring_distributed", False):
+        return True
+    return bool(getattr(getattr(optimizer, "inner_optimizer", None), "_tfring_distributed", False))
+
+
+def _under_ring_strategy(model):
+    # Without tfring.distribute.strategy imported, no model can be under RingStrategy (and
+    # a plain callback must not import tfring.distribute to find that out).
+    module = sys.modules.get("tfring.distribute.strategy")
+    return module is not None and isinstance(getattr(model, "distribute_strategy", None), module.RingStrategy)
+
+
+def trains_with_tfring(model):
+    """True for a model whose optimizer is a tfring one, or that is under RingStrategy."""
+    return is_distributed(getattr(model, "optimizer", None)) or _under_ring_strategy(model)
+
+
+def disable_jit_compile(model):
+    """Sets ``model.jit_compile = False`` (one warning per process) when it was on, and
+    drops train/test/predict functions already built with XLA. Returns True if it changed
+    anything."""
+    # Read the private field first: the public property resolves "auto" lazily, which is
+    # what we want, but only for compiled models.
+    if not getattr(model, "compiled", False) and getattr(model, "_jit_compile", None) is None:
+        return False
+    if not model.jit_compile:
+        return False
+    _warn_once(model)
+    model.jit_compile = False
+    drop_compiled_functions(model)
+    return True
+
+
+def upgrade_loss_scale_optimizer(model):
+    """Replaces the Keras ``LossScaleOptimizer`` of a model that trains with tfring by
+    tfring's ``LossScaleOptimizer`` (same state; only the finite check differs). Returns
+    True if it changed anything."""
+    import keras
+
+    from tfring.keras.loss_scale_optimizer import LossScaleOptimizer
+
+    optimizer = getattr(model, "optimizer", None)
+    if type(optimizer) is keras.optimizers.LossScaleOptimizer:
+        optimizer.__class__ = LossScaleOptimizer
+        return True
+    return False
+
+
+def prepare_model(model):
+    """Agreed loss scaling and jit_compile off, when ``model`` trains with tfring (see the
+    module's docstring); a no-op for any other model (and for None)."""
+    if model is None or not trains_with_tfring(model):
+        return
+    upgrade_loss_scale_optimizer(model)
+    disable_jit_compile(model)
+
+
+def install_compile_hook():
+    """Models compiled with a tfring optimizer get ``prepare_model`` right after compiling
+    (through the one ``compile`` wrapper, ``compile_hook``), and the job gets its progress
+    bar. Idempotent; thread-safe."""
+    from tfring.keras import compile_hook, progress
+
+    compile_hook.add_preparer(prepare_model, clean_keras2_arguments=True)
+    progress.install()  # one progress bar per job
