@@ -224,7 +224,7 @@ def test_ops_are_distributed_communication_ops_so_errors_keep_their_class():
 
 
 def test_gradient_buckets_walk_from_the_last_layer_and_close_at_the_limit():
-    from tfring.tensorflow.mpi_ops import gradient_buckets
+    from tfring.tensorflow.grad_reduction import gradient_buckets
 
     ts = [tf.zeros([256]), tf.zeros([1024]), tf.zeros([10]), tf.zeros([512])]  # 1 KiB, 4 KiB, 40 B, 2 KiB
     assert gradient_buckets(ts, 4096) == [[3, 2], [1], [0]]

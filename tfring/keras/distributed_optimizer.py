@@ -93,19 +93,16 @@ class _DistributedOptimizerMixin:
         accumulator.apply(grads, indices, apply_reduced, lambda: self._iterations.assign_add(1))
 
     def _tfring_reduce(self, grads, variables):
-        """``_tfring_reduce_shared`` on every gradient but those of local variables."""
-        return self._tfring_local_vars.reduce(grads, variables, self._tfring_reduce_shared,
-                                              self._tfring_scale_local_gradients, self._tfring_process_set)
-
-    def _tfring_reduce_shared(self, grads):
-        """Reduces every non-None gradient across ranks (``grad_reduction.reduce_gradients``:
+        """Reduces the gradients of ``variables`` across ranks (``grad_reduction.reduce_gradients``:
         buckets of about ``bucket_bytes``, last layers first, each one negotiation, fused;
-        overlapping the backward pass inside ``fit``). With one rank: no cost."""
+        overlapping the backward pass inside ``fit``), but those of local variables. With one
+        rank: no cost."""
         return grad_reduction.reduce_gradients(
-            grads, name=f"{self._tfring_name}.grads", sparse_as_dense=self._tfring_sparse_as_dense,
-            bucket_bytes=self._tfring_bucket_bytes, op=self._tfring_op, compression=self._tfring_compression,
-            prescale_factor=self._tfring_prescale, postscale_factor=self._tfring_postscale,
-            process_set=self._tfring_process_set)
+            grads, variables=variables, local_sources=self._tfring_local_vars,
+            scale_local_gradients=self._tfring_scale_local_gradients, name=f"{self._tfring_name}.grads",
+            sparse_as_dense=self._tfring_sparse_as_dense, bucket_bytes=self._tfring_bucket_bytes,
+            op=self._tfring_op, compression=self._tfring_compression, prescale_factor=self._tfring_prescale,
+            postscale_factor=self._tfring_postscale, process_set=self._tfring_process_set)
 
 
 def distributed_class(base):

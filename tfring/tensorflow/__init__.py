@@ -46,6 +46,7 @@ from tfring.tensorflow.functions import (
     broadcast_object_fn,
     broadcast_variables,
 )
+from tfring.tensorflow.grad_reduction import DEFAULT_BUCKET_BYTES, bucketed_allreduce
 from tfring.tensorflow.gradient_tape import DistributedGradientTape, PartialDistributedGradientTape
 from tfring.tensorflow.grouped import grouped_allgather, grouped_reducescatter
 from tfring.tensorflow.identity_ops import (
@@ -58,7 +59,6 @@ from tfring.tensorflow.identity_ops import (
     size_op,
 )
 from tfring.tensorflow.mpi_ops import (
-    DEFAULT_BUCKET_BYTES,
     Adasum,
     Average,
     Max,
@@ -70,7 +70,6 @@ from tfring.tensorflow.mpi_ops import (
     alltoall,
     barrier,
     broadcast,
-    bucketed_allreduce,
     grouped_allreduce,
     join,
     reducescatter,

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from tfring.tensorflow import mpi_ops
 from tfring.tensorflow.compression import Compression
-from tfring.tensorflow.grad_reduction import make_allreduce_grads_fn
+from tfring.tensorflow.grad_reduction import DEFAULT_BUCKET_BYTES, make_allreduce_grads_fn
 from tfring.tensorflow.local_sources import LocalSources, layer_variables
 
 
@@ -26,14 +26,15 @@ class _DistributedGradientTapeMixin:
         kwargs = {} if unconnected_gradients is None else {"unconnected_gradients": unconnected_gradients}
         grads = super().gradient(target, sources, output_gradients, **kwargs)
         flat = tf.nest.flatten(grads)
-        reduced = self._tfring_local_sources.reduce(flat, tf.nest.flatten(sources), self._tfring_allreduce_grads,
-                                                    self._tfring_scale_local_gradients, self._tfring_process_set)
+        reduced = self._tfring_allreduce_grads(flat, variables=tf.nest.flatten(sources),
+                                               local_sources=self._tfring_local_sources,
+                                               scale_local_gradients=self._tfring_scale_local_gradients)
         return tf.nest.pack_sequence_as(grads, reduced)
 
 
 def DistributedGradientTape(tape, device_dense="", device_sparse="", compression=Compression.none,
                             sparse_as_dense=False, op=mpi_ops.Average, gradient_predivide_factor=1.0,
-                            bucket_bytes=mpi_ops.DEFAULT_BUCKET_BYTES, scale_local_gradients=True,
+                            bucket_bytes=DEFAULT_BUCKET_BYTES, scale_local_gradients=True,
                             process_set=None):
     """Wraps ``tape`` (before or after its ``with`` block) so that ``gradient()`` returns
     gradients reduced over every rank (over ``process_set``'s members when given).
@@ -71,7 +72,6 @@ def DistributedGradientTape(tape, device_dense="", device_sparse="", compression
         "DistributedGradientTape", device_dense, device_sparse, compression, sparse_as_dense, op,
         gradient_predivide_factor, bucket_bytes, process_set)
     wrapped._tfring_local_sources = LocalSources()
-    wrapped._tfring_process_set = process_set
     wrapped._tfring_scale_local_gradients = bool(scale_local_gradients)
     return wrapped
 
@@ -79,7 +79,7 @@ def DistributedGradientTape(tape, device_dense="", device_sparse="", compression
 def PartialDistributedGradientTape(tape, device_dense="", device_sparse="", compression=Compression.none,
                                    sparse_as_dense=False, op=mpi_ops.Average, gradient_predivide_factor=1.0,
                                    local_layers=None, scale_local_gradients=True,
-                                   bucket_bytes=mpi_ops.DEFAULT_BUCKET_BYTES, process_set=None):
+                                   bucket_bytes=DEFAULT_BUCKET_BYTES, process_set=None):
     """``DistributedGradientTape`` whose ``local_layers`` (a Keras layer or a list) keep
     their own rank's gradients: their trainable variables are registered as local sources.
     Raises ``ValueError`` when ``local_layers`` holds something that is not a layer."""

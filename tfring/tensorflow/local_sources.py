@@ -6,8 +6,10 @@ its own rank's gradient, not the reduced one, and is left out of the reduction. 
 ``scale_local_gradients`` (the default, as in Horovod) that gradient is divided by the
 number of ranks, so its step has the size the reduced (averaged) gradients' steps have.
 
-Variables are keyed by identity (Keras 3 variables have no ``.ref()``). Not thread-safe:
-register before training, from one thread.
+This module only keeps the set and applies that division; ``grad_reduction.reduce_gradients``
+(``local_sources=``) leaves the local gradients out of the reduction. Variables are keyed by
+identity (Keras 3 variables have no ``.ref()``). Not thread-safe: register before training,
+from one thread.
 """
 
 import tensorflow as tf
@@ -27,27 +29,24 @@ class LocalSources:
     def __contains__(self, variable):
         return id(variable) in self._by_id
 
-    def reduce(self, grads, variables, reduce_fn, scale, process_set=None):
-        """``grads[i]`` is the gradient of ``variables[i]``. Returns the list with every
-        non-local, non-None gradient replaced by ``reduce_fn``'s result (one call, on those
-        gradients in order) and every local one kept (divided by the size with ``scale``; on
-        a ``process_set``, by its size, or by 1 on a rank outside it, whose other gradients
-        are not reduced either)."""
-        grads = list(grads)
-        if not self._by_id:
-            return reduce_fn(grads)
-        shared_at = [i for i, v in enumerate(variables) if v not in self]
-        reduced = reduce_fn([grads[i] for i in shared_at])
+    def __len__(self):
+        return len(self._by_id)
+
+    def shared_indices(self, variables):
+        """The indices of the variables of ``variables`` that are not local."""
+        return [i for i, v in enumerate(variables) if v not in self]
+
+    def divide_local(self, grads, variables, process_set=None):
+        """``grads[i]`` is the gradient of ``variables[i]``. Returns the list with the gradient
+        of every local variable divided by the size (on a ``process_set``, by its size, or by
+        1 on a rank outside it, whose other gradients are not reduced either)."""
+        size = basics.size()
+        if process_set is not None and process_set.process_set_id:
+            size = process_set.size() if process_set.included() else 1
         out = list(grads)
-        for i, g in zip(shared_at, reduced):
-            out[i] = g
-        if scale:
-            size = basics.size()
-            if process_set is not None and process_set.process_set_id:
-                size = process_set.size() if process_set.included() else 1
-            for i, v in enumerate(variables):
-                if v in self and out[i] is not None:
-                    out[i] = _divide(out[i], size)
+        for i, v in enumerate(variables):
+            if v in self and out[i] is not None:
+                out[i] = _divide(out[i], size)
         return out
 
 

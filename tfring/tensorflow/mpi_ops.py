@@ -212,54 +212,6 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="", 
     return results
 
 
-# Gradients are reduced in buckets of about this many bytes (see bucketed_allreduce).
-DEFAULT_BUCKET_BYTES = 4 << 20
-
-
-def gradient_buckets(tensors, bucket_bytes):
-    """Splits the indices of ``tensors`` into buckets for ``bucketed_allreduce``: walking the
-    list from its END (backprop produces the last layers' gradients first), a bucket is
-    closed when the next tensor would take it past ``bucket_bytes``. Sizes come from static
-    shapes (unknown ones and ``tf.IndexedSlices`` count 0), so every rank, tracing the same
-    model, gets the same buckets. ``bucket_bytes`` <= 0: one bucket. Pure function."""
-    order = list(range(len(tensors)))[::-1]
-    if bucket_bytes is None or bucket_bytes <= 0:
-        return [order] if order else []
-    buckets, current, filled = [], [], 0
-    for i in order:
-        t = tensors[i]
-        nbytes = 0
-        if not isinstance(t, tf.IndexedSlices):
-            shape = t.shape
-            if shape.is_fully_defined():
-                nbytes = shape.num_elements() * t.dtype.size
-        if current and filled + nbytes > bucket_bytes:
-            buckets.append(current)
-            current, filled = [], 0
-        current.append(i)
-        filled += nbytes
-    if current:
-        buckets.append(current)
-    return buckets
-
-
-def bucketed_allreduce(tensors, name, bucket_bytes=DEFAULT_BUCKET_BYTES, **kwargs):
-    """``grouped_allreduce`` of gradients in buckets (``gradient_buckets``): one op per
-    bucket, named ``<name>.b<k>`` (``name`` None: automatic names, as ``grouped_allreduce``). Inside a ``tf.function`` each bucket's op starts as soon
-    as its own gradients exist, so the reduction of the last layers overlaps the backward
-    pass of the first ones; each bucket is still one negotiation, fused in the core.
-    Eagerly the buckets simply run one after the other. ``kwargs`` as ``grouped_allreduce``.
-    Returns a list in the order of ``tensors``."""
-    tensors = list(tensors)
-    results = [None] * len(tensors)
-    for k, bucket in enumerate(gradient_buckets(tensors, bucket_bytes)):
-        bucket_name = None if name is None else f"{name}.b{k}"
-        reduced = grouped_allreduce([tensors[i] for i in bucket], name=bucket_name, **kwargs)
-        for i, r in zip(bucket, reduced):
-            results[i] = r
-    return results
-
-
 def allgather(tensor, name=None, process_set=global_process_set):
     """Concatenates every rank's ``tensor`` along the first dimension, in rank order. The
     first dimension may differ between ranks; the other dimensions and the dtype must not.
