@@ -139,21 +139,10 @@ def copy_optimizer_state(source, target):
         d.assign(s)
 
 
-def DistributedOptimizer(
-    optimizer,
-    name=None,
-    device_dense="",
-    device_sparse="",
-    compression=hvd_tf.Compression.none,
-    sparse_as_dense=False,
-    gradient_predivide_factor=1.0,
-    op=hvd_tf.Average,
-    backward_passes_per_step=1,
-    average_aggregated_gradients=False,
-    bucket_bytes=hvd_tf.DEFAULT_BUCKET_BYTES,
-    scale_local_gradients=True,
-    process_set=None,
-):
+def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse="", compression=hvd_tf.Compression.none,
+                         sparse_as_dense=False, gradient_predivide_factor=1.0, op=hvd_tf.Average,
+                         backward_passes_per_step=1, average_aggregated_gradients=False,
+                         bucket_bytes=hvd_tf.DEFAULT_BUCKET_BYTES, scale_local_gradients=True, process_set=None):
     """Returns a copy of ``optimizer`` that reduces gradients across ranks before applying
     them. Must be used on every rank, and every rank must run the same number of steps.
 
@@ -206,11 +195,33 @@ def DistributedOptimizer(
     Example:
       ``opt = hvd.DistributedOptimizer(keras.optimizers.Adadelta(1.0 * hvd.size()))``
     """
-    from tfring.keras.loss_scale_optimizer import LossScaleOptimizer
-
     del device_dense, device_sparse
     if isinstance(optimizer, str):
         optimizer = keras.optimizers.get(optimizer)
+    average_aggregated_gradients = _check_arguments(optimizer, gradient_predivide_factor, op,
+                                                    backward_passes_per_step, average_aggregated_gradients)
+    wrap = {
+        "name": name,
+        "compression": compression,
+        "sparse_as_dense": sparse_as_dense,
+        "gradient_predivide_factor": gradient_predivide_factor,
+        "op": op,
+        "backward_passes_per_step": backward_passes_per_step,
+        "average_aggregated_gradients": average_aggregated_gradients,
+        "bucket_bytes": bucket_bytes,
+        "scale_local_gradients": scale_local_gradients,
+        "process_set": process_set,
+    }
+    model_preparation.install_compile_hook()
+    if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+        return _wrap_loss_scale_optimizer(optimizer, wrap)
+    return _distributed_copy(optimizer, **wrap)
+
+
+def _check_arguments(optimizer, gradient_predivide_factor, op, backward_passes_per_step,
+                     average_aggregated_gradients):
+    """``DistributedOptimizer``'s argument checks; returns ``average_aggregated_gradients``
+    (False when there is nothing to average over)."""
     if not isinstance(optimizer, keras.optimizers.Optimizer):
         raise TypeError(
             "DistributedOptimizer expects a Keras 3 optimizer (keras.optimizers.Optimizer). "
@@ -230,37 +241,35 @@ def DistributedOptimizer(
     if op == hvd_tf.Adasum and average_aggregated_gradients:
         raise ValueError("op=Adasum does not support average_aggregated_gradients=True (Horovod's rule); "
                          "leave it False")
-    if average_aggregated_gradients and backward_passes_per_step == 1:
-        # Horovod accepts and ignores it; nothing to average over.
-        average_aggregated_gradients = False
-    wrap = {
-        "name": name,
-        "compression": compression,
-        "sparse_as_dense": sparse_as_dense,
-        "gradient_predivide_factor": gradient_predivide_factor,
-        "op": op,
-        "backward_passes_per_step": backward_passes_per_step,
-        "average_aggregated_gradients": average_aggregated_gradients,
-        "bucket_bytes": bucket_bytes,
-        "scale_local_gradients": scale_local_gradients,
-        "process_set": process_set,
-    }
-    model_preparation.install_compile_hook()
+    # backward_passes_per_step == 1: Horovod accepts and ignores it; nothing to average over.
+    return average_aggregated_gradients and backward_passes_per_step != 1
 
-    if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
-        inner = DistributedOptimizer(optimizer.inner_optimizer, **wrap)
-        result = LossScaleOptimizer(
-            inner,
-            initial_scale=optimizer.initial_scale,
-            dynamic_growth_steps=optimizer.dynamic_growth_steps,
-            name=optimizer.name,
-        )
-        copy_optimizer_state(optimizer, result)
-        return result
+
+def _wrap_loss_scale_optimizer(optimizer, wrap):
+    """A Keras ``LossScaleOptimizer``: tfring's, around the distributed inner optimizer,
+    with the same settings and state."""
+    from tfring.keras.loss_scale_optimizer import LossScaleOptimizer
+
+    inner = DistributedOptimizer(optimizer.inner_optimizer, **wrap)
+    result = LossScaleOptimizer(
+        inner,
+        initial_scale=optimizer.initial_scale,
+        dynamic_growth_steps=optimizer.dynamic_growth_steps,
+        name=optimizer.name,
+    )
+    copy_optimizer_state(optimizer, result)
+    return result
+
+
+def _distributed_copy(optimizer, name, compression, sparse_as_dense, gradient_predivide_factor, op,
+                      backward_passes_per_step, average_aggregated_gradients, bucket_bytes, scale_local_gradients,
+                      process_set):
+    """The distributed copy of a plain Keras optimizer, with ``optimizer``'s config and state
+    (in tfring's ``LossScaleOptimizer`` under the ``mixed_float16`` global policy)."""
+    from tfring.keras.loss_scale_optimizer import LossScaleOptimizer
 
     # LocalGradientAccumulator validates backward_passes_per_step.
-    accumulator_check = LocalGradientAccumulator(backward_passes_per_step, average_aggregated_gradients)
-    del accumulator_check
+    LocalGradientAccumulator(backward_passes_per_step, average_aggregated_gradients)
     cls = distributed_class(type(optimizer))
     result = cls.from_config(optimizer.get_config())
     result._tfring_configure(
