@@ -7,7 +7,9 @@ each host with its own hostname so that messages naming a rank's host tell them 
 For every fault of a static job (``tfringrun -np``): every survivor fails within
 TFRING_PEER_TIMEOUT_S + 5 s naming a lost rank (and its host where the loss was a silence),
 tfringrun exits non-zero naming the host and its ranks, and no process is left in any
-namespace. Measured numbers: docs/reliability.md (host-level faults)."""
+namespace. An elastic job (light NumPy workers, tests/workers/elastic_numpy.py) loses a
+host and takes it back: benchmarks/scale/host_soak.py runs many such rounds. Measured
+numbers: docs/reliability.md (host-level faults)."""
 
 import os
 import re
@@ -15,7 +17,7 @@ import subprocess
 
 import pytest
 
-from benchmarks.scale import host_faults, netns
+from benchmarks.scale import host_faults, host_soak, netns
 from tests.helpers import format_job_output, rank_output, run_launcher
 from tfring.runner.blame import Blame
 from tfring.runner.supervisor import Failure
@@ -152,3 +154,33 @@ def test_a_partition_blames_the_side_without_rank_0():
         blame.observe(rank, f"tfring rank {rank}: rank {peer} (host h) has not answered for 2.0 s")
     failures = [Failure(r, 100 + r, 1) for r in (5, 1, 0, 4)]
     assert blame.root_cause(failures).rank == 4
+
+
+def test_an_elastic_job_loses_a_host_goes_on_smaller_and_takes_it_back(lab, tmp_path):
+    # 3 hosts x 2 slots, a commit every 10 steps; host 2 is killed and the discovery script
+    # stops listing it, then lists it again: the survivors go on at 4 ranks from the last
+    # commit, the host's 2 new workers join in one re-formation, every worker ends with
+    # the same bits.
+    _, faults = lab
+    with host_soak.ElasticHostJob(faults, str(tmp_path), peer_timeout_s=PEER_TIMEOUT_S) as job:
+        r = host_soak.fault_round(job, "kill", VICTIM)
+        code = job.finish(timeout_s=30)
+        text = job.text()
+    left = faults.leftovers()
+    report = f"{r}\n{text[-6000:]}"
+    assert code == 0, report
+    assert re.search(rf"tfringrun: lost worker w[45] \(rank [45] of 6 in generation 1, host {faults.log[0].name}",
+                     text), report
+    assert r["steps_lost"] < 10, report  # at most the steps since the last commit
+    resets = [f for _, f in job.events("RESET") if f["size"] == "4"]
+    assert len(resets) == 4 and {int(f["step"]) % 10 for f in resets} == {0}, report  # from a commit
+    assert len({f["step"] for f in resets}) == 1, report
+    # Both of the returning host's workers joined in one generation, at once: none waited
+    # in a generation the running workers skipped (TFRING_START_TIMEOUT_S, 30 s).
+    assert not re.search(r"generation \d+: 5 worker", text), report
+    assert r["back_to_full_size_s"] < 15, report
+    finals = job.finals()
+    assert len(finals) == 6 and len({f["step"] for f in finals.values()}) == 1, report
+    assert {f["size"] for f in finals.values()} == {"6"}, report
+    assert job.weights_identical(), report
+    assert left == {}, report

@@ -61,6 +61,7 @@ from tfring.runner.supervisor import describe_exit, exit_status, killpg, signal_
 TICK_S = 0.05
 END_NOTICE_S = 1.0  # between telling the workers why the job ends and SIGTERM
 BROKEN_SETTLE_S = 0.5  # after a worker reports its generation broken, before re-forming
+GROW_SETTLE_S = 1.0  # a worker became ready: how long to wait for others starting beside it
 STOPPED_CHECK_S = 0.25
 KILL_WAIT_S = 5.0
 TAIL_LINES = 40  # lines of each worker's output kept for the report of a script failing before init()
@@ -174,6 +175,8 @@ class ElasticJob:
         self._force = False  # re-form even with the same members (a worker found the generation broken)
         self._stopped_since = {}
         self._next_stopped_check = 0.0
+        self._joins_at_publish = {}  # wid -> its joined count when the current generation was published
+        self._grow_since = None  # a growth-only change has waited since
 
     # ---- bookkeeping ------------------------------------------------------------------
     def _size_of(self, generation):
@@ -431,11 +434,38 @@ class ElasticJob:
                 and len(members) == self._sizes.get(self.generation)):
             self._change = None  # the same membership: nothing to re-form
             return
+        if self._hold_growth(now, members):
+            return
         if self.cfg.reset_limit is not None and self.generation > self.cfg.reset_limit:
             self._end(f"the job re-formed {self.generation - 1} time(s) and may not again "
                       f"(--reset-limit {self.cfg.reset_limit})")
             return
         self._publish(members, self._change)
+
+    def _hold_growth(self, now, members):
+        """True while a change that only adds workers should wait (every member of the
+        current generation is still in ``members``, none reported it broken):
+        - until the current generation has formed (each member's rendezvous succeeded):
+          a generation published over one still forming would leave its new members waiting
+          in a rendezvous that the running workers skip, holding up the next one for
+          TFRING_START_TIMEOUT_S; bounded by the ready timeout;
+        - for ``GROW_SETTLE_S`` while other started workers are not ready yet (the slots of
+          a host that came back start together): one re-formation takes them all."""
+        current = [w for w in self.workers if w.generation == self.generation and w.rank is not None]
+        if self._force or self.generation == 0 or not set(map(id, current)) <= set(map(id, members)):
+            self._grow_since = None
+            return False
+        if self._grow_since is None:
+            self._grow_since = now
+        waited = now - self._grow_since
+        if waited < self.cfg.ready_timeout_s and not all(
+                self.store.add(protocol.joined_key(w.wid), 0) > self._joins_at_publish.get(w.wid, 0)
+                for w in current):
+            return True
+        if waited < GROW_SETTLE_S and self._pending():
+            return True
+        self._grow_since = None
+        return False
 
     def _below_min_np(self, now, ready):
         if self._waiting_since is None:
@@ -466,6 +496,7 @@ class ElasticJob:
                 w.leave_by = now + self.cfg.ready_timeout_s
         self.generation = g
         self._sizes[g] = len(members)
+        self._joins_at_publish = {w.wid: self.store.add(protocol.joined_key(w.wid), 0) for w in members}
         for rank, w in enumerate(members):
             w.generation, w.rank = g, rank
         self._change = None
