@@ -181,3 +181,18 @@ def test_a_missing_gateway_name_fails_naming_the_symbol(monkeypatch):
     monkeypatch.setitem(_private_api._NAMES, name, "tensorflow.python.distribute.input_util.no_such_helper")
     with pytest.raises(_private_api.PrivateApiError, match="input_util.no_such_helper.*TensorFlow 2.21"):
         getattr(_private_api, name)
+
+
+def test_the_private_keras_attributes_tfring_uses_exist_on_real_objects():
+    import keras
+    import numpy as np
+
+    from tfring import _private_api
+
+    optimizer = keras.optimizers.SGD(0.1)
+    optimizer.build([keras.Variable(np.zeros(2, np.float32))])
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    missing = [f"optimizer.{a}" for a in _private_api.KERAS_OPTIMIZER_ATTRIBUTES if not hasattr(optimizer, a)]
+    missing += [f"model.{a}" for a in _private_api.KERAS_MODEL_ATTRIBUTES if not hasattr(model, a)]
+    assert missing == [], f"Keras lost {missing}: update the modules tfring/_private_api.py names for them"

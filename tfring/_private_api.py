@@ -12,7 +12,8 @@ first ``RingStrategy()``, that each row still exists with the parameters tfring 
 overrides; ``tests/test_strategy_private_api.py`` runs the same check in CI and fails when
 a module imports a private symbol from anywhere else. A TF/Keras upgrade that changes one
 fails there with a message naming the symbol, rather than later with a hang or a silent
-divergence.
+divergence. The private attributes of Keras objects tfring reads or sets are listed at the
+end (``KERAS_*_ATTRIBUTES``) and pinned by tests on real objects.
 
 Names are resolved on first use (``import tensorflow`` has loaded their modules already),
 so a module that needs only some of them keeps working when an unrelated one changed; a
@@ -239,10 +240,18 @@ def _get(name):
 
 # --- small helpers around private details that are not symbols --------------------------------
 
-# Attributes of Keras' BackupAndRestore that save_hooks reads (set by its __init__).
+# Private attributes of Keras objects that tfring reads or sets, pinned by tests on real
+# objects (tests/test_saving_single.py, tests/test_strategy_private_api.py):
+# Keras' BackupAndRestore, read by save_hooks (set by its __init__);
 KERAS_BACKUP_ATTRIBUTES = ("backup_dir", "double_checkpoint", "delete_checkpoint", "_weights_path",
                            "_training_metadata_path", "_prev_weights_path", "_prev_training_metadata_path",
                            "_current_epoch", "_last_batch_seen")
+# a built Keras optimizer, read by tfring.keras.distributed_optimizer (the variables applied,
+# the step counter) and callbacks.learning_rate (the schedule in an error message);
+KERAS_OPTIMIZER_ATTRIBUTES = ("_trainable_variables", "_iterations", "_learning_rate")
+# a Keras model: jit_compile before "auto" is resolved (model_preparation) and the epoch
+# fit() starts from (set by callbacks.checkpoint's BackupAndRestore, as Keras' own does).
+KERAS_MODEL_ATTRIBUTES = ("_jit_compile", "_initial_epoch")
 
 
 def single_worker_dataset(distributed):
