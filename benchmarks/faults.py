@@ -11,6 +11,7 @@ launcher's exit. Reports median and maximum over runs and survivors.
 import argparse
 import json
 import os
+import pathlib
 import platform
 import statistics
 import subprocess
@@ -23,9 +24,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
-from tests import test_faults, test_faults_frozen, test_faults_keras
+from benchmarks.scale.netns import NetnsHosts
+from benchmarks.scale.netns import unavailable as _netns_unavailable
+from tests import test_faults, test_faults_frozen, test_faults_keras, test_host_faults
 from tests.helpers import rank_output, run_job
-from tests.test_launcher_multihost import NetnsHosts, _netns_unavailable
 
 SCENARIOS = [
     # name, np, script, stage argument, victim, extra script arg (a directory) needed
@@ -42,6 +44,12 @@ SCENARIOS = [
     ("SIGSTOP during Keras fit (peer timeout 3 s)", 3, test_faults_frozen.FROZEN_IN_FIT, "fit", 1, True),
     ("SIGSTOP during a 16 MiB ring allreduce (peer timeout 3 s)", 3, test_faults_frozen.FROZEN_IN_TRANSFER,
      "transfer", 1, False),
+]
+# Host-level faults (issue 32): 3 emulated hosts x 2 ranks, host 2 (ranks 4, 5) lost.
+HOST_SCENARIOS = [
+    ("every process of one host SIGKILLed (3 emulated hosts x 2 ranks)", "kill"),
+    ("one host's link cut (3 emulated hosts x 2 ranks, peer timeout 2 s)", "cut"),
+    ("every process of one host SIGSTOPped (3 emulated hosts x 2 ranks, peer timeout 2 s)", "freeze"),
 ]
 FROZEN_ENV = {"TFRING_PEER_TIMEOUT_S": str(test_faults_frozen.PEER_TIMEOUT_S)}
 FROZEN_SCRIPTS = (test_faults_frozen.FROZEN_IN_FIT, test_faults_frozen.FROZEN_IN_TRANSFER)
@@ -141,6 +149,23 @@ def main():
                      "launcher_exit_s": {"median": statistics.median(launcher), "max": max(launcher)}})
         print(f"{name}: both ranks' errors median {rows[-1]['survivor_error_s']['median']:.3f} s, "
               f"launcher exit median {rows[-1]['launcher_exit_s']['median']:.3f} s", flush=True)
+    for name, kind in HOST_SCENARIOS:
+        if (args.match and args.match not in name) or why:
+            continue
+        survivor, launcher, codes = [], [], set()
+        for _ in range(args.repeat):
+            with tempfile.TemporaryDirectory() as tmp:
+                delays, exit_delay, code = test_host_faults.static_job(kind, pathlib.Path(tmp))
+            survivor += list(delays.values())
+            launcher.append(exit_delay)
+            codes.add(code)
+        rows.append({"fault": name, "np": 6, "runs": args.repeat, "error_classes": ["PeerLostError"],
+                     "launcher_exit_codes": sorted(codes),
+                     "survivor_error_s": {"median": statistics.median(survivor), "max": max(survivor)},
+                     "launcher_exit_s": {"median": statistics.median(launcher), "max": max(launcher)}})
+        print(f"{name}: survivors median {rows[-1]['survivor_error_s']['median']:.3f} s, max "
+              f"{rows[-1]['survivor_error_s']['max']:.3f} s; launcher exit median "
+              f"{rows[-1]['launcher_exit_s']['median']:.3f} s (exit {sorted(codes)})", flush=True)
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     if args.match and os.path.exists(args.json):
         with open(args.json) as f:

@@ -14,6 +14,7 @@ numbers: docs/reliability.md (host-level faults)."""
 import os
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -74,6 +75,7 @@ def _static_job(lab, kind, tmp_path):
     result = run_launcher(["-np", str(HOSTS * RANKS_PER_HOST), *hosts.launch_args(RANKS_PER_HOST, own_hostnames=True),
                            "--grace-period-s", "1"], LOOP, timeout=60, check=False,
                           env={"TFRING_PEER_TIMEOUT_S": str(PEER_TIMEOUT_S)}, script_args=(str(marker),))
+    ended = time.time()
     left = faults.leftovers()
     report = format_job_output(result.stdout, result.stderr)
     assert len(faults.log) == 1 and faults.log[0].kind == kind, report
@@ -95,11 +97,26 @@ def _static_job(lab, kind, tmp_path):
         assert named and int(named.group(1)) in victim_ranks, report
         delays[r] = float(m.group(1)) - fault.at
         assert delays[r] < BOUND_S, report
-    return result, fault, delays, report
+    return result, fault, delays, report, ended
+
+
+def static_job(kind, tmp_path):
+    """One static job of 3 hosts x 2 ranks through ``kind`` (kill, cut, freeze) of host
+    2, checked as the tests check it; for benchmarks/faults.py. Returns (survivor delays
+    {rank: seconds from the fault}, seconds from the fault to tfringrun's exit, exit code)."""
+    hosts = netns.NetnsHosts(HOSTS)
+    faults = host_faults.HostFaults(hosts)
+    try:
+        hosts.create()
+        result, fault, delays, _, ended = _static_job((hosts, faults), kind, tmp_path)
+    finally:
+        faults.stop_all()
+        hosts.destroy()
+    return delays, ended - fault.at, result.returncode
 
 
 def test_a_killed_host_is_named_by_every_survivor_and_nothing_is_left(lab, tmp_path):
-    result, fault, delays, report = _static_job(lab, "kill", tmp_path)
+    result, fault, delays, report, _ = _static_job(lab, "kill", tmp_path)
     assert len(fault.pids) >= RANKS_PER_HOST  # its workers and their bootstraps
     assert result.returncode == 137, report
     assert max(delays.values()) < 2.0, report  # connections reset: no timeout involved
@@ -108,7 +125,7 @@ def test_a_killed_host_is_named_by_every_survivor_and_nothing_is_left(lab, tmp_p
 @pytest.mark.parametrize("kind", ["cut", "freeze"])
 def test_a_silent_host_is_named_with_its_hostname_within_the_peer_timeout(lab, tmp_path, kind):
     # A cut link and a frozen host look alike to the others: silence, no reset.
-    result, fault, delays, report = _static_job(lab, kind, tmp_path)
+    result, fault, delays, report, _ = _static_job(lab, kind, tmp_path)
     assert result.returncode == 1, report
     for r in delays:
         assert f"(host {fault.name})" in rank_output(result.stdout, r), report

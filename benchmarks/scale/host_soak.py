@@ -43,6 +43,8 @@ from benchmarks.scale.netns import NetnsHosts, remote_command, unavailable
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORKER = os.path.join(ROOT, "tests", "workers", "elastic_numpy.py")
 LAUNCHER = [sys.executable, "-m", "tfring.runner.launch"]
+PEER_TIMEOUT_S = 2.0
+COMMIT_EVERY = 10
 _LINE = re.compile(r"^\[(w\d+)\]<(?:stdout|stderr)>: ?(.*)$")
 
 
@@ -51,8 +53,8 @@ class ElasticHostJob:
     its hosts given by a discovery script that this object rewrites. Output lines are kept
     with the time they arrived. Always ``stop()`` it (a context manager does)."""
 
-    def __init__(self, faults, out_dir, ranks_per_host=2, steps=10 ** 9, commit_every=10, sleep_s=0.02,
-                 peer_timeout_s=2.0, extra_args=(), env=None):
+    def __init__(self, faults, out_dir, ranks_per_host=2, steps=10 ** 9, commit_every=COMMIT_EVERY, sleep_s=0.02,
+                 peer_timeout_s=PEER_TIMEOUT_S, extra_args=(), env=None):
         self.faults, self.hosts, self.out_dir = faults, faults.hosts, out_dir
         self.ranks_per_host = ranks_per_host
         self.hosts_file = os.path.join(out_dir, "hosts.txt")
@@ -236,15 +238,19 @@ def soak(args):
             result["left_in_hosts"] = faults.stop_all()
     survived = [r for r in rounds if r.get("survived")]
 
-    def stats(key):
-        values = [r[key] for r in survived if r.get(key) is not None]
-        return {"median": statistics.median(values), "max": max(values), "n": len(values)} if values else None
+    def stats(key, rows=survived):
+        values = [r[key] for r in rows if r.get(key) is not None]
+        return {"median": round(statistics.median(values), 3), "max": max(values), "n": len(values)} if values else None
 
+    keys = ("to_reset_s", "to_first_commit_s", "steps_lost", "back_to_full_size_s")
+    by_kind = {kind: {key: stats(key, [r for r in survived if r["kind"] == kind]) for key in keys}
+               for kind in sorted({r["kind"] for r in survived})}
     return {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.node()} ({os.cpu_count()} CPUs)",
             "hosts": args.hosts, "ranks_per_host": args.ranks, "seed": args.seed, "worker": "tests/workers/elastic_numpy.py",
             "faults_injected": len(rounds), "faults_survived": len(survived),
             "to_reset_s": stats("to_reset_s"), "to_first_commit_s": stats("to_first_commit_s"),
             "steps_lost": stats("steps_lost"), "back_to_full_size_s": stats("back_to_full_size_s"),
+            "by_kind": by_kind, "peer_timeout_s": PEER_TIMEOUT_S, "commit_every": COMMIT_EVERY,
             "rounds": rounds, **result}
 
 
