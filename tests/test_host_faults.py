@@ -201,3 +201,26 @@ def test_an_elastic_job_loses_a_host_goes_on_smaller_and_takes_it_back(lab, tmp_
     assert {f["size"] for f in finals.values()} == {"6"}, report
     assert job.weights_identical(), report
     assert left == {}, report
+
+
+@pytest.mark.parametrize("kind", ["cut"])
+def test_a_partition_the_discovery_script_does_not_see_costs_the_peer_timeout_only(lab, tmp_path, kind):
+    # Host 2's link is cut and the discovery script keeps listing it: the driver learns from
+    # rank 0 which ranks it lost, leaves them and their silent host-mates out (their
+    # processes still run: the driver can reach them, the job cannot) and the survivors go
+    # on at 4 ranks after the peer timeout; before, the driver put them back into the next
+    # generation, whose rendezvous waited TFRING_START_TIMEOUT_S (30 s) for them, twice.
+    _, faults = lab
+    with host_soak.ElasticHostJob(faults, str(tmp_path), peer_timeout_s=PEER_TIMEOUT_S) as job:
+        r = host_soak.fault_round(job, kind, VICTIM, unlist=False)
+        code = job.finish(timeout_s=30)
+        text = job.text()
+    report = f"{r}\n{text[-6000:]}"
+    assert code == 0, report
+    assert r["to_first_commit_s"] < BOUND_S, report
+    assert re.search(r"lost worker w[45] \(rank [45] of 6 in generation 1, .*\): it was reported lost by rank 0 of "
+                     r"generation 1", text), report
+    assert "rendezvous of generation" not in text, report
+    assert re.search(r"generation 2: 4 worker", text), report
+    assert job.weights_identical() and len(job.finals()) == 6, report
+    assert faults.leftovers() == {}, report

@@ -41,7 +41,8 @@ from benchmarks.scale.host_faults import HostFaults
 from benchmarks.scale.netns import NetnsHosts, remote_command, unavailable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-WORKER = os.path.join(ROOT, "tests", "workers", "elastic_numpy.py")
+WORKERS = {"numpy": os.path.join(ROOT, "tests", "workers", "elastic_numpy.py"),
+           "keras": os.path.join(ROOT, "benchmarks", "scale", "elastic_keras_worker.py")}
 LAUNCHER = [sys.executable, "-m", "tfring.runner.launch"]
 PEER_TIMEOUT_S = 2.0
 COMMIT_EVERY = 10
@@ -54,7 +55,7 @@ class ElasticHostJob:
     with the time they arrived. Always ``stop()`` it (a context manager does)."""
 
     def __init__(self, faults, out_dir, ranks_per_host=2, steps=10 ** 9, commit_every=COMMIT_EVERY, sleep_s=0.02,
-                 peer_timeout_s=PEER_TIMEOUT_S, extra_args=(), env=None):
+                 peer_timeout_s=PEER_TIMEOUT_S, extra_args=(), env=None, worker="numpy"):
         self.faults, self.hosts, self.out_dir = faults, faults.hosts, out_dir
         self.ranks_per_host = ranks_per_host
         self.hosts_file = os.path.join(out_dir, "hosts.txt")
@@ -70,9 +71,10 @@ class ElasticHostJob:
                     "--host-discovery-script", script, "--discovery-interval-s", "0.2",
                     "--network-interface", self.hosts.interface, "--remote-command", remote_command(True),
                     "--blacklist-cooldown-range", "1", "2", "--peer-timeout-s", str(peer_timeout_s),
-                    "--grace-period-s", "2", *extra_args, sys.executable, WORKER, json.dumps(cfg), out_dir]
+                    "--grace-period-s", "2", *extra_args, sys.executable, WORKERS[worker], json.dumps(cfg), out_dir]
+        self.patience = 1 if worker == "numpy" else 4  # TensorFlow workers start in seconds, not 0.2 s
         self.env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p),
-                        OMP_NUM_THREADS="1", **(env or {}))
+                        OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2", **(env or {}))
         self.lines = []  # (arrival time.time(), line)
         self._lock = threading.Lock()
         self.proc = None
@@ -141,7 +143,7 @@ class ElasticHostJob:
     def wait_size(self, size, after_step=0, timeout_s=60):
         """Waits for a commit at ``size`` ranks past ``after_step``; returns (step, size, t)."""
         return self.wait_for(lambda: (p := self.progress()) and p[1] == size and p[0] > after_step and p,
-                             timeout_s, f"a commit at size {size} after step {after_step}")
+                             timeout_s * self.patience, f"a commit at size {size} after step {after_step}")
 
     def finish(self, timeout_s=60):
         """Asks the job to end at its next commit; returns tfringrun's exit code."""
@@ -175,9 +177,11 @@ class ElasticHostJob:
         self.stop()
 
 
-def fault_round(job, kind, host, rng=None, heal_after_steps=30):
+def fault_round(job, kind, host, rng=None, heal_after_steps=30, unlist=True):
     """One fault on ``host`` of a job running at full size, and its return; a dict of what
-    was measured. Raises TimeoutError when the job does not recover in time."""
+    was measured. ``unlist``: the discovery script stops listing the host at the fault
+    (else it never knows: a partition only the job sees). Raises TimeoutError when the job
+    does not recover in time."""
     full = len(job.hosts.names) * job.ranks_per_host
     smaller = full - job.ranks_per_host
     job.wait_size(full)
@@ -185,7 +189,8 @@ def fault_round(job, kind, host, rng=None, heal_after_steps=30):
         time.sleep(float(rng.uniform(0.5, 3.0)))  # a random moment of the training
     step0 = job.progress()[0]
     marks = len(job.lines)
-    job.list_hosts([i for i in job.listed if i != host])
+    if unlist:
+        job.list_hosts([i for i in job.listed if i != host])
     fault = job.faults.apply(kind, host)
     step, _, resumed_at = job.wait_size(smaller, after_step=0, timeout_s=90)
     resets = [(t, line) for t, line in job.lines[marks:] if "RESET " in line and f"size={smaller}" in line]
@@ -211,7 +216,7 @@ def soak(args):
     with NetnsHosts(args.hosts, prefix="tsl") as hosts, tempfile.TemporaryDirectory(prefix="tfring-soak-") as out:
         faults = HostFaults(hosts)
         try:
-            with ElasticHostJob(faults, out, ranks_per_host=args.ranks) as job:
+            with ElasticHostJob(faults, out, ranks_per_host=args.ranks, worker=args.worker) as job:
                 started = time.time()
                 for i in range(args.faults):
                     if time.monotonic() > deadline:
@@ -220,7 +225,7 @@ def soak(args):
                     kind = args.kinds[int(rng.integers(len(args.kinds)))]
                     host = int(rng.integers(1, args.hosts))
                     try:
-                        r = fault_round(job, kind, host, rng)
+                        r = fault_round(job, kind, host, rng, unlist=not args.keep_listed)
                     except TimeoutError as e:
                         print(f"fault {i + 1} ({kind} of host {host}) not survived: {e}", flush=True)
                         rounds.append({"kind": kind, "host": hosts.names[host], "survived": False})
@@ -228,7 +233,7 @@ def soak(args):
                     r["survived"] = True
                     rounds.append(r)
                     print(f"fault {i + 1}/{args.faults}: {json.dumps(r)}", flush=True)
-                code = job.finish(timeout_s=60)
+                code = job.finish(timeout_s=60 * job.patience)
                 finals = job.finals()
                 result = {"exit_code": code, "seconds": round(time.time() - started, 1),
                           "final_step": sorted({int(f["step"]) for f in finals.values()}),
@@ -246,7 +251,8 @@ def soak(args):
     by_kind = {kind: {key: stats(key, [r for r in survived if r["kind"] == kind]) for key in keys}
                for kind in sorted({r["kind"] for r in survived})}
     return {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.node()} ({os.cpu_count()} CPUs)",
-            "hosts": args.hosts, "ranks_per_host": args.ranks, "seed": args.seed, "worker": "tests/workers/elastic_numpy.py",
+            "hosts": args.hosts, "ranks_per_host": args.ranks, "seed": args.seed, "keep_listed": args.keep_listed,
+            "worker": os.path.relpath(WORKERS[args.worker], ROOT),
             "faults_injected": len(rounds), "faults_survived": len(survived),
             "to_reset_s": stats("to_reset_s"), "to_first_commit_s": stats("to_first_commit_s"),
             "steps_lost": stats("steps_lost"), "back_to_full_size_s": stats("back_to_full_size_s"),
@@ -261,6 +267,11 @@ def main():
     parser.add_argument("--ranks", type=int, default=2, help="ranks (slots) per host")
     parser.add_argument("--kinds", nargs="+", default=["kill", "cut", "freeze"], choices=["kill", "cut", "freeze"])
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--worker", choices=sorted(WORKERS), default="numpy",
+                        help="numpy: tests/workers/elastic_numpy.py (light); keras: an elastic Keras fit "
+                             "(benchmarks/scale/elastic_keras_worker.py, TensorFlow in every worker)")
+    parser.add_argument("--keep-listed", action="store_true",
+                        help="the discovery script keeps listing a failed host (a fault only the job sees)")
     parser.add_argument("--minutes", type=float, default=15, help="no new fault after this long")
     parser.add_argument("--json")
     args = parser.parse_args()

@@ -20,6 +20,13 @@ Keys (all under ``elastic/``):
                          while training, or a rendezvous that failed); the driver re-forms
                          the job when it is above 0 for the current generation, even if no
                          process exited (a frozen remote peer, a network cut)
+  ``broken/<g>/<worker>`` counter: above 0 once that worker reported generation g broken
+                         (it is alive and reaches the store), written before ``broken/<g>``
+  ``lost/<g>/<rank>``    counter: above 0 when rank 0 of generation g lost that rank (its
+                         error named it); written before ``broken/<g>``. The driver leaves
+                         such a worker out of the next generation even if its process has not
+                         exited (a host frozen or cut off: it cannot take part in a
+                         rendezvous), and the workers of its host that did not report
   ``gen/<g>/<worker>``   JSON assignment of ``worker`` in generation g
   ``joined/<worker>``    counter: how many generations the worker has joined (its
                          rendezvous succeeded); 0 for a worker that never trained
@@ -53,6 +60,14 @@ def joined_key(worker):
 
 def broken_key(generation):
     return f"elastic/broken/{generation}"
+
+
+def broken_by_key(generation, worker):
+    return f"elastic/broken/{generation}/{worker}"
+
+
+def lost_key(generation, rank):
+    return f"elastic/lost/{generation}/{rank}"
 
 
 def assignment_key(generation, worker):

@@ -30,12 +30,14 @@ def _say(text):
 
 def lost_job_member(exc):
     """True when ``exc`` happened because this rank's runtime lost the job (a peer died,
-    froze or left), in an elastic worker. Never blocks."""
+    froze or left), in an elastic worker; on rank 0 it also notes which ranks were lost, for
+    the driver (``worker.note_lost``). Never blocks."""
     if worker.worker_id() is None or not basics.is_initialized():
         return False
     try:
         _core.check_health()
-    except errors.TfringError:
+    except errors.TfringError as health:
+        worker.note_lost(basics.rank(), str(health))
         return True
     return False
 

@@ -16,13 +16,14 @@ import time
 from tfring import _core, errors
 from tfring.elastic import protocol
 from tfring.elastic.exceptions import JobEndedError, describe
-from tfring.runner import jobenv
+from tfring.runner import blame, jobenv
 
 POLL_S = 0.05
 DEFAULT_TIMEOUT_S = 630.0
 _joined = 0  # the generation this process joined last (0: none)
 _trained = False  # a rendezvous of this process succeeded once (it took part in the job)
 _client = None
+_lost = []  # ranks of the joined generation that this worker, its rank 0, lost (note_lost)
 
 
 def worker_id(environ=None):
@@ -111,11 +112,27 @@ def join_settings(timeout_s=None):
         time.sleep(POLL_S)
 
 
+def note_lost(rank, message):
+    """Remembers the ranks that ``message`` (this rank's runtime failure) reports lost, when
+    this worker is ``rank`` 0 of its generation: ``report_broken`` tells the driver, which
+    leaves them out of the next generation (rank 0 watches every rank's heartbeats; on a
+    partition, its side holds the job)."""
+    global _lost
+    _lost = sorted(blame.lost_ranks(message) - {0}) if rank == 0 else []
+
+
 def report_broken():
     """Tells the driver that the generation this worker joined cannot go on (it lost a
-    member, or its rendezvous failed), so it re-forms the job even when no process exited."""
+    member, or its rendezvous failed), so it re-forms the job even when no process exited;
+    first, on rank 0, which ranks it lost (``note_lost``)."""
+    global _lost
     if _joined:
-        _store().add(protocol.broken_key(_joined), 1)
+        store = _store()
+        for rank in _lost:
+            store.add(protocol.lost_key(_joined, rank), 1)
+        _lost = []
+        store.add(protocol.broken_by_key(_joined, worker_id()), 1)
+        store.add(protocol.broken_key(_joined), 1)
 
 
 def init_core(core_init):
@@ -146,5 +163,5 @@ def init_core(core_init):
 
 
 def reset_for_tests():
-    global _joined, _client, _trained
-    _joined, _client, _trained = 0, None, False
+    global _joined, _client, _trained, _lost
+    _joined, _client, _trained, _lost = 0, None, False, []

@@ -19,6 +19,12 @@ import threading
 _LOST_PEER = re.compile(r"\brank (\d+) (?:\(host [^)]*\) )?(?:is gone|has shut down|exited:|has not answered|was silent)")
 
 
+def lost_ranks(text):
+    """The ranks that a tfring error message ``text`` reports lost (dead, shut down,
+    silent), e.g. {4} for ``rank 4 (host h2) has not answered for 2.0 s``."""
+    return {int(m.group(1)) for m in _LOST_PEER.finditer(text)}
+
+
 class Blame:
     def __init__(self):
         self._lock = threading.Lock()
@@ -28,7 +34,7 @@ class Blame:
         """Notes the peers that ``rank`` reports lost in one line of its output."""
         if "rank" not in text or "tfring" not in text:
             return
-        peers = {int(m.group(1)) for m in _LOST_PEER.finditer(text)} - {rank}
+        peers = lost_ranks(text) - {rank}
         if peers:
             with self._lock:
                 self._lost.setdefault(rank, set()).update(peers)

@@ -188,7 +188,8 @@ class ElasticJob:
     def _members(self):
         """Live workers that can be in the next generation, current members first (in rank
         order, so the lowest surviving rank becomes rank 0), then the newly ready ones."""
-        ready = [w for w in self._live() if w.ready and not _frozen(w)]
+        # Not one that was sent SIGKILL (stopped too long) and has not been reaped yet.
+        ready = [w for w in self._live() if w.ready and not _frozen(w) and w.killed_at is None]
         return sorted(ready, key=lambda w: (w.rank is None, w.rank if w.rank is not None else int(w.wid[1:])))
 
     def _pending(self):
@@ -325,6 +326,7 @@ class ElasticJob:
                 self.output.message(f"{w.describe(self._size_of)} has been stopped by {signal_name(signum)} "
                                     f"for {now - since:.1f} s; killing it")
                 signal_and_resume(w, signal.SIGKILL)
+                w.killed_at = now
                 self._stopped_since.pop(w.wid, None)
 
     def _discover(self, now):
@@ -394,6 +396,30 @@ class ElasticJob:
             # dead worker out instead of waiting for it in a rendezvous.
             self._form_not_before = time.monotonic() + BROKEN_SETTLE_S
 
+    def _leave_out_lost(self):
+        """Members of the broken generation that its rank 0 reported lost, and the members
+        on the same host that did not report the generation broken themselves, whose
+        processes have not exited (the host frozen or cut off from rank 0 and the store:
+        this driver may still reach it, through ssh or here), are lost too: their host is
+        blacklisted, they are left out of the next generation (which they could only hold
+        up until its rendezvous times out) and stopped if still running ``ready_timeout_s``
+        after it is published. On a partition the side of rank 0 (and of the store) goes on."""
+        g = self.generation
+        # Local workers are looked at directly: a stopped one is left out (_members) and
+        # killed after the stopped limit (_watch_stopped); only remote ones are judged here.
+        members = [w for w in self._live() if w.generation == g and w.rank not in (None, 0)
+                   and hasattr(w.proc, "signal_group")]
+        lost = [w for w in members if self.store.add(protocol.lost_key(g, w.rank), 0)]
+        hosts = {w.host: w.rank for w in lost}
+        silent = [w for w in members if w not in lost and w.host in hosts
+                  and not self.store.add(protocol.broken_by_key(g, w.wid), 0)]
+        for w in lost + silent:
+            w.removed = True
+            why = (f"was reported lost by rank 0 of generation {g}" if w in lost else
+                   f"is on host {w.host} with rank {hosts[w.host]}, which rank 0 of generation {g} lost, and did "
+                   "not report the generation broken")
+            self._lost(w, f"{why} (silent: its host frozen or cut off, or its network drops packets)")
+
     def _check_ready(self, now):
         """Marks started workers that became ready; kills one not ready in time."""
         for w in self._pending():
@@ -425,6 +451,8 @@ class ElasticJob:
             return
         if self.generation == 0 and self._pending():
             return  # the first generation waits for every first worker (bounded by ready_timeout_s)
+        if self._force:
+            self._leave_out_lost()
         members = self._members()
         if len(members) < self.cfg.min_np:
             self._below_min_np(now, len(members))
