@@ -46,10 +46,11 @@ SCENARIOS = [
      "transfer", 1, False),
 ]
 # Host-level faults (issue 32): 3 emulated hosts x 2 ranks, host 2 (ranks 4, 5) lost.
+HOST_TIMEOUT = f"peer timeout {test_host_faults.PEER_TIMEOUT_S:g} s"
 HOST_SCENARIOS = [
     ("every process of one host SIGKILLed (3 emulated hosts x 2 ranks)", "kill"),
-    ("one host's link cut (3 emulated hosts x 2 ranks, peer timeout 2 s)", "cut"),
-    ("every process of one host SIGSTOPped (3 emulated hosts x 2 ranks, peer timeout 2 s)", "freeze"),
+    (f"one host's link cut (3 emulated hosts x 2 ranks, {HOST_TIMEOUT})", "cut"),
+    (f"every process of one host SIGSTOPped (3 emulated hosts x 2 ranks, {HOST_TIMEOUT})", "freeze"),
 ]
 FROZEN_ENV = {"TFRING_PEER_TIMEOUT_S": str(test_faults_frozen.PEER_TIMEOUT_S)}
 FROZEN_SCRIPTS = (test_faults_frozen.FROZEN_IN_FIT, test_faults_frozen.FROZEN_IN_TRANSFER)

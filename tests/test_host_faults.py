@@ -25,7 +25,7 @@ from tfring.runner.supervisor import Failure
 
 pytestmark = pytest.mark.multiprocess
 
-PEER_TIMEOUT_S = 2.0
+PEER_TIMEOUT_S = 3.0  # as test_faults_frozen.py: 2 s risks a false verdict on a loaded CI machine
 BOUND_S = PEER_TIMEOUT_S + 5.0  # issue 32's bound for a lost host
 HOSTS, RANKS_PER_HOST = 3, 2
 VICTIM = 2  # host 2 runs ranks 4 and 5; host 0 holds rank 0 (and reaches the store)
@@ -93,8 +93,10 @@ def _static_job(lab, kind, tmp_path):
         m = re.search(r"ERR ([\d.]+) (\w+) (.*)", rank_output(result.stdout, r))
         assert m, f"rank {r} ended without reporting an error\n{report}"
         assert m.group(2) == "PeerLostError", report
-        named = re.search(r"rank (\d+)", m.group(3).split(": ", 1)[1])
-        assert named and int(named.group(1)) in victim_ranks, report
+        # e.g. "rank 4 is gone", or "rank 1 failed: ... lost connection to rank 5" when a
+        # transfer with the lost rank broke first on rank 1, which told the others
+        named = {int(n) for n in re.findall(r"rank (\d+)", m.group(3).split(": ", 1)[1])}
+        assert named & set(victim_ranks), report
         delays[r] = float(m.group(1)) - fault.at
         assert delays[r] < BOUND_S, report
     return result, fault, delays, report, ended

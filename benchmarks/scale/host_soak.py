@@ -2,18 +2,22 @@
 Not a CI test (it runs for minutes); tests/test_host_faults.py runs one fault of it.
 
     sudo .venv/bin/python -m benchmarks.scale.host_soak --faults 10 [--hosts 3 --ranks 2]
-        [--kinds kill cut freeze] [--seed 1] [--minutes 15] [--json docs/benchmarks/host_faults.json]
+        [--worker numpy|keras] [--kinds kill cut freeze] [--keep-listed] [--seed 1]
+        [--minutes 15] [--json docs/benchmarks/host_faults.json]
 
 The job: ``tfringrun --min-np 2 --max-np H*R --host-discovery-script`` over H emulated
-hosts x R slots (benchmarks/scale/netns.py, each host its own hostname), running the light
-elastic worker tests/workers/elastic_numpy.py (NumPy API: data-parallel least squares under
-``tfring.elastic.run``, a commit every 10 steps). TensorFlow workers would be 6 x 500 MB
-and 5 s imports on this 2-core VM for every host's return; the elastic machinery (driver,
-store, rendezvous, commit/restore/sync) is the same.
+hosts x R slots (benchmarks/scale/netns.py, each host its own hostname), peer timeout 2 s,
+a commit every 10 steps. Workers: ``numpy`` (default), the light tests/workers/elastic_numpy.py
+(NumPy API: data-parallel least squares under ``tfring.elastic.run``); ``keras``, an elastic
+Keras ``fit`` (benchmarks/scale/elastic_keras_worker.py): 6 TensorFlow processes of ~500 MB,
+and each return of a host waits for two TensorFlow imports (waits are 4x longer).
+``--keep-listed``: the discovery script never learns of the fault (a partition only the
+job sees).
 
 Each round, once the job runs at full size: a random moment (0.5-3 s), a random fault
 (kill, cut or freeze) on a random host other than host 0 (rank 0's; the store is served
-from this namespace), and the discovery script stops listing that host. The round waits
+from this namespace), and the discovery script stops listing that host (unless
+``--keep-listed``). The round waits
 for the job to go on at the smaller size, lets it train, heals the host (link up, SIGCONT;
 what was left of it is stopped by the driver or exits by itself) and lists it again, then
 waits for the full size. Reported per fault: seconds from the fault to the survivors'
@@ -234,6 +238,9 @@ def soak(args):
                     rounds.append(r)
                     print(f"fault {i + 1}/{args.faults}: {json.dumps(r)}", flush=True)
                 code = job.finish(timeout_s=60 * job.patience)
+                if args.log:
+                    with open(args.log, "w") as f:
+                        f.write(job.text() + "\n")
                 finals = job.finals()
                 result = {"exit_code": code, "seconds": round(time.time() - started, 1),
                           "final_step": sorted({int(f["step"]) for f in finals.values()}),
@@ -274,6 +281,7 @@ def main():
                         help="the discovery script keeps listing a failed host (a fault only the job sees)")
     parser.add_argument("--minutes", type=float, default=15, help="no new fault after this long")
     parser.add_argument("--json")
+    parser.add_argument("--log", help="write the job's whole output there")
     args = parser.parse_args()
     why = unavailable()
     if why:
