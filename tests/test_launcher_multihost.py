@@ -360,7 +360,12 @@ mean = tfring.allreduce(x, op=tfring.Average, name="big_mean")
 expected = (np.arange(100003, dtype=np.float32) % 97) * (n * (n + 1) / 2)
 assert np.array_equal(total, expected), "sum differs"
 assert np.allclose(mean, expected / n, rtol=1e-6), "average differs"
-digest = hashlib.sha1(total.tobytes() + mean.tobytes()).hexdigest()
+rows = np.full((1000 * (r + 1), 3), r, np.int16)                    # first dimensions differ
+gathered = tfring.allgather(rows, name="gathered")
+assert np.array_equal(gathered[:, 0], np.repeat(np.arange(n), 1000 * (np.arange(n) + 1))), "allgather differs"
+sent = tfring.broadcast(x + r, n - 1, name="sent")                     # 400 KB from the last rank
+assert np.array_equal(sent, x / (r + 1) * n + n - 1), "broadcast differs"
+digest = hashlib.sha1(total.tobytes() + mean.tobytes() + gathered.tobytes() + sent.tobytes()).hexdigest()
 print(f"rank {r}: hierarchical OK {digest}", flush=True)
 tfring.shutdown()
 """
@@ -370,8 +375,9 @@ tfring.shutdown()
 @pytest.mark.timeout(90)
 def test_hierarchical_allreduce_across_two_hosts_of_two_ranks(netns_hosts):
     # 2 emulated hosts x 2 ranks: the allreduce runs inside each host, then across hosts on
-    # half the buffer per local rank (cc/core/hierarchical_allreduce.cc); exact sums, the
-    # same bits on every rank, and rank 0 says which layout it took.
+    # half the buffer per local rank (cc/core/hierarchical_allreduce.cc), the allgather
+    # across hosts then inside them, the broadcast scattered, across, gathered; exact
+    # results, the same bits on every rank, and rank 0 says which layout it took.
     a, b = netns_hosts.names
     result = run_job(4, HIERARCHICAL_SCRIPT, timeout=75, env={"TFRING_LOG_LEVEL": "info"}, args=(
         "-H", f"{a}:2,{b}:2", "--network-interface", netns_hosts.interface,
@@ -379,7 +385,8 @@ def test_hierarchical_allreduce_across_two_hosts_of_two_ranks(netns_hosts):
     digests = re.findall(r"rank (\d): hierarchical OK (\w+)", result.stdout)
     assert sorted(r for r, _ in digests) == ["0", "1", "2", "3"], result.stdout
     assert len({d for _, d in digests}) == 1, digests
-    assert "allreduce: hierarchical across 2 hosts x 2 ranks" in result.stderr, result.stderr[-2000:]
+    assert "hierarchical across 2 hosts x 2 ranks: allreduce, allgather, broadcast" in result.stderr, \
+        result.stderr[-2000:]
 
 
 @pytest.mark.multiprocess

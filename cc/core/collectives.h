@@ -49,6 +49,7 @@ Status RecursiveDoublingAllreduce(const Group& comm, const void* input, void* ou
 struct HostLayout {
   std::vector<int32_t> local;  // global ranks on this host, ascending
   std::vector<int32_t> cross;  // per host (ordered by lowest rank): its rank of this rank's local index
+  std::vector<std::vector<int32_t>> hosts;  // every host's global ranks, ascending, hosts as in `cross`
 };
 // From the host ids exchanged at init. False (no layout) for one host, one rank per host,
 // or hosts with different rank counts: those run the flat ring.
@@ -59,6 +60,18 @@ bool MakeHostLayout(const Communicator& comm, HostLayout* layout);
 // hierarchical_allreduce.cc). In or out of place and postscale as RingAllreduce.
 Status HierarchicalAllreduce(Communicator& comm, const HostLayout& layout, const void* input, void* output,
                              size_t count, DataType dtype, ReduceOp op, size_t chunk_bytes, double postscale = 1.0);
+
+// Allgather with a per-rank byte count (as RingAllgatherv) over every rank of `comm`, in two
+// phases: across hosts among the ranks of each local index, then inside each host (see
+// hierarchical_allgather.cc). `input` may be this rank's block inside `output`.
+Status HierarchicalAllgatherv(Communicator& comm, const HostLayout& layout, const void* input, void* output,
+                              const std::vector<size_t>& bytes_per_rank);
+
+// Broadcast of `bytes` bytes from global rank `root` over every rank of `comm`: scatter
+// inside the root's host, L chains across hosts each on 1/L of the buffer, allgather
+// inside each host (see hierarchical_broadcast.cc).
+Status HierarchicalBroadcast(Communicator& comm, const HostLayout& layout, void* buf, size_t bytes, int root,
+                             size_t chunk_bytes);
 
 // Ring reduce-scatter phase over caller-chosen segments (one per rank). On return rank r
 // holds the fully reduced segments[(r + 1) % size] in `buf`; other segments are partial.
@@ -77,6 +90,11 @@ Status RingAllgatherPhase(const Group& comm, char* buf, const std::vector<Segmen
 // bytes) lands at offset sum(bytes_per_rank[0..r)) of `output` on every rank.
 Status RingAllgatherv(const Group& comm, const void* input, void* output,
                       const std::vector<size_t>& bytes_per_rank);
+
+// Ring allgather of blocks made of pieces (byte offsets and counts in `out`): on entry
+// rank r holds blocks[r] in place; on return every rank holds every block. Every rank
+// passes the same `blocks` (see ring_allgather.cc).
+Status RingAllgatherPieces(const Group& comm, char* out, const std::vector<std::vector<Segment>>& blocks);
 
 // Pipelined chain broadcast of `bytes` bytes from `root` along the ring, in chunks of
 // chunk_bytes rounded up to a multiple of 8 (see chain_broadcast.cc).

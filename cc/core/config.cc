@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "algorithm.h"
 #include "logging.h"
 
 namespace tfring {
@@ -78,6 +79,23 @@ const std::vector<ParamSpec>& ParamTable() {
        "1/L of the buffer per local rank, then gather inside the host: each host's link "
        "carries 2(H-1)/H of the buffer instead of the flat ring's 2(N-1)/N. 0: the flat ring. "
        "Every rank must use the same value."},
+      {"TFRING_HIERARCHICAL_ALLGATHER", ParamType::kBool, "1", 0, 0,
+       "On several hosts with the same number of ranks each, host-memory allgathers over every "
+       "rank gather across hosts first (the ranks of each local index at once, each with its own "
+       "block), then inside each host: each host's link carries (H-1)/H of the output instead of "
+       "the flat ring's (N-1)/N. 0: the flat ring. Every rank must use the same value."},
+      {"TFRING_HIERARCHICAL_BROADCAST", ParamType::kBool, "1", 0, 0,
+       "On several hosts with the same number of ranks each, host-memory broadcasts over every "
+       "rank larger than TFRING_RECURSIVE_DOUBLING_BYTES scatter the buffer inside the root's host, "
+       "broadcast each local rank's 1/L across hosts (L chains at once), and allgather inside each "
+       "host. 0: the flat chain. Every rank must use the same value."},
+      {"TFRING_ALGORITHM", ParamType::kString, "auto", 0, 0,
+       "Pins the algorithm of host-memory collectives for the whole job, to compare them: auto "
+       "(the selection table, docs/scaling.md) or comma-separated OP=ALGORITHM, e.g. "
+       "'allreduce=ring,broadcast=hierarchical' (allreduce: ring, recursive_doubling, "
+       "hierarchical; allgather: ring, hierarchical; broadcast: chain, hierarchical; each also "
+       "auto). A pin that cannot run on the job (hierarchical on one host, on a process set) "
+       "leaves the choice to the table. Every rank must use the same value."},
       {"TFRING_SHM", ParamType::kBool, "1", 0, 0,
        "Move data between ranks on the same host through shared memory (0 = always TCP)."},
       {"TFRING_SHM_CONTROL", ParamType::kBool, "1", 0, 0,
@@ -161,6 +179,11 @@ Status Validate(const ParamSpec& spec, const std::string& text, const std::strin
       if (std::string(spec.name) == "TFRING_SHM_CMA" && text != "auto" && text != "0" &&
           text != "1" && text != "true" && text != "false") {
         return bad("expected auto, 0, 1, true or false");
+      }
+      if (std::string(spec.name) == "TFRING_ALGORITHM") {
+        std::map<OpType, Algorithm> pins;
+        std::string error;
+        if (!ParseAlgorithmPins(text, &pins, &error)) return bad(error);
       }
       if (std::string(spec.name) == "TFRING_LOG_LEVEL") {
         LogSpec log_spec;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "adasum.h"
+#include "algorithm.h"
 #include "cma.h"
 #include "collectives.h"
 #include "communicator.h"
@@ -17,15 +18,52 @@ using Clock = std::chrono::steady_clock;
 
 CpuBackend::CpuBackend(const BackendContext& context)
     : ctx_(context),
-      in_place_min_bytes_(context.config != nullptr ? context.config->Int("TFRING_FUSION_IN_PLACE_BYTES") : -1),
-      recursive_doubling_bytes_(
-          context.config != nullptr ? static_cast<size_t>(context.config->Int("TFRING_RECURSIVE_DOUBLING_BYTES")) : 0) {
-  hierarchical_ = context.config != nullptr && context.config->Bool("TFRING_HIERARCHICAL_ALLREDUCE") &&
-                  context.comm != nullptr && MakeHostLayout(*context.comm, &host_layout_);
-  if (hierarchical_ && context.rank == 0) {
-    TFRING_LOG(LogLevel::kInfo, "cpu", "allreduce: hierarchical across " << host_layout_.cross.size() << " hosts x "
-                                           << host_layout_.local.size() << " ranks (TFRING_HIERARCHICAL_ALLREDUCE)");
+      in_place_min_bytes_(context.config != nullptr ? context.config->Int("TFRING_FUSION_IN_PLACE_BYTES") : -1) {
+  if (context.config != nullptr) {
+    const Config& c = *context.config;
+    settings_.recursive_doubling_bytes = static_cast<size_t>(c.Int("TFRING_RECURSIVE_DOUBLING_BYTES"));
+    settings_.hierarchical_allreduce = c.Bool("TFRING_HIERARCHICAL_ALLREDUCE");
+    settings_.hierarchical_allgather = c.Bool("TFRING_HIERARCHICAL_ALLGATHER");
+    settings_.hierarchical_broadcast = c.Bool("TFRING_HIERARCHICAL_BROADCAST");
+    std::string error;  // the config validated it
+    ParseAlgorithmPins(c.String("TFRING_ALGORITHM"), &settings_.pinned, &error);
   }
+  has_layout_ = context.comm != nullptr && MakeHostLayout(*context.comm, &host_layout_);
+  shm_inside_hosts_ = context.comm != nullptr && context.comm->shm_peers() > 0;
+  if (context.rank != 0 || context.comm == nullptr) return;
+  if (has_layout_) {
+    std::string ops;
+    for (const auto& [on, name] : {std::pair<bool, const char*>{settings_.hierarchical_allreduce, "allreduce"},
+                                   {settings_.hierarchical_allgather, "allgather"},
+                                   {settings_.hierarchical_broadcast, "broadcast"}}) {
+      if (on) ops += std::string(ops.empty() ? "" : ", ") + name;
+    }
+    TFRING_LOG(LogLevel::kInfo, "cpu", "hierarchical across " << host_layout_.cross.size() << " hosts x "
+                                           << host_layout_.local.size() << " ranks: "
+                                           << (ops.empty() ? "none" : ops)
+                                           << " (TFRING_HIERARCHICAL_ALLREDUCE/_ALLGATHER/_BROADCAST)");
+  }
+  for (const auto& [op, algorithm] : settings_.pinned) {
+    const Topology world = TopologyOf(Group(*context.comm));
+    if (algorithm != Algorithm::kAuto && ChooseAlgorithm(op, SIZE_MAX / 2, world, settings_) != algorithm) {
+      TFRING_LOG(LogLevel::kWarning, "cpu", "TFRING_ALGORITHM pins " << OpTypeName(op) << " to "
+                                               << AlgorithmName(algorithm) << ", which cannot run on this job ("
+                                               << (has_layout_ ? "" : "not several hosts of equal rank counts, ")
+                                               << world.ranks << " ranks): the table chooses instead");
+    }
+  }
+}
+
+Topology CpuBackend::TopologyOf(const Group& g) const {
+  Topology t;
+  t.ranks = g.size();
+  t.across_hosts = has_layout_ && g.is_world();
+  if (t.across_hosts) {
+    t.hosts = static_cast<int>(host_layout_.cross.size());
+    t.ranks_per_host = static_cast<int>(host_layout_.local.size());
+  }
+  t.shm_inside_hosts = shm_inside_hosts_;
+  return t;
 }
 
 Status CpuBackend::Execute(const Response& r, const std::vector<Submission*>& group,
@@ -144,14 +182,15 @@ Status CpuBackend::AllreduceOne(const Group& comm, const Response& r, Submission
 
 Status CpuBackend::Allreduce(const Group& comm, const void* input, void* output, size_t count, DataType dtype,
                              ReduceOp op, double postscale) {
-  if (comm.size() > 1 && count * DataTypeSize(dtype) <= recursive_doubling_bytes_) {
-    return RecursiveDoublingAllreduce(comm, input, output, count, dtype, op, postscale);
+  switch (ChooseAlgorithm(OpType::kAllreduce, count * DataTypeSize(dtype), TopologyOf(comm), settings_)) {
+    case Algorithm::kRecursiveDoubling:
+      return RecursiveDoublingAllreduce(comm, input, output, count, dtype, op, postscale);
+    case Algorithm::kHierarchical:
+      return HierarchicalAllreduce(*ctx_.comm, host_layout_, input, output, count, dtype, op, ctx_.chunk_bytes,
+                                   postscale);
+    default:
+      return RingAllreduce(comm, input, output, count, dtype, op, ctx_.chunk_bytes, postscale);
   }
-  if (hierarchical_ && comm.is_world()) {
-    return HierarchicalAllreduce(*ctx_.comm, host_layout_, input, output, count, dtype, op, ctx_.chunk_bytes,
-                                 postscale);
-  }
-  return RingAllreduce(comm, input, output, count, dtype, op, ctx_.chunk_bytes, postscale);
 }
 
 // Several tensors packed into the fusion buffer, reduced once, unpacked.
@@ -212,6 +251,11 @@ Status CpuBackend::Allgather(const Group& g, const Response& r, Submission& s) {
   }
   void* out = nullptr;
   TFRING_RETURN_IF_ERROR(s.allocate_output(out_shape, &out));
+  size_t total = 0;
+  for (size_t b : bytes) total += b;
+  if (ChooseAlgorithm(OpType::kAllgather, total, TopologyOf(g), settings_) == Algorithm::kHierarchical) {
+    return HierarchicalAllgatherv(*ctx_.comm, host_layout_, s.input, out, bytes);
+  }
   return RingAllgatherv(g, s.input, out, bytes);
 }
 
@@ -219,6 +263,9 @@ Status CpuBackend::Allgather(const Group& g, const Response& r, Submission& s) {
 Status CpuBackend::Broadcast(const Group& g, const Response& r, Submission& s) {
   const size_t bytes = s.request.Bytes();
   if (ctx_.rank == r.root && bytes > 0 && s.input != s.output) std::memcpy(s.output, s.input, bytes);
+  if (ChooseAlgorithm(OpType::kBroadcast, bytes, TopologyOf(g), settings_) == Algorithm::kHierarchical) {
+    return HierarchicalBroadcast(*ctx_.comm, host_layout_, s.output, bytes, r.root, ctx_.chunk_bytes);
+  }
   return ChainBroadcast(g, s.output, bytes, g.local_index(r.root), ctx_.chunk_bytes);
 }
 

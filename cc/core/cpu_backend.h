@@ -1,10 +1,12 @@
 // CpuBackend: collectives on host memory (device == -1), over the Communicator's links
-// (shared-memory rings with local peers, TCP otherwise): ring allreduce with fusion (large
+// (shared-memory rings with local peers, TCP otherwise): allreduce with fusion (large
 // tensors of a fused group reduced where they are; Adasum: adasum.h, always packed, each
-// tensor combined on its own),
-// ring allgatherv, chain broadcast, pairwise alltoallv, ring reduce-scatter. A response
-// on a process set (Response::members) runs the same algorithms on a Group of the members'
-// links (communicator.h); the runtime calls Execute on members only.
+// tensor combined on its own), allgatherv, broadcast, pairwise alltoallv, ring
+// reduce-scatter. Which algorithm runs an allreduce, allgather or broadcast (ring or chain,
+// recursive doubling, hierarchical across hosts) is the selection table's choice
+// (algorithm.h). A response on a process set (Response::members) runs the flat algorithms
+// on a Group of the members' links (communicator.h); the runtime calls Execute on members
+// only.
 //
 // Threads: the runtime's background thread only. Owns the fusion buffer (scratch, grown
 // to the largest fused group and kept).
@@ -12,6 +14,7 @@
 
 #include <vector>
 
+#include "algorithm.h"
 #include "backend.h"
 #include "collectives.h"
 #include "communicator.h"
@@ -30,10 +33,8 @@ class CpuBackend : public Backend {
   Status Allreduce(const Group& g, const Response& r, const std::vector<Submission*>& group,
                    ExecutionTimings* timings);
   Status AllreduceOne(const Group& g, const Response& r, Submission& s, double* transfer_s);
-  // The algorithm for one host-memory allreduce of `count` elements (input == output: in
-  // place): recursive doubling up to recursive_doubling_bytes_; beyond, over every rank of a
-  // job on several hosts with the same rank count each, the hierarchical allreduce
-  // (TFRING_HIERARCHICAL_ALLREDUCE); else the ring.
+  // One host-memory allreduce of `count` elements (input == output: in place), by the
+  // algorithm the selection table (algorithm.h) picks for it.
   Status Allreduce(const Group& g, const void* input, void* output, size_t count, DataType dtype,
                    ReduceOp op, double postscale);
   Status AllreducePacked(const Group& g, const Response& r, const std::vector<Submission*>& group,
@@ -49,9 +50,13 @@ class CpuBackend : public Backend {
   BackendContext ctx_;
   std::vector<char> fusion_buffer_;
   int64_t in_place_min_bytes_;  // TFRING_FUSION_IN_PLACE_BYTES (-1: by transport)
-  size_t recursive_doubling_bytes_;  // TFRING_RECURSIVE_DOUBLING_BYTES (0 without a config)
-  HostLayout host_layout_;         // valid where hierarchical_ (fixed at construction)
-  bool hierarchical_ = false;
+  // What the selection table (algorithm.h) reads, fixed at construction: the settings
+  // (defaults without a config: the ring and the chain) and the job's hosts.
+  Topology TopologyOf(const Group& g) const;
+  AlgorithmSettings settings_;
+  HostLayout host_layout_;  // valid where has_layout_
+  bool has_layout_ = false;
+  bool shm_inside_hosts_ = false;
 };
 
 }  // namespace tfring

@@ -40,6 +40,7 @@ bool MakeHostLayout(const Communicator& comm, HostLayout* layout) {
   layout->local = mine;
   layout->cross.clear();
   for (const auto& h : hosts) layout->cross.push_back(h[local_index]);
+  layout->hosts = std::move(hosts);
   return true;
 }
 

@@ -116,6 +116,9 @@ Status Runtime::Init(const std::map<std::string, std::string>& overrides, bool r
   opt.must_match = "TFRING_FUSION_IN_PLACE_BYTES=" + std::to_string(c.Int("TFRING_FUSION_IN_PLACE_BYTES")) +
                    ";TFRING_RECURSIVE_DOUBLING_BYTES=" + std::to_string(c.Int("TFRING_RECURSIVE_DOUBLING_BYTES")) +
                    ";TFRING_HIERARCHICAL_ALLREDUCE=" + std::to_string(c.Bool("TFRING_HIERARCHICAL_ALLREDUCE")) +
+                   ";TFRING_HIERARCHICAL_ALLGATHER=" + std::to_string(c.Bool("TFRING_HIERARCHICAL_ALLGATHER")) +
+                   ";TFRING_HIERARCHICAL_BROADCAST=" + std::to_string(c.Bool("TFRING_HIERARCHICAL_BROADCAST")) +
+                   ";TFRING_ALGORITHM=" + c.String("TFRING_ALGORITHM") +
                    ";TFRING_SHM=" + std::to_string(opt.shm) +
                    ";TFRING_SHM_CONTROL=" + std::to_string(opt.shm && opt.shm_control);
   opt.peer_timeout_s = c.Float("TFRING_PEER_TIMEOUT_S");

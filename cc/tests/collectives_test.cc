@@ -706,29 +706,46 @@ struct HostsParam {
   int size;
   int ranks_per_host;
   bool shm;
+  bool interleaved = false;  // host h: ranks h, h + H, h + 2H... (not contiguous in rank order)
 };
 
-class HierarchicalTest : public ::testing::TestWithParam<HostsParam> {};
+class HierarchicalTest : public ::testing::TestWithParam<HostsParam> {
+ protected:
+  void SetUp() override {
+    const HostsParam p = GetParam();
+    MeshOptions o;
+    o.size = p.size;
+    o.ranks_per_host = p.ranks_per_host;
+    o.interleave_hosts = p.interleaved;
+    o.shm = p.shm;
+    TFRING_ASSERT_OK(MakeMesh(o, &mesh_));
+  }
+  // Runs fn(rank, comm, layout) on every rank, with the rank's host layout checked first.
+  std::vector<Status> Run(const std::function<Status(int, Communicator&, const HostLayout&)>& fn) {
+    const HostsParam p = GetParam();
+    return testing_util::RunRanks(p.size, 120, [&](int r) -> Status {
+      Communicator& comm = mesh_[r];
+      HostLayout layout;
+      if (!MakeHostLayout(comm, &layout)) return Status::Internal("no host layout");
+      if (static_cast<int>(layout.local.size()) != p.ranks_per_host ||
+          static_cast<int>(layout.cross.size()) != p.size / p.ranks_per_host ||
+          layout.hosts.size() != layout.cross.size()) {
+        return Status::Internal("wrong layout");
+      }
+      Status st = fn(r, comm, layout);
+      if (!st.ok()) comm.Abort();  // the others fail fast instead of timing out
+      return st;
+    }, [&] { mesh_.AbortAll(); });
+  }
+  Mesh mesh_;
+};
 
 TEST_P(HierarchicalTest, EveryDtypeOpCountAndPlaceWithTheSameBitsEverywhere) {
-  const HostsParam p = GetParam();
-  MeshOptions o;
-  o.size = p.size;
-  o.ranks_per_host = p.ranks_per_host;
-  o.shm = p.shm;
-  Mesh mesh;
-  TFRING_ASSERT_OK(MakeMesh(o, &mesh));
-  const auto cases = AllreduceCases(p.size);
-  std::vector<std::vector<std::vector<char>>> results(p.size, std::vector<std::vector<char>>(cases.size()));
-  auto statuses = testing_util::RunRanks(p.size, 120, [&](int r) -> Status {
-    Communicator& comm = mesh[r];
-    HostLayout layout;
-    if (!MakeHostLayout(comm, &layout)) return Status::Internal("no host layout");
-    if (static_cast<int>(layout.local.size()) != p.ranks_per_host ||
-        static_cast<int>(layout.cross.size()) != p.size / p.ranks_per_host) {
-      return Status::Internal("wrong layout");
-    }
-    return CheckAllreduceCases(r, p.size, cases, [&](const char* in, char* out, const AllreduceCase& k, double scale) {
+  const int size = GetParam().size;
+  const auto cases = AllreduceCases(size);
+  std::vector<std::vector<std::vector<char>>> results(size, std::vector<std::vector<char>>(cases.size()));
+  auto statuses = Run([&](int r, Communicator& comm, const HostLayout& layout) -> Status {
+    return CheckAllreduceCases(r, size, cases, [&](const char* in, char* out, const AllreduceCase& k, double scale) {
       return HierarchicalAllreduce(comm, layout, in, out, k.count, k.dtype, k.op, k.chunk_bytes, scale);
     }, &results[r]);
   });
@@ -736,12 +753,96 @@ TEST_P(HierarchicalTest, EveryDtypeOpCountAndPlaceWithTheSameBitsEverywhere) {
   ExpectSameBitsEverywhere(results);
 }
 
+// Allgather: blocks of every element size (1, 2, 4, 8 bytes x rows of 1-3 elements), first
+// dimensions that differ per rank (zero included), in and out of place: every rank's
+// output equals the flat ring's, byte for byte, and holds every rank's block.
+TEST_P(HierarchicalTest, AllgatherEqualsTheFlatRingForUnevenBlocks) {
+  const int size = GetParam().size;
+  std::mt19937 rng(static_cast<uint32_t>(size * 31 + GetParam().ranks_per_host));
+  std::vector<std::vector<size_t>> layouts = {std::vector<size_t>(size, 0), std::vector<size_t>(size, 1)};
+  for (size_t row : {1u, 6u, 8u, 24u}) {  // int8, 3 x float16, 2 x float32, 3 x float64 rows
+    std::vector<size_t> b(size);
+    for (auto& x : b) x = (rng() % 4 == 0 ? 0 : rng() % 700) * row;
+    layouts.push_back(b);
+  }
+  std::vector<size_t> big(size, 0);
+  big[size - 1] = 300000;  // one large block (several ring wrap-arounds), the rest empty
+  big[0] = 77776;
+  layouts.push_back(big);
+  std::vector<std::vector<std::vector<char>>> results(size, std::vector<std::vector<char>>(layouts.size()));
+  auto statuses = Run([&](int r, Communicator& comm, const HostLayout& layout) -> Status {
+    for (size_t l = 0; l < layouts.size(); ++l) {
+      const auto& bytes = layouts[l];
+      const uint32_t seed = static_cast<uint32_t>(l);
+      size_t total = 0, my_off = 0;
+      for (int p = 0; p < size; ++p) {
+        if (p == r) my_off = total;
+        total += bytes[p];
+      }
+      std::vector<char> in(bytes[r]);
+      for (size_t k = 0; k < in.size(); ++k) in[k] = PatternByte(seed, r, -1, k);
+      std::vector<char> flat(total + 1, '\x33'), out(total + 1, '\x44');
+      TFRING_RETURN_IF_ERROR(RingAllgatherv(comm, in.data(), flat.data(), bytes));
+      const bool in_place = l % 2 == 1;
+      if (in_place && !in.empty()) std::memcpy(out.data() + my_off, in.data(), in.size());
+      const void* src = in_place ? static_cast<const void*>(out.data() + my_off) : in.data();
+      TFRING_RETURN_IF_ERROR(HierarchicalAllgatherv(comm, layout, src, out.data(), bytes));
+      if (out.back() != '\x44') return Status::Internal("wrote past the end of the output");
+      out.back() = flat.back();
+      if (out != flat) return Status::Internal("layout " + std::to_string(l) + ": differs from the flat ring");
+      size_t off = 0;
+      for (int p = 0; p < size; ++p) {
+        for (size_t k = 0; k < bytes[p]; ++k) {
+          if (out[off + k] != PatternByte(seed, p, -1, k)) {
+            return Status::Internal("layout " + std::to_string(l) + ": rank " + std::to_string(p) + "'s block is wrong");
+          }
+        }
+        off += bytes[p];
+      }
+      results[r][l] = out;
+    }
+    return Status::OK();
+  });
+  ExpectAllOk(statuses, "hierarchical allgather");
+  ExpectSameBitsEverywhere(results);
+}
+
+// Broadcast from every root, sizes below and above the number of ranks, odd chunk sizes:
+// every rank ends with the root's bytes and nothing past the buffer is written.
+TEST_P(HierarchicalTest, BroadcastFromEveryRoot) {
+  const int size = GetParam().size;
+  struct Case { size_t bytes, chunk; };
+  const Case cases[] = {{0, 64}, {1, 7}, {5, 64}, {4099, 7}, {100003, 4096}, {262147, 65536}};
+  auto statuses = Run([&](int r, Communicator& comm, const HostLayout& layout) -> Status {
+    for (int root = 0; root < size; ++root) {
+      for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); ++c) {
+        const uint32_t seed = static_cast<uint32_t>(root * 100 + c);
+        std::vector<char> buf(cases[c].bytes + 1);
+        for (size_t k = 0; k < cases[c].bytes; ++k) buf[k] = r == root ? PatternByte(seed, root, -1, k) : char(r);
+        buf.back() = '\x77';
+        TFRING_RETURN_IF_ERROR(HierarchicalBroadcast(comm, layout, buf.data(), cases[c].bytes, root, cases[c].chunk));
+        for (size_t k = 0; k < cases[c].bytes; ++k) {
+          if (buf[k] != PatternByte(seed, root, -1, k)) {
+            return Status::Internal("root " + std::to_string(root) + ", " + std::to_string(cases[c].bytes) +
+                                    " bytes: byte " + std::to_string(k) + " differs");
+          }
+        }
+        if (buf.back() != '\x77') return Status::Internal("wrote past the end of the buffer");
+      }
+    }
+    return Status::OK();
+  });
+  ExpectAllOk(statuses, "hierarchical broadcast");
+}
+
 INSTANTIATE_TEST_SUITE_P(Hosts, HierarchicalTest,
                          ::testing::Values(HostsParam{4, 2, true}, HostsParam{4, 2, false}, HostsParam{6, 3, true},
-                                           HostsParam{6, 2, true}, HostsParam{8, 4, true}, HostsParam{8, 2, false}),
+                                           HostsParam{6, 2, true}, HostsParam{8, 4, true}, HostsParam{8, 2, false},
+                                           HostsParam{4, 2, true, true}, HostsParam{6, 2, true, true}),
                          [](const ::testing::TestParamInfo<HostsParam>& i) {
                            return std::to_string(i.param.size / i.param.ranks_per_host) + "x" +
-                                  std::to_string(i.param.ranks_per_host) + (i.param.shm ? "_shm" : "_tcp");
+                                  std::to_string(i.param.ranks_per_host) + (i.param.shm ? "_shm" : "_tcp") +
+                                  (i.param.interleaved ? "_interleaved" : "");
                          });
 
 TEST(HostLayoutTest, NoLayoutForOneHostOneRankPerHostOrUnequalHosts) {

@@ -129,8 +129,10 @@ struct MeshOptions {
   size_t cma_min_bytes = 1 << 20;
   // Per-rank override of `cma` (mixed settings across ranks); empty: `cma` everywhere.
   std::vector<CmaMode> cma_per_rank;
-  // Emulated hosts: ranks r / ranks_per_host share a host id (0: every rank on one host).
+  // Emulated hosts: ranks r / ranks_per_host share a host id (0: every rank on one host);
+  // with interleave_hosts, ranks r % (size / ranks_per_host) do (host 0: ranks 0, H, 2H...).
   int ranks_per_host = 0;
+  bool interleave_hosts = false;
 };
 
 inline Status MakeMesh(const MeshOptions& o, Mesh* mesh) {
@@ -148,7 +150,8 @@ inline Status MakeMesh(const MeshOptions& o, Mesh* mesh) {
     opt.shm = o.shm;
     opt.shm_ring_bytes = o.shm_ring_bytes;
     opt.shm_control = o.shm_control;
-    opt.host_id = o.ranks_per_host > 0 ? "test-host-" + std::to_string(r / o.ranks_per_host) : "test-host";
+    const int host = o.interleave_hosts ? r % (o.size / o.ranks_per_host) : r / std::max(o.ranks_per_host, 1);
+    opt.host_id = o.ranks_per_host > 0 ? "test-host-" + std::to_string(host) : "test-host";
     opt.hostname = "host" + std::to_string(r);
     opt.cma = o.cma_per_rank.empty() ? o.cma : o.cma_per_rank[r];
     opt.cma_min_bytes = o.cma_min_bytes;

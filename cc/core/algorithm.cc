@@ -1,0 +1,141 @@
+// The algorithm selection table (algorithm.h). Thresholds and why (measured on emulated
+// hosts and one host, docs/scaling.md "Which algorithm runs"):
+//  * recursive doubling up to TFRING_RECURSIVE_DOUBLING_BYTES (64 KiB): where it stopped
+//    winning against the ring at 2-8 ranks on one host (docs/core.md's crossover table);
+//  * hierarchical allreduce, allgather and broadcast above it, on several hosts of equal
+//    rank counts: each host's link carries (H-1)/H-based shares instead of the flat
+//    ring's (N-1)/N (measured at 2x2, 2x4 and 4x2 emulated hosts);
+//  * the flat ring / chain everywhere else (one host, process sets, unequal hosts).
+// No row depends on the transport yet: the hierarchical algorithms won with TCP inside the
+// hosts as well as with shared memory, and the recursive-doubling crossover was the same
+// over TCP and shared memory at 8 ranks.
+#include "algorithm.h"
+
+#include <sstream>
+
+namespace tfring {
+namespace {
+
+enum class Bytes { kAny, kUpToRecursiveDoubling, kAboveRecursiveDoubling };
+enum class Transport { kAny, kShmInsideHosts, kTcpInsideHosts };
+
+struct Row {
+  OpType op;
+  Algorithm algorithm;
+  Bytes bytes;
+  int min_ranks;
+  bool across_hosts;                        // needs Topology::across_hosts
+  Transport transport;
+  bool AlgorithmSettings::*enabled;         // the setting that turns the row off; null: always on
+};
+
+const Row kSelectionTable[] = {
+    {OpType::kAllreduce, Algorithm::kRecursiveDoubling, Bytes::kUpToRecursiveDoubling, 2, false, Transport::kAny,
+     nullptr},
+    {OpType::kAllreduce, Algorithm::kHierarchical, Bytes::kAny, 4, true, Transport::kAny,
+     &AlgorithmSettings::hierarchical_allreduce},
+    {OpType::kAllreduce, Algorithm::kRing, Bytes::kAny, 1, false, Transport::kAny, nullptr},
+    {OpType::kAllgather, Algorithm::kHierarchical, Bytes::kAny, 4, true, Transport::kAny,
+     &AlgorithmSettings::hierarchical_allgather},
+    {OpType::kAllgather, Algorithm::kRing, Bytes::kAny, 1, false, Transport::kAny, nullptr},
+    {OpType::kBroadcast, Algorithm::kHierarchical, Bytes::kAboveRecursiveDoubling, 4, true, Transport::kAny,
+     &AlgorithmSettings::hierarchical_broadcast},
+    {OpType::kBroadcast, Algorithm::kChain, Bytes::kAny, 1, false, Transport::kAny, nullptr},
+    {OpType::kAlltoall, Algorithm::kPairwise, Bytes::kAny, 1, false, Transport::kAny, nullptr},
+    {OpType::kReducescatter, Algorithm::kRing, Bytes::kAny, 1, false, Transport::kAny, nullptr},
+};
+
+bool Applies(const Row& row, OpType op, size_t bytes, const Topology& t, const AlgorithmSettings& s) {
+  if (row.op != op || t.ranks < row.min_ranks) return false;
+  if (row.across_hosts && !t.across_hosts) return false;
+  if (row.transport == Transport::kShmInsideHosts && !t.shm_inside_hosts) return false;
+  if (row.transport == Transport::kTcpInsideHosts && t.shm_inside_hosts) return false;
+  if (row.bytes == Bytes::kUpToRecursiveDoubling && bytes > s.recursive_doubling_bytes) return false;
+  if (row.bytes == Bytes::kAboveRecursiveDoubling && bytes <= s.recursive_doubling_bytes) return false;
+  return row.enabled == nullptr || s.*row.enabled;
+}
+
+// Whether `algorithm` can run `op` on this topology at all (a pin that cannot is ignored).
+bool Runs(Algorithm algorithm, OpType op, const Topology& t) {
+  for (const Row& row : kSelectionTable) {
+    if (row.op == op && row.algorithm == algorithm) return t.ranks >= row.min_ranks && (!row.across_hosts || t.across_hosts);
+  }
+  return false;
+}
+
+struct Named {
+  const char* name;
+  Algorithm algorithm;
+};
+const Named kNames[] = {{"auto", Algorithm::kAuto},
+                        {"ring", Algorithm::kRing},
+                        {"chain", Algorithm::kChain},
+                        {"pairwise", Algorithm::kPairwise},
+                        {"recursive_doubling", Algorithm::kRecursiveDoubling},
+                        {"hierarchical", Algorithm::kHierarchical}};
+const std::pair<const char*, OpType> kPinnableOps[] = {
+    {"allreduce", OpType::kAllreduce}, {"allgather", OpType::kAllgather}, {"broadcast", OpType::kBroadcast}};
+
+std::string Trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+}  // namespace
+
+const char* AlgorithmName(Algorithm algorithm) {
+  for (const Named& n : kNames) {
+    if (n.algorithm == algorithm) return n.name;
+  }
+  return "?";
+}
+
+Algorithm ChooseAlgorithm(OpType op, size_t bytes, const Topology& topology, const AlgorithmSettings& settings) {
+  auto pin = settings.pinned.find(op);
+  if (pin != settings.pinned.end() && pin->second != Algorithm::kAuto && Runs(pin->second, op, topology)) {
+    return pin->second;
+  }
+  for (const Row& row : kSelectionTable) {
+    if (Applies(row, op, bytes, topology, settings)) return row.algorithm;
+  }
+  return Algorithm::kRing;  // not reached: every op has an unconditional last row
+}
+
+bool ParseAlgorithmPins(const std::string& text, std::map<OpType, Algorithm>* pins, std::string* error) {
+  pins->clear();
+  if (Trim(text).empty() || Trim(text) == "auto") return true;
+  std::stringstream entries(text);
+  std::string entry;
+  while (std::getline(entries, entry, ',')) {
+    entry = Trim(entry);
+    const size_t eq = entry.find('=');
+    const std::string op_name = Trim(entry.substr(0, eq));
+    const OpType* op = nullptr;
+    for (const auto& p : kPinnableOps) {
+      if (op_name == p.first) op = &p.second;
+    }
+    if (eq == std::string::npos || op == nullptr) {
+      *error = "'" + entry + "' is not OP=ALGORITHM with OP one of allreduce, allgather, broadcast";
+      return false;
+    }
+    const std::string name = Trim(entry.substr(eq + 1));
+    std::string accepted = "auto";
+    const Algorithm* found = nullptr;
+    for (const Named& n : kNames) {
+      bool has = false;
+      for (const Row& row : kSelectionTable) has = has || (row.op == *op && row.algorithm == n.algorithm);
+      if (!has) continue;
+      accepted += std::string(", ") + n.name;
+      if (name == n.name) found = &n.algorithm;
+    }
+    if (name == "auto") found = &kNames[0].algorithm;
+    if (found == nullptr) {
+      *error = op_name + " has no algorithm '" + name + "' (accepted: " + accepted + ")";
+      return false;
+    }
+    (*pins)[*op] = *found;
+  }
+  return true;
+}
+
+}  // namespace tfring

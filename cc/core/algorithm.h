@@ -1,0 +1,62 @@
+// Which algorithm a host-memory collective runs: one table (algorithm.cc, kSelectionTable)
+// by operation, bytes, ranks, hosts and transport, read top to bottom, the first row that
+// applies wins; TFRING_ALGORITHM pins an operation's algorithm for a whole job (to compare
+// algorithms). docs/scaling.md lists the table with where each threshold came from.
+//
+// Every input is the same on every rank of a collective (its bytes are negotiated, the
+// topology is exchanged at init, the settings must match: runtime.cc), so every rank
+// chooses alike. Pure functions; any thread.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+
+#include "data_type.h"
+
+namespace tfring {
+
+enum class Algorithm {
+  kAuto,               // the table's choice (TFRING_ALGORITHM only)
+  kRing,               // allreduce, allgather, reducescatter: one ring over the group
+  kChain,              // broadcast: a pipelined chain along the ring
+  kPairwise,           // alltoall
+  kRecursiveDoubling,  // allreduce: log2 n exchanges of the whole buffer
+  kHierarchical,       // allreduce, allgather, broadcast: inside hosts, across hosts, inside hosts
+};
+const char* AlgorithmName(Algorithm algorithm);
+
+// What the table looks at besides the operation and its bytes: the group a collective runs
+// on.
+struct Topology {
+  int ranks = 1;
+  // The group is the whole job on >= 2 hosts of the same number (>= 2) of ranks each
+  // (MakeHostLayout): only then can a hierarchical algorithm run.
+  bool across_hosts = false;
+  int hosts = 1;           // with across_hosts
+  int ranks_per_host = 1;  // with across_hosts
+  bool shm_inside_hosts = false;  // the ranks of a host reach each other through shared memory
+};
+
+// The job's settings that the table reads (every rank's are equal: must_match).
+struct AlgorithmSettings {
+  size_t recursive_doubling_bytes = 0;  // TFRING_RECURSIVE_DOUBLING_BYTES
+  bool hierarchical_allreduce = false;  // TFRING_HIERARCHICAL_ALLREDUCE
+  bool hierarchical_allgather = false;  // TFRING_HIERARCHICAL_ALLGATHER
+  bool hierarchical_broadcast = false;  // TFRING_HIERARCHICAL_BROADCAST
+  std::map<OpType, Algorithm> pinned;   // TFRING_ALGORITHM (kAuto: absent)
+};
+
+// The algorithm for one collective of `bytes` bytes (allreduce: the buffer, a fused group's
+// whole; allgather: the whole output; broadcast: the buffer). A pinned algorithm wins where
+// it can run on this topology (hierarchical needs across_hosts, recursive doubling 2+
+// ranks), else the table decides.
+Algorithm ChooseAlgorithm(OpType op, size_t bytes, const Topology& topology, const AlgorithmSettings& settings);
+
+// Parses TFRING_ALGORITHM: "" or "auto" (the table), or comma-separated OP=ALGORITHM with
+// OP one of allreduce, allgather, broadcast and ALGORITHM auto or one that OP has (allreduce:
+// ring, recursive_doubling, hierarchical; allgather: ring, hierarchical; broadcast: chain,
+// hierarchical). False with `error` naming the bad entry and what is accepted.
+bool ParseAlgorithmPins(const std::string& text, std::map<OpType, Algorithm>* pins, std::string* error);
+
+}  // namespace tfring
