@@ -365,6 +365,8 @@ gathered = tfring.allgather(rows, name="gathered")
 assert np.array_equal(gathered[:, 0], np.repeat(np.arange(n), 1000 * (np.arange(n) + 1))), "allgather differs"
 sent = tfring.broadcast(x + r, n - 1, name="sent")                     # 400 KB from the last rank
 assert np.array_equal(sent, x / (r + 1) * n + n - 1), "broadcast differs"
+part = tfring.reducescatter(np.full((1001, 2), r + 1, np.float32), op=tfring.Sum, name="part")
+assert part.shape == (1001 // n + (r < 1001 % n), 2) and np.all(part == n * (n + 1) / 2), "reducescatter differs"
 digest = hashlib.sha1(total.tobytes() + mean.tobytes() + gathered.tobytes() + sent.tobytes()).hexdigest()
 print(f"rank {r}: hierarchical OK {digest}", flush=True)
 tfring.shutdown()
@@ -376,7 +378,8 @@ tfring.shutdown()
 def test_hierarchical_allreduce_across_two_hosts_of_two_ranks(netns_hosts):
     # 2 emulated hosts x 2 ranks: the allreduce runs inside each host, then across hosts on
     # half the buffer per local rank (cc/core/hierarchical_allreduce.cc), the allgather
-    # across hosts then inside them, the broadcast scattered, across, gathered; exact
+    # across hosts then inside them, the broadcast scattered, across, gathered, the
+    # reduce-scatter inside then across; exact
     # results, the same bits on every rank, and rank 0 says which layout it took.
     a, b = netns_hosts.names
     result = run_job(4, HIERARCHICAL_SCRIPT, timeout=75, env={"TFRING_LOG_LEVEL": "info"}, args=(
@@ -385,7 +388,7 @@ def test_hierarchical_allreduce_across_two_hosts_of_two_ranks(netns_hosts):
     digests = re.findall(r"rank (\d): hierarchical OK (\w+)", result.stdout)
     assert sorted(r for r, _ in digests) == ["0", "1", "2", "3"], result.stdout
     assert len({d for _, d in digests}) == 1, digests
-    assert "hierarchical across 2 hosts x 2 ranks: allreduce, allgather, broadcast" in result.stderr, \
+    assert "hierarchical across 2 hosts x 2 ranks: allreduce, allgather, broadcast, reducescatter" in result.stderr, \
         result.stderr[-2000:]
 
 

@@ -2,9 +2,10 @@
 // hosts and one host, docs/scaling.md "Which algorithm runs"):
 //  * recursive doubling up to TFRING_RECURSIVE_DOUBLING_BYTES (64 KiB): where it stopped
 //    winning against the ring at 2-8 ranks on one host (docs/core.md's crossover table);
-//  * hierarchical allreduce, allgather and broadcast above it, on several hosts of equal
-//    rank counts: each host's link carries (H-1)/H-based shares instead of the flat
-//    ring's (N-1)/N (measured at 2x2, 2x4 and 4x2 emulated hosts);
+//  * hierarchical allreduce, allgather, reduce-scatter (and broadcast above the same
+//    threshold), on several hosts of equal rank counts: each host's link carries (H-1)/H
+//    of the bytes (2(H-1)/H for allreduce) instead of the flat ring's (N-1)/N (measured
+//    at 2x2, 2x4 and 4x2 emulated hosts);
 //  * the flat ring / chain everywhere else (one host, process sets, unequal hosts).
 // No row depends on the transport yet: the hierarchical algorithms won with TCP inside the
 // hosts as well as with shared memory, and the recursive-doubling crossover was the same
@@ -42,6 +43,8 @@ const Row kSelectionTable[] = {
      &AlgorithmSettings::hierarchical_broadcast},
     {OpType::kBroadcast, Algorithm::kChain, Bytes::kAny, 1, false, Transport::kAny, nullptr},
     {OpType::kAlltoall, Algorithm::kPairwise, Bytes::kAny, 1, false, Transport::kAny, nullptr},
+    {OpType::kReducescatter, Algorithm::kHierarchical, Bytes::kAny, 4, true, Transport::kAny,
+     &AlgorithmSettings::hierarchical_reducescatter},
     {OpType::kReducescatter, Algorithm::kRing, Bytes::kAny, 1, false, Transport::kAny, nullptr},
 };
 
@@ -73,8 +76,10 @@ const Named kNames[] = {{"auto", Algorithm::kAuto},
                         {"pairwise", Algorithm::kPairwise},
                         {"recursive_doubling", Algorithm::kRecursiveDoubling},
                         {"hierarchical", Algorithm::kHierarchical}};
-const std::pair<const char*, OpType> kPinnableOps[] = {
-    {"allreduce", OpType::kAllreduce}, {"allgather", OpType::kAllgather}, {"broadcast", OpType::kBroadcast}};
+const std::pair<const char*, OpType> kPinnableOps[] = {{"allreduce", OpType::kAllreduce},
+                                                       {"allgather", OpType::kAllgather},
+                                                       {"broadcast", OpType::kBroadcast},
+                                                       {"reducescatter", OpType::kReducescatter}};
 
 std::string Trim(const std::string& s) {
   const size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
@@ -115,7 +120,7 @@ bool ParseAlgorithmPins(const std::string& text, std::map<OpType, Algorithm>* pi
       if (op_name == p.first) op = &p.second;
     }
     if (eq == std::string::npos || op == nullptr) {
-      *error = "'" + entry + "' is not OP=ALGORITHM with OP one of allreduce, allgather, broadcast";
+      *error = "'" + entry + "' is not OP=ALGORITHM with OP one of allreduce, allgather, broadcast, reducescatter";
       return false;
     }
     const std::string name = Trim(entry.substr(eq + 1));

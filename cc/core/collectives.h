@@ -73,6 +73,14 @@ Status HierarchicalAllgatherv(Communicator& comm, const HostLayout& layout, cons
 Status HierarchicalBroadcast(Communicator& comm, const HostLayout& layout, void* buf, size_t bytes, int root,
                              size_t chunk_bytes);
 
+// Reduce-scatter (as RingReducescatter) over every rank of `comm`, in two phases: inside
+// each host, local rank l ending with the blocks of local index l of every host reduced
+// over its host; then across hosts among the ranks of each local index (see
+// hierarchical_reducescatter.cc).
+Status HierarchicalReducescatter(Communicator& comm, const HostLayout& layout, char* buf,
+                                 const std::vector<size_t>& rows_per_rank, size_t row_elements, DataType dtype,
+                                 ReduceOp op, size_t chunk_bytes, void* output, const char* input = nullptr);
+
 // Ring reduce-scatter phase over caller-chosen segments (one per rank). On return rank r
 // holds the fully reduced segments[(r + 1) % size] in `buf`; other segments are partial.
 // `input` (null: in place) holds this rank's data; `buf` is then only written, never read
@@ -80,6 +88,11 @@ Status HierarchicalBroadcast(Communicator& comm, const HostLayout& layout, void*
 Status RingReduceScatterPhase(const Group& comm, char* buf, const std::vector<Segment>& segments,
                               DataType dtype, ReduceOp op, size_t chunk_bytes,
                               const char* input = nullptr);
+
+// The same over segments made of pieces (element offsets and counts in `buf`, walked in
+// order by sender and receiver alike): rank r ends with segments[(r + 1) % size] reduced.
+Status RingReduceScatterPieces(const Group& comm, char* buf, const std::vector<std::vector<Segment>>& segments,
+                               DataType dtype, ReduceOp op, size_t chunk_bytes, const char* input = nullptr);
 
 // Ring allgather phase over the same segments: on entry rank r holds segments[(r+1) % size];
 // on return every rank holds all of them.

@@ -89,12 +89,18 @@ const std::vector<ParamSpec>& ParamTable() {
        "rank larger than TFRING_RECURSIVE_DOUBLING_BYTES scatter the buffer inside the root's host, "
        "broadcast each local rank's 1/L across hosts (L chains at once), and allgather inside each "
        "host. 0: the flat chain. Every rank must use the same value."},
+      {"TFRING_HIERARCHICAL_REDUCESCATTER", ParamType::kBool, "1", 0, 0,
+       "On several hosts with the same number of ranks each, host-memory reduce-scatters over "
+       "every rank reduce inside each host first (local rank l: the blocks of local index l of "
+       "every host), then across hosts among the ranks of each local index: each host's link "
+       "carries (H-1)/H of the buffer instead of the flat ring's (N-1)/N. 0: the flat ring. "
+       "Every rank must use the same value."},
       {"TFRING_ALGORITHM", ParamType::kString, "auto", 0, 0,
        "Pins the algorithm of host-memory collectives for the whole job, to compare them: auto "
        "(the selection table, docs/scaling.md) or comma-separated OP=ALGORITHM, e.g. "
        "'allreduce=ring,broadcast=hierarchical' (allreduce: ring, recursive_doubling, "
-       "hierarchical; allgather: ring, hierarchical; broadcast: chain, hierarchical; each also "
-       "auto). A pin that cannot run on the job (hierarchical on one host, on a process set) "
+       "hierarchical; allgather and reducescatter: ring, hierarchical; broadcast: chain, "
+       "hierarchical; each also auto). A pin that cannot run on the job (hierarchical on one host, on a process set) "
        "leaves the choice to the table. Every rank must use the same value."},
       {"TFRING_SHM", ParamType::kBool, "1", 0, 0,
        "Move data between ranks on the same host through shared memory (0 = always TCP)."},

@@ -25,6 +25,7 @@ CpuBackend::CpuBackend(const BackendContext& context)
     settings_.hierarchical_allreduce = c.Bool("TFRING_HIERARCHICAL_ALLREDUCE");
     settings_.hierarchical_allgather = c.Bool("TFRING_HIERARCHICAL_ALLGATHER");
     settings_.hierarchical_broadcast = c.Bool("TFRING_HIERARCHICAL_BROADCAST");
+    settings_.hierarchical_reducescatter = c.Bool("TFRING_HIERARCHICAL_REDUCESCATTER");
     std::string error;  // the config validated it
     ParseAlgorithmPins(c.String("TFRING_ALGORITHM"), &settings_.pinned, &error);
   }
@@ -35,13 +36,14 @@ CpuBackend::CpuBackend(const BackendContext& context)
     std::string ops;
     for (const auto& [on, name] : {std::pair<bool, const char*>{settings_.hierarchical_allreduce, "allreduce"},
                                    {settings_.hierarchical_allgather, "allgather"},
-                                   {settings_.hierarchical_broadcast, "broadcast"}}) {
+                                   {settings_.hierarchical_broadcast, "broadcast"},
+                                   {settings_.hierarchical_reducescatter, "reducescatter"}}) {
       if (on) ops += std::string(ops.empty() ? "" : ", ") + name;
     }
     TFRING_LOG(LogLevel::kInfo, "cpu", "hierarchical across " << host_layout_.cross.size() << " hosts x "
                                            << host_layout_.local.size() << " ranks: "
                                            << (ops.empty() ? "none" : ops)
-                                           << " (TFRING_HIERARCHICAL_ALLREDUCE/_ALLGATHER/_BROADCAST)");
+                                           << " (TFRING_HIERARCHICAL_ALLREDUCE/_ALLGATHER/_BROADCAST/_REDUCESCATTER)");
   }
   for (const auto& [op, algorithm] : settings_.pinned) {
     const Topology world = TopologyOf(Group(*context.comm));
@@ -304,8 +306,13 @@ Status CpuBackend::Reducescatter(const Group& g, const Response& r, Submission& 
     ScaleInPlace(buf, bytes / es, r.dtype, r.prescale);
     input = nullptr;
   }
-  TFRING_RETURN_IF_ERROR(RingReducescatter(g, buf, rows, row_elements, r.dtype, r.reduce_op,
-                                           ctx_.chunk_bytes, s.output, input));
+  if (ChooseAlgorithm(OpType::kReducescatter, bytes, TopologyOf(g), settings_) == Algorithm::kHierarchical) {
+    TFRING_RETURN_IF_ERROR(HierarchicalReducescatter(*ctx_.comm, host_layout_, buf, rows, row_elements, r.dtype,
+                                                     r.reduce_op, ctx_.chunk_bytes, s.output, input));
+  } else {
+    TFRING_RETURN_IF_ERROR(RingReducescatter(g, buf, rows, row_elements, r.dtype, r.reduce_op,
+                                             ctx_.chunk_bytes, s.output, input));
+  }
   ScaleInPlace(s.output, rows[g.rank()] * row_elements, r.dtype, r.EffectivePostscale(g.size()));
   return Status::OK();
 }

@@ -10,6 +10,7 @@
 // Pipelining: each step's receive is reduced chunk by chunk while the rest of the segment
 // (and the send of this step) is still in flight, so the reduction overlaps the transfer;
 // over shared memory the reduction reads straight from the ring (no staging copy).
+#include <algorithm>
 #include <cstring>
 
 #include "collectives.h"
@@ -28,26 +29,38 @@ std::vector<Segment> EvenSegments(size_t count, int parts) {
   return segments;
 }
 
-Status RingReduceScatterPhase(const Group& comm, char* buf, const std::vector<Segment>& segments,
-                              DataType dtype, ReduceOp op, size_t chunk_bytes, const char* input) {
+Status RingReduceScatterPieces(const Group& comm, char* buf, const std::vector<std::vector<Segment>>& segments,
+                               DataType dtype, ReduceOp op, size_t chunk_bytes, const char* input) {
   const int n = comm.size(), r = comm.rank();
   const size_t es = DataTypeSize(dtype);
   Link& right = comm.data(comm.right());
   Link& left = comm.data(comm.left());
+  const Segment none;
   for (int s = 0; s < n - 1; ++s) {
-    const Segment& send = segments[((r - s) % n + n) % n];
-    const Segment& recv = segments[((r - s - 1) % n + n) % n];
-    const size_t recv_bytes = recv.count * es;
+    const std::vector<Segment>& send = segments[static_cast<size_t>(((r - s) % n + n) % n)];
+    const std::vector<Segment>& recv = segments[static_cast<size_t>(((r - s - 1) % n + n) % n)];
     // Out of place, step 0 sends this rank's own data and every step reduces the incoming
     // segment with this rank's own (each segment arrives exactly once in this phase).
     const char* send_from = input != nullptr && s == 0 ? input : buf;
-    const char* own = input != nullptr ? input + recv.offset * es : nullptr;
-    TFRING_RETURN_IF_ERROR(TransferReduce(right, send_from + send.offset * es, send.count * es, left,
-                                          buf + recv.offset * es, recv_bytes, dtype, op,
-                                          comm.Scratch(recv_bytes), chunk_bytes,
-                                          comm.TransferDeadline(), comm.abort_flag(), own));
+    for (size_t k = 0; k < std::max(send.size(), recv.size()); ++k) {  // a segment's pieces, in order
+      const Segment& out = k < send.size() ? send[k] : none;
+      const Segment& in = k < recv.size() ? recv[k] : none;
+      if (out.count == 0 && in.count == 0) continue;
+      const size_t recv_bytes = in.count * es;
+      const char* own = input != nullptr ? input + in.offset * es : nullptr;
+      TFRING_RETURN_IF_ERROR(TransferReduce(right, send_from + out.offset * es, out.count * es, left,
+                                            buf + in.offset * es, recv_bytes, dtype, op, comm.Scratch(recv_bytes),
+                                            chunk_bytes, comm.TransferDeadline(), comm.abort_flag(), own));
+    }
   }
   return Status::OK();
+}
+
+Status RingReduceScatterPhase(const Group& comm, char* buf, const std::vector<Segment>& segments,
+                              DataType dtype, ReduceOp op, size_t chunk_bytes, const char* input) {
+  std::vector<std::vector<Segment>> pieces(segments.size());
+  for (size_t i = 0; i < segments.size(); ++i) pieces[i] = {segments[i]};
+  return RingReduceScatterPieces(comm, buf, pieces, dtype, op, chunk_bytes, input);
 }
 
 Status RingAllgatherPhase(const Group& comm, char* buf, const std::vector<Segment>& segments,

@@ -118,6 +118,7 @@ Status Runtime::Init(const std::map<std::string, std::string>& overrides, bool r
                    ";TFRING_HIERARCHICAL_ALLREDUCE=" + std::to_string(c.Bool("TFRING_HIERARCHICAL_ALLREDUCE")) +
                    ";TFRING_HIERARCHICAL_ALLGATHER=" + std::to_string(c.Bool("TFRING_HIERARCHICAL_ALLGATHER")) +
                    ";TFRING_HIERARCHICAL_BROADCAST=" + std::to_string(c.Bool("TFRING_HIERARCHICAL_BROADCAST")) +
+                   ";TFRING_HIERARCHICAL_REDUCESCATTER=" + std::to_string(c.Bool("TFRING_HIERARCHICAL_REDUCESCATTER")) +
                    ";TFRING_ALGORITHM=" + c.String("TFRING_ALGORITHM") +
                    ";TFRING_SHM=" + std::to_string(opt.shm) +
                    ";TFRING_SHM_CONTROL=" + std::to_string(opt.shm && opt.shm_control);

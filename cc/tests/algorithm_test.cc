@@ -14,6 +14,7 @@ AlgorithmSettings Defaults() {
   AlgorithmSettings s;
   s.recursive_doubling_bytes = 64 << 10;
   s.hierarchical_allreduce = s.hierarchical_allgather = s.hierarchical_broadcast = true;
+  s.hierarchical_reducescatter = true;
   return s;
 }
 
@@ -47,7 +48,7 @@ TEST(AlgorithmTableTest, AllreduceByBytesAndHosts) {
   EXPECT_EQ(ChooseAlgorithm(OpType::kAllreduce, 8, OneHost(8), off), Algorithm::kRing);
 }
 
-TEST(AlgorithmTableTest, AllgatherAndBroadcastAcrossHostsOnly) {
+TEST(AlgorithmTableTest, AllgatherBroadcastAndReducescatterAcrossHostsOnly) {
   const AlgorithmSettings s = Defaults();
   EXPECT_EQ(ChooseAlgorithm(OpType::kAllgather, 8, Hosts(3, 2), s), Algorithm::kHierarchical);
   EXPECT_EQ(ChooseAlgorithm(OpType::kAllgather, 16 << 20, OneHost(8), s), Algorithm::kRing);
@@ -59,7 +60,10 @@ TEST(AlgorithmTableTest, AllgatherAndBroadcastAcrossHostsOnly) {
   EXPECT_EQ(ChooseAlgorithm(OpType::kAllgather, 16 << 20, Hosts(2, 4), off), Algorithm::kRing);
   EXPECT_EQ(ChooseAlgorithm(OpType::kBroadcast, 16 << 20, Hosts(2, 4), off), Algorithm::kChain);
   EXPECT_EQ(ChooseAlgorithm(OpType::kAlltoall, 16 << 20, Hosts(2, 4), s), Algorithm::kPairwise);
-  EXPECT_EQ(ChooseAlgorithm(OpType::kReducescatter, 16 << 20, Hosts(2, 4), s), Algorithm::kRing);
+  EXPECT_EQ(ChooseAlgorithm(OpType::kReducescatter, 16 << 20, Hosts(2, 4), s), Algorithm::kHierarchical);
+  EXPECT_EQ(ChooseAlgorithm(OpType::kReducescatter, 16 << 20, OneHost(8), s), Algorithm::kRing);
+  off.hierarchical_reducescatter = false;
+  EXPECT_EQ(ChooseAlgorithm(OpType::kReducescatter, 16 << 20, Hosts(2, 4), off), Algorithm::kRing);
 }
 
 TEST(AlgorithmTableTest, PinsWinWhereTheyCanRun) {

@@ -709,6 +709,11 @@ struct HostsParam {
   bool interleaved = false;  // host h: ranks h, h + H, h + 2H... (not contiguous in rank order)
 };
 
+void PrintTo(const HostsParam& p, std::ostream* os) {
+  *os << p.size / p.ranks_per_host << " hosts x " << p.ranks_per_host << " ranks over " << (p.shm ? "shm" : "TCP")
+      << (p.interleaved ? ", interleaved" : "");
+}
+
 class HierarchicalTest : public ::testing::TestWithParam<HostsParam> {
  protected:
   void SetUp() override {
@@ -805,6 +810,59 @@ TEST_P(HierarchicalTest, AllgatherEqualsTheFlatRingForUnevenBlocks) {
   });
   ExpectAllOk(statuses, "hierarchical allgather");
   ExpectSameBitsEverywhere(results);
+}
+
+// Reduce-scatter: every dtype (ops rotating), even and ragged rows (zero included), in place
+// and out of place (the input untouched): each rank's block is exactly the reduction.
+TEST_P(HierarchicalTest, ReducescatterEveryDtypeEvenAndRaggedRows) {
+  const int size = GetParam().size;
+  struct Case { DataType dt; ReduceOp op; std::vector<size_t> rows; size_t row_elements; };
+  std::vector<Case> cases;
+  std::mt19937 rng(static_cast<uint32_t>(11 * size + GetParam().ranks_per_host));
+  std::vector<size_t> ragged(size);
+  for (auto& x : ragged) x = rng() % 3 == 0 ? 0 : rng() % 50;
+  int k = 0;
+  for (DataType dt : kAllDataTypes) {
+    ReduceOp op = kAllReduceOps[k++ % kNumRingOps];
+    if (dt == DataType::kBool && op == ReduceOp::kAverage) op = ReduceOp::kMin;
+    for (size_t dim0 : {size_t{0}, size_t{1}, static_cast<size_t>(size + 1), size_t{20000}}) {
+      std::vector<size_t> rows(size);
+      for (int p = 0; p < size; ++p) rows[p] = EvenSegments(dim0, size)[p].count;
+      cases.push_back({dt, op, rows, dim0 == 20000 ? 3u : 1u});
+    }
+    cases.push_back({dt, op, ragged, 5});
+  }
+  auto statuses = Run([&](int r, Communicator& comm, const HostLayout& layout) -> Status {
+    for (size_t c = 0; c < cases.size(); ++c) {
+      const auto& k = cases[c];
+      const uint32_t seed = static_cast<uint32_t>(2000 + c);
+      size_t total_rows = 0, my_first_row = 0;
+      for (int p = 0; p < size; ++p) {
+        if (p == r) my_first_row = total_rows;
+        total_rows += k.rows[p];
+      }
+      const size_t count = total_rows * k.row_elements, mine = k.rows[r] * k.row_elements;
+      const size_t begin = my_first_row * k.row_elements;
+      std::vector<char> buf;
+      for (bool out_of_place : {false, true}) {
+        FillInput(&buf, seed, r, count, k.dt, k.op);
+        const std::vector<char> original = buf;
+        std::vector<char> scratch(buf.size(), '\x66');
+        std::vector<char> out(mine * DataTypeSize(k.dt) + 1, '\x11');
+        char* work = out_of_place ? scratch.data() : buf.data();
+        TFRING_RETURN_IF_ERROR(HierarchicalReducescatter(comm, layout, work, k.rows, k.row_elements, k.dt, k.op, 1000,
+                                                         out.data(), out_of_place ? buf.data() : nullptr));
+        if (out_of_place && buf != original) return Status::Internal("case " + std::to_string(c) + ": input modified");
+        std::string bad = CheckReduced(out.data(), seed, size, begin, begin + mine, 0, k.dt, k.op);
+        if (!bad.empty()) {
+          return Status::Internal("case " + std::to_string(c) + (out_of_place ? " out of place: " : ": ") + bad);
+        }
+        if (out.back() != '\x11') return Status::Internal("wrote past the end of the output");
+      }
+    }
+    return Status::OK();
+  });
+  ExpectAllOk(statuses, "hierarchical reducescatter");
 }
 
 // Broadcast from every root, sizes below and above the number of ranks, odd chunk sizes:

@@ -1,0 +1,48 @@
+// Hierarchical reduce-scatter across hosts.
+//
+// Steps, for H hosts of L ranks each (HostLayout), rank p's result being the reduced block
+// p (its rows, at their place in the buffer):
+//   1. inside each host: a ring reduce-scatter whose L segments are bundles: local rank l's
+//      is the blocks of local index l on every host (H pieces, not contiguous); local rank
+//      l ends with them reduced over its host (shared memory).
+//   2. across hosts: among the H ranks of each local index l, a ring reduce-scatter of those
+//      H blocks, each rank ending with its own block reduced over every host (L rings at
+//      once over the network).
+// Bytes on each host's network link, each way: (H-1)/H x S (each of the L rings carries
+// (H-1)/H of its index's share), against (N-1)/N x S for the flat ring over all N = H x L
+// ranks. Each element is reduced in one order inside its host, then in one order across
+// hosts: the result is exact wherever the flat ring's is (the same tolerance as the ring's
+// for float sums, whose order differs).
+#include <cstring>
+
+#include "collectives.h"
+
+namespace tfring {
+
+Status HierarchicalReducescatter(Communicator& comm, const HostLayout& layout, char* buf,
+                                 const std::vector<size_t>& rows_per_rank, size_t row_elements, DataType dtype,
+                                 ReduceOp op, size_t chunk_bytes, void* output, const char* input) {
+  const size_t n = static_cast<size_t>(comm.size()), es = DataTypeSize(dtype);
+  std::vector<Segment> blocks(n);
+  size_t offset = 0;
+  for (size_t p = 0; p < n; ++p) {
+    blocks[p] = {offset, rows_per_rank[p] * row_elements};
+    offset += blocks[p].count;
+  }
+  const Group local(comm, layout.local), cross(comm, layout.cross);
+  const size_t L = layout.local.size(), H = layout.hosts.size();
+  // The ring leaves rank r with segment (r + 1) % size: label segment (l + 1) with bundle l.
+  std::vector<std::vector<Segment>> bundles(L);
+  for (size_t l = 0; l < L; ++l) {
+    for (const auto& host : layout.hosts) bundles[(l + 1) % L].push_back(blocks[static_cast<size_t>(host[l])]);
+  }
+  TFRING_RETURN_IF_ERROR(RingReduceScatterPieces(local, buf, bundles, dtype, op, chunk_bytes, input));
+  std::vector<std::vector<Segment>> own(H);
+  for (size_t h = 0; h < H; ++h) own[(h + 1) % H] = {blocks[static_cast<size_t>(layout.cross[h])]};
+  TFRING_RETURN_IF_ERROR(RingReduceScatterPieces(cross, buf, own, dtype, op, chunk_bytes));
+  const Segment& mine = blocks[static_cast<size_t>(comm.rank())];
+  if (mine.count > 0) std::memcpy(output, buf + mine.offset * es, mine.count * es);
+  return Status::OK();
+}
+
+}  // namespace tfring
