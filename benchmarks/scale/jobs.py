@@ -35,15 +35,16 @@ def _kill_leftovers(marker):
             pass
 
 
-def launch(np_, probe_args=(), shm=True, hosts=None, ranks_per_host=None, timeout_s=300, env=None):
-    """Runs the probe at ``np_`` ranks (``hosts``: a NetnsHosts, ``ranks_per_host`` on each)
+def launch(np_, probe_args=(), shm=True, hosts=None, ranks_per_host=None, timeout_s=300, env=None, probe=PROBE):
+    """Runs the probe (``probe``: another rank script taking ``--out``) at ``np_`` ranks
+    (``hosts``: a NetnsHosts, ``ranks_per_host`` on each)
     and returns ``{"ranks": [per-rank dicts], "returncode", "t_launch", "t_exit", "stderr_tail",
     "killed": {...} or None, "loadavg_before": [...], "timed_out": bool}``."""
     out = tempfile.mkdtemp(prefix="tfring-scale-")
     cmd = [*LAUNCHER, "-np", str(np_)]
     if hosts is not None:
         cmd += hosts.launch_args(ranks_per_host)
-    cmd += [sys.executable, PROBE, "--out", out, *map(str, probe_args)]
+    cmd += [sys.executable, probe, "--out", out, *map(str, probe_args)]
     job_env = dict(os.environ, OMP_NUM_THREADS="1", TFRING_SHM="1" if shm else "0",
                    PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {}))
     loadavg = os.getloadavg()
