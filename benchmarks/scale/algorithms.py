@@ -4,8 +4,13 @@ job in the same minutes (``TFRING_ALGORITHM`` pins them); medians of ``--repeats
 against each operation's link-bound limit. Needs root (network namespaces).
 
     python -m benchmarks.scale.algorithms --hosts 2x4 4x2 --rate-mbit 400 --repeats 3
+    python -m benchmarks.scale.algorithms --crossover --repeats 3   # one host, no root needed
 
 Writes ``docs/benchmarks/scale_algorithms.json`` and prints a Markdown table.
+``--crossover``: the ring against recursive doubling for small allreduces on one host
+(2, 4, 8 ranks with shared memory, 8 over TCP; 8 B to 1 MiB; each job rank 0's median of
+``--iters`` calls one after the other), to place TFRING_RECURSIVE_DOUBLING_BYTES; writes
+``docs/benchmarks/scale_crossover.json``.
 Limits (S the buffer, allgather: the output; rate: the link's bytes/s), what any algorithm
 needs: allreduce 2(H-1)/H x S, allgather (H-1)/H x S (each host receives the others'
 blocks), broadcast S (each host but the root's receives the buffer), reduce-scatter
@@ -35,7 +40,7 @@ def limit_s(op, hosts, nbytes, rate_bytes):
 
 def one_job(spec_hosts, per_host, hosts, algorithm, args):
     np_ = spec_hosts * per_host
-    job = jobs.launch(np_, ["--ops", *args.ops, "--bytes", args.bytes, "--iters", args.iters], hosts=hosts,
+    job = jobs.launch(np_, ["--ops", *args.ops, "--bytes", args.bytes[0], "--iters", args.iters], hosts=hosts,
                       ranks_per_host=per_host, timeout_s=120 + 10 * np_, probe=PROBE,
                       env={"TFRING_ALGORITHM": ALGORITHMS[algorithm]})
     ranks = job["ranks"]
@@ -43,7 +48,7 @@ def one_job(spec_hosts, per_host, hosts, algorithm, args):
         raise RuntimeError(f"{spec_hosts}x{per_host} {algorithm}: {len(ranks)} rank files, exit {job['returncode']}: "
                            f"{job['stderr_tail'][-800:]}")
     # the slowest rank's median per operation
-    return {"ops": {op: max(r["ops"][op]["median_s"] for r in ranks) for op in args.ops},
+    return {"ops": {op: max(r["ops"][op][str(args.bytes[0])]["median_s"] for r in ranks) for op in args.ops},
             "loadavg_before": job["loadavg_before"], "t": job["t_launch"]}
 
 
@@ -51,12 +56,19 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", nargs="+", default=["2x4", "4x2"], help="HOSTSxRANKS")
     parser.add_argument("--rate-mbit", type=float, default=400)
-    parser.add_argument("--bytes", type=int, default=16 << 20)
+    parser.add_argument("--bytes", type=int, nargs="+", default=None,
+                        help="16 MiB; --crossover: 8 1024 65536 262144 1048576")
     parser.add_argument("--ops", nargs="+", default=["allreduce", "allgather", "broadcast", "reducescatter"])
     parser.add_argument("--iters", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--name", default="algorithms")
+    parser.add_argument("--name", default=None, help="results go to docs/benchmarks/scale_NAME.json")
+    parser.add_argument("--crossover", action="store_true")
     args = parser.parse_args()
+    if args.crossover:
+        args.bytes = args.bytes or [8, 1 << 10, 64 << 10, 256 << 10, 1 << 20]
+        return crossover(args)
+    args.bytes = args.bytes or [16 << 20]
+    args.name = args.name or "algorithms"
     why = netns.unavailable()
     if why:
         raise SystemExit(why)
@@ -75,12 +87,66 @@ def main():
                         for op, t in run["ops"].items()) + f"; load {run['loadavg_before'][0]:.1f}", flush=True)
         results.append({"hosts": h, "ranks_per_host": per_host, "runs": runs})
     payload = {"measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rate_bits": args.rate_mbit * 1e6,
-               "bytes": args.bytes, "iters": args.iters, "repeats": args.repeats, "results": results}
+               "bytes": args.bytes[0], "iters": args.iters, "repeats": args.repeats, "results": results}
     path = os.path.join(jobs.ROOT, "docs", "benchmarks", f"scale_{args.name}.json")
     with open(path, "w") as f:
         json.dump(payload, f, indent=1)
     print(f"wrote {os.path.relpath(path, jobs.ROOT)}\n")
     print(table(payload))
+
+
+CROSSOVER = [(2, True), (4, True), (8, True), (8, False)]  # ranks, shared memory
+
+
+def crossover(args):
+    iters = max(args.iters, 60)
+    runs = []
+    for i in range(args.repeats):
+        for np_, shm in CROSSOVER:
+            for algorithm in ("ring", "recursive_doubling"):
+                job = jobs.launch(np_, ["--ops", "allreduce", "--bytes", *args.bytes, "--iters", iters,
+                                        "--warmup", 20, "--no-barrier"], shm=shm, timeout_s=120 + 10 * np_,
+                                  probe=PROBE, env={"TFRING_ALGORITHM": f"allreduce={algorithm}"})
+                r0 = [r for r in job["ranks"] if r["rank"] == 0]
+                if len(job["ranks"]) != np_ or job["timed_out"]:
+                    raise RuntimeError(f"{np_} ranks {algorithm}: exit {job['returncode']}: {job['stderr_tail'][-800:]}")
+                row = {"np": np_, "shm": shm, "algorithm": algorithm, "loadavg_before": job["loadavg_before"],
+                       "rank0_median_s": {b: v["median_s"] for b, v in r0[0]["ops"]["allreduce"].items()}}
+                runs.append(row)
+                print(f"run {i}: {np_} ranks {'shm' if shm else 'tcp'} {algorithm}: " + ", ".join(
+                    f"{b} B {t * 1e6:.0f} us" for b, t in row["rank0_median_s"].items()) +
+                    f"; load {row['loadavg_before'][0]:.1f}", flush=True)
+    payload = {"measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "iters": iters,
+               "repeats": args.repeats, "bytes": args.bytes, "runs": runs}
+    path = os.path.join(jobs.ROOT, "docs", "benchmarks", f"scale_{args.name or 'crossover'}.json")
+    with open(path, "w") as f:
+        json.dump(payload, f, indent=1)
+    print(f"wrote {os.path.relpath(path, jobs.ROOT)}\n")
+    print(crossover_table(payload))
+
+
+def crossover_table(payload):
+    """Markdown: per rank count and transport, per size: ring / recursive doubling, medians over jobs (ranges)."""
+    def cell(values):
+        us = sorted(v * 1e6 for v in values)
+        fmt = (lambda v: f"{v / 1e3:.2f} ms") if us[-1] >= 1000 else (lambda v: f"{v:.0f} us")
+        return f"{fmt(statistics.median(us))} ({fmt(us[0])}-{fmt(us[-1])})"
+    sizes = [str(b) for b in payload["bytes"]]
+    lines = ["| ranks | " + " | ".join(f"{b} B: ring / recursive doubling" for b in sizes) + " | load |",
+             "|---" * (len(sizes) + 2) + "|"]
+    for np_, shm in CROSSOVER:
+        rows = [r for r in payload["runs"] if r["np"] == np_ and r["shm"] == shm]
+        if not rows:
+            continue
+        cells = []
+        for b in sizes:
+            ring = [r["rank0_median_s"][b] for r in rows if r["algorithm"] == "ring"]
+            rd = [r["rank0_median_s"][b] for r in rows if r["algorithm"] == "recursive_doubling"]
+            cells.append(f"{cell(ring)} / {cell(rd)}")
+        loads = [r["loadavg_before"][0] for r in rows]
+        lines.append(f"| {np_}, {'shared memory' if shm else 'TCP only'} | " + " | ".join(cells) +
+                     f" | {min(loads):.1f}-{max(loads):.1f} |")
+    return "\n".join(lines)
 
 
 def table(payload):
