@@ -83,7 +83,7 @@ def main():
                     run = one_job(h, per_host, hosts, name, args)
                     runs[name].append(run)
                     print(f"{spec} {name} run {i}: " + ", ".join(
-                        f"{op} {t * 1e3:.1f} ms ({limit_s(op, h, args.bytes, rate_bytes) / t:.0%})"
+                        f"{op} {t * 1e3:.1f} ms ({limit_s(op, h, args.bytes[0], rate_bytes) / t:.0%})"
                         for op, t in run["ops"].items()) + f"; load {run['loadavg_before'][0]:.1f}", flush=True)
         results.append({"hosts": h, "ranks_per_host": per_host, "runs": runs})
     payload = {"measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rate_bits": args.rate_mbit * 1e6,
