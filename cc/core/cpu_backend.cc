@@ -50,7 +50,9 @@ CpuBackend::CpuBackend(const BackendContext& context)
     if (algorithm != Algorithm::kAuto && ChooseAlgorithm(op, SIZE_MAX / 2, world, settings_) != algorithm) {
       TFRING_LOG(LogLevel::kWarning, "cpu", "TFRING_ALGORITHM pins " << OpTypeName(op) << " to "
                                                << AlgorithmName(algorithm) << ", which cannot run on this job ("
-                                               << (has_layout_ ? "" : "not several hosts of equal rank counts, ")
+                                               << (algorithm == Algorithm::kHierarchical && !has_layout_
+                                                       ? "not several hosts of equal rank counts, "
+                                                       : "")
                                                << world.ranks << " ranks): the table chooses instead");
     }
   }
