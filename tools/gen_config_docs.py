@@ -36,6 +36,8 @@ def render():
             lo, hi = p["min"], p["max"]
             fmt = (lambda v: str(int(v))) if p["type"] == "int" else (lambda v: f"{v:g}")
             rng = f"{fmt(lo)} .. {fmt(hi)}"
+        elif p["type"] == "enum":
+            rng = ", ".join(f"`{choice}`" for choice in p["choices"])
         else:
             rng = ""
         default = p["default"] if p["default"] != "" else "(empty)"

@@ -34,15 +34,34 @@ def heartbeat_interval_s(peer_timeout_s=30.0):
     return min(1.0, max(0.05, peer_timeout_s / 10))
 
 
-def rank0_sockets_today(n):
-    """Rank 0's sockets after init: the data mesh (n-1), the control star (n-1), the
-    heartbeat star (n-1) and its store connection (cc/core/communicator.cc)."""
-    return 3 * (n - 1) + 1 if n > 1 else 0
+# The control plane the code runs today. The lab's result files record the one they ran on
+# ("control_plane"; absent = "star", the runs recorded before the heartbeat ring and the
+# roster exchange): the fits read each file with its own design's counts.
+CONTROL_PLANE = "ring"
 
 
-def worker_sockets_today(n):
-    """Any other rank's: data mesh (n-1), control and heartbeat to rank 0, the store."""
-    return (n - 1) + 2 + 1 if n > 1 else 0
+def heartbeat_peers(n, design=CONTROL_PLANE):
+    """The ranks rank 0 exchanges heartbeats with: its two ring neighbours
+    (Communicator::HeartbeatPeers; one at 2 ranks), or every other rank in the star."""
+    if n <= 1:
+        return 0
+    if design == "star":
+        return n - 1
+    return 1 if n == 2 else 2
+
+
+def rank0_sockets_today(n, design=CONTROL_PLANE):
+    """Rank 0's sockets after init: the data mesh (n-1), the control star (n-1), its
+    heartbeat peers and its store connection (cc/core/communicator.cc)."""
+    return 2 * (n - 1) + heartbeat_peers(n, design) + 1 if n > 1 else 0
+
+
+def worker_sockets_today(n, design=CONTROL_PLANE):
+    """Any other rank's: data mesh (n-1), control to rank 0, its heartbeat peers (rank 0
+    alone in the star), the store."""
+    if n <= 1:
+        return 0
+    return (n - 1) + 1 + (1 if design == "star" else heartbeat_peers(n)) + 1
 
 
 # A rank started by tfringrun holds 3 standard streams (stdin /dev/null, stdout and stderr
@@ -66,26 +85,32 @@ def rank0_control_messages_today(n, cycles_per_step):
     return (n - 1) * cycles_per_step
 
 
-def store_requests_today(n, local_size=1, shm=False):
-    """Store requests of one init, all ranks together (cc/core/runtime.cc, communicator.cc):
-    per rank r one ADD (generation), one SET addr, r GETs of lower ranks' addresses, one SET
-    and n-1 GETs of host records; rank 0 SETs its hostname, every other rank GETs it. With
-    shared memory, per local peer: SET ring name, GET the peer's, SET "opened", plus one
-    WAIT; rank 0 and its local peers once more for the control rings."""
+def store_requests_today(n, local_size=1, shm=False, design=CONTROL_PLANE):
+    """Store requests of one init, all ranks together (cc/core/job.cc, roster.cc,
+    communicator.cc): per rank one ADD (generation), then the roster exchange: every rank
+    but 0 SETs its entry, rank 0 GETs the n-1 entries and SETs the roster, every other rank
+    GETs it (3n - 2, counted by cc/tests/roster_test.cc). The star design read every record
+    on every rank: per rank r one ADD, one SET addr, r GETs of lower ranks' addresses, one
+    SET and n-1 GETs of host records; rank 0 SET its hostname, every other rank GOT it.
+    With shared memory, per local peer: SET ring name, GET the peer's, SET "opened", plus
+    one WAIT; rank 0 and its local peers once more for the control rings."""
     n = int(n)
     if n <= 1:
         return 0
-    total = sum(3 + r + (n - 1) for r in range(n)) + 1 + (n - 1)
+    if design == "star":
+        total = sum(3 + r + (n - 1) for r in range(n)) + 1 + (n - 1)
+    else:
+        total = n + 3 * n - 2
     if shm and local_size > 1:
         hosts = n // local_size
         total += hosts * local_size * (3 * (local_size - 1) + 1) + 2 * 3 * (local_size - 1)
     return total
 
 
-def heartbeat_rank0_frames_per_s_today(n, peer_timeout_s=30.0):
-    """Frames rank 0 sends per second: a ping to each of n-1 peers and a pong to each
+def heartbeat_rank0_frames_per_s_today(n, peer_timeout_s=30.0, design=CONTROL_PLANE):
+    """Frames rank 0 sends per second: a ping to each heartbeat peer and a pong to each
     peer's ping (it receives as many)."""
-    return 2 * (n - 1) / heartbeat_interval_s(peer_timeout_s)
+    return 2 * heartbeat_peers(n, design) / heartbeat_interval_s(peer_timeout_s)
 
 
 def ring_steps(n):
@@ -202,8 +227,9 @@ class Model:
         def col(rows, key):
             return [r[key] for _, r in rows]
 
-        base0 = round(float(np.median([r["rank0_fds"] - rank0_sockets_today(n) for n, r in tcp])))
-        base1 = round(float(np.median([r["other_fds_max"] - worker_sockets_today(n) for n, r in tcp])))
+        design = local.get("control_plane", "star")
+        base0 = round(float(np.median([r["rank0_fds"] - rank0_sockets_today(n, design) for n, r in tcp])))
+        base1 = round(float(np.median([r["other_fds_max"] - worker_sockets_today(n, design) for n, r in tcp])))
         msgs0 = fit(ns, col(tcp, "rank0_control_messages_per_step"), [ONE, PEERS])
         bytes0 = fit(ns, col(tcp, "rank0_control_bytes_per_step"), [ONE, PEERS])
         worker_msgs = float(np.mean([r["other_control_messages_per_step_mean"] for n, r in tcp if n > 2]
@@ -217,7 +243,7 @@ class Model:
         message_cpu = cpu0[1] / handled_per_peer if handled_per_peer > 0 else 0.0
         lat_tcp = fit(ns, col(tcp, "latency_8b_s"), [ONE, ring_steps])
         lat_shm = fit([n for n, _ in shm], col(shm, "latency_8b_s"), [ONE, ring_steps]) if shm else [0.0, 0.0]
-        init = fit(ns, col(tcp, "init_call_s"), [ONE, store_requests_today, PEERS])
+        init = fit(ns, col(tcp, "init_call_s"), [ONE, lambda n: store_requests_today(n, design=design), PEERS])
         if store_cost:
             store_cpu = store_cost["cpu_s_per_request"] / 2
         else:  # the lab's own fit: every request's both ends on these cores

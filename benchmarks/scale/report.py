@@ -128,7 +128,8 @@ def local_tables(local):
         lines.append("|---|---|---|---|")
         for r in hb:
             m = r["median"]
-            exact = model_lib.heartbeat_rank0_frames_per_s_today(r["np"]) * model_lib.HEARTBEAT_FRAME_BYTES
+            exact = (model_lib.heartbeat_rank0_frames_per_s_today(r["np"], design=local.get("control_plane", "star"))
+                     * model_lib.HEARTBEAT_FRAME_BYTES)
             lines.append(f"| {r['np']} | {m['heartbeat_rank0_bytes_sent_per_s']:.0f} / "
                          f"{m['heartbeat_rank0_bytes_received_per_s']:.0f} | {exact:.0f} | {m['idle_control_messages']:.0f} |")
         lines.append("")

@@ -21,7 +21,7 @@ import sys
 if __package__ in (None, ""):  # run as a script: make ``benchmarks.scale`` importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from benchmarks.scale import jobs, netns
+from benchmarks.scale import jobs, model, netns
 
 RESULTS = os.path.join(jobs.ROOT, "docs", "benchmarks")
 FREEZE_PEER_TIMEOUT_S = 2.0  # the frozen-rank runs' TFRING_PEER_TIMEOUT_S (heartbeat every 0.2 s)
@@ -177,7 +177,8 @@ def main():
         measure_store()
     if args.sizes:
         def progress(results):
-            write(args.name, {"machine": machine(), "repeats": args.repeats, "results": results})
+            write(args.name, {"machine": machine(), "repeats": args.repeats, "control_plane": model.CONTROL_PLANE,
+                              "results": results})
 
         progress(run_local(args, progress))
         measure_store()

@@ -10,6 +10,7 @@
 #include "cma.h"
 #include "fd_limit.h"
 #include "logging.h"
+#include "roster.h"
 #include "wire.h"
 
 namespace tfring {
@@ -53,138 +54,165 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
   comm->control_shm_.resize(opt.size);
   comm->heartbeat_.resize(opt.size);
   comm->hostname_.resize(opt.size);
+  comm->host_ids_.assign(opt.size, opt.host_id);
+  comm->host_cpus_ = static_cast<int>(std::set<int>(opt.cpus.begin(), opt.cpus.end()).size());
   if (opt.size == 1) {
     *out = std::move(comm);
     return Status::OK();
   }
   Deadline deadline = Deadline::After(opt.start_timeout_s);
   // A socket per peer, and at rank 0 a control and a heartbeat socket per peer as well.
-  const long connections = (opt.size - 1) * (opt.rank == 0 ? 3L : 1L) + (opt.rank == 0 ? 0 : 2) + 1;
+  const long connections = (opt.size - 1) * (opt.rank == 0 ? 2L : 1L) + (opt.rank == 0 ? 0 : 1) +
+                            static_cast<long>(HeartbeatPeers(opt.rank, opt.size).size()) + 1;
   TFRING_RETURN_IF_ERROR(EnsureDescriptorLimit(
       connections, ("rank " + std::to_string(opt.rank) + " of a job of " + std::to_string(opt.size)).c_str()));
-
   Listener listener;
   const std::string& bind = opt.bind_host.empty() ? opt.advertise_host : opt.bind_host;
   TFRING_RETURN_IF_ERROR(Listener::Listen(bind, 0, &listener));
-  if (opt.rank == 0) TFRING_RETURN_IF_ERROR(store.Set("hostname/0", opt.hostname));
-  TFRING_RETURN_IF_ERROR(store.Set("addr/" + std::to_string(opt.rank),
-                                   opt.advertise_host + ":" + std::to_string(listener.port())));
   TFRING_LOG(LogLevel::kDebug, "transport", "data listener on " << bind << ":" << listener.port()
                                                 << ", advertised as " << opt.advertise_host << ":"
                                                 << listener.port());
+  std::vector<RosterEntry> roster;
+  TFRING_RETURN_IF_ERROR(comm->ExchangeRoster(opt, listener.port(), store, deadline, &roster));
+  TFRING_RETURN_IF_ERROR(comm->ConnectMesh(opt, roster, listener, deadline));
+  if (opt.shm) TFRING_RETURN_IF_ERROR(comm->ConnectSharedMemory(opt, store, deadline));
+  *out = std::move(comm);
+  return Status::OK();
+}
 
-  // Accept from higher ranks (data) and, on rank 0, every rank's control and heartbeat
-  // connections.
-  int expected = (opt.size - 1 - opt.rank) + (opt.rank == 0 ? 2 * (opt.size - 1) : 0);
+// Publishes this rank's roster entry and learns every rank's host id, hostname and (on
+// this host) CPUs; the roster also carries the addresses ConnectMesh() dials.
+Status Communicator::ExchangeRoster(const CommunicatorOptions& opt, int port, Store& store, Deadline deadline,
+                                    std::vector<RosterEntry>* roster) {
+  RosterEntry mine;
+  mine.address = opt.advertise_host + ":" + std::to_string(port);
+  mine.host_id = opt.host_id;
+  mine.hostname = opt.hostname;
+  mine.must_match = opt.must_match;
+  mine.cpus = opt.cpus;
+  TFRING_RETURN_IF_ERROR(tfring::ExchangeRoster(rank_, size_, mine, store, deadline, roster)
+                             .WithContext("tfring init on rank " + std::to_string(rank_)));
+  std::set<int> host_cpus;
+  for (int p = 0; p < size_; ++p) {
+    const RosterEntry& e = (*roster)[static_cast<size_t>(p)];
+    host_ids_[p] = e.host_id;
+    hostname_[p] = e.hostname;
+    if (e.host_id == opt.host_id) host_cpus.insert(e.cpus.begin(), e.cpus.end());
+  }
+  host_cpus_ = static_cast<int>(host_cpus.size());
+  return Status::OK();
+}
+
+// Every rank connects to every lower rank (data) and to its lower ring neighbours
+// (heartbeats), and on other ranks than 0 to rank 0 for control, while a thread accepts
+// the rest. Blocking, bounded by
+// `deadline`; a timeout names the ranks whose connections never came.
+Status Communicator::ConnectMesh(const CommunicatorOptions& opt, const std::vector<RosterEntry>& roster,
+                                 Listener& listener, Deadline deadline) {
   Status accept_status;
-  std::thread acceptor([&] {
-    int accepted = 0;
-    while (accepted < expected) {
-      Socket s;
-      Status st = listener.Accept(deadline, &s);
-      if (!st.ok()) {
-        std::set<int> missing;  // peers whose connection never came
-        for (int p = opt.rank + 1; p < opt.size; ++p) {
-          if (!comm->data_[p].socket.valid()) missing.insert(p);
-        }
-        for (int p = 1; opt.rank == 0 && p < opt.size; ++p) {
-          if (!comm->control_[p].valid() || !comm->heartbeat_[p].valid()) missing.insert(p);
-        }
-        std::string ranks;
-        for (int p : missing) ranks += (ranks.empty() ? "" : ", ") + std::to_string(p);
-        accept_status = st.WithContext("rank " + std::to_string(opt.rank) + " waited for " +
-                                       std::to_string(expected - accepted) +
-                                       " more peer connection(s), from rank(s) " + ranks +
-                                       " (TFRING_START_TIMEOUT_S)");
-        return;
-      }
-      st = AuthenticateAsServer(s, opt.secret, Deadline::After(kHelloTimeoutS));
-      std::string hello;
-      if (st.ok()) st = s.RecvMessage(&hello, kMaxHelloBytes, Deadline::After(kHelloTimeoutS));
-      if (!st.ok()) {
-        TFRING_LOG(LogLevel::kWarning, "transport", "refused " << s.label() << ": "
-                                                               << st.message());
-        continue;
-      }
-      WireReader r(hello);
-      uint8_t channel = r.U8();
-      int peer = r.I32();
-      std::string session = r.Str();
-      std::string hostname = channel == kHeartbeat ? r.Str() : "";
-      if (r.ok() && session != opt.session) {
-        TFRING_LOG(LogLevel::kWarning, "transport",
-                   "refused " << s.label() << ": hello from rank " << peer << " of init session '"
-                              << session << "', this is '" << opt.session
-                              << "' (a process of an earlier generation of the job)");
-        continue;
-      }
-      bool valid = r.ok() && r.AtEnd() && peer >= 0 && peer < opt.size && peer != opt.rank;
-      if (valid && channel == kData && peer > opt.rank && !comm->data_[peer].socket.valid()) {
-        s.set_label("rank " + std::to_string(peer) + " (" + s.PeerAddress() + ")");
-        comm->data_[peer].socket = std::move(s);
-      } else if (valid && channel == kControl && opt.rank == 0 && !comm->control_[peer].valid()) {
-        s.set_label("rank " + std::to_string(peer) + " (" + s.PeerAddress() + ", control)");
-        comm->control_[peer] = std::move(s);
-      } else if (valid && channel == kHeartbeat && opt.rank == 0 && !comm->heartbeat_[peer].valid()) {
-        s.set_label("rank " + std::to_string(peer) + " (" + s.PeerAddress() + ", heartbeat)");
-        comm->heartbeat_[peer] = std::move(s);
-        comm->hostname_[peer] = hostname;
-      } else {
-        TFRING_LOG(LogLevel::kWarning, "transport",
-                   "refused " << s.label() << ": unexpected hello (channel "
-                              << int(channel) << ", rank " << peer << ")");
-        continue;
-      }
-      ++accepted;
-    }
-  });
-
+  std::thread acceptor([&] { accept_status = AcceptPeers(opt, listener, deadline); });
   auto connect_to = [&](int peer, Channel channel, Socket* dest) -> Status {
-    std::string addr, host;
+    const std::string& addr = roster[static_cast<size_t>(peer)].address;
+    std::string host;
     int port = 0;
-    TFRING_RETURN_IF_ERROR(store.Get("addr/" + std::to_string(peer), deadline.SecondsLeft(),
-                                     &addr)
-                               .WithContext("rank " + std::to_string(opt.rank) +
-                                            " waiting for rank " + std::to_string(peer) +
-                                            " to start (TFRING_START_TIMEOUT_S)"));
-    TFRING_RETURN_IF_ERROR(ParseHostPort(addr, "address of rank " + std::to_string(peer), &host,
-                                         &port));
+    TFRING_RETURN_IF_ERROR(ParseHostPort(addr, "address of rank " + std::to_string(peer), &host, &port));
     Socket s;
     TFRING_RETURN_IF_ERROR(Socket::Connect(host, port, deadline, &s));
     s.set_label("rank " + std::to_string(peer) + " (" + addr + Suffix(channel));
     TFRING_RETURN_IF_ERROR(AuthenticateAsClient(s, opt.secret, Deadline::After(kHelloTimeoutS)));
     TFRING_RETURN_IF_ERROR(
-        s.SendMessage(Hello(channel, opt.rank, opt.session, opt.hostname),
-                      Deadline::After(kHelloTimeoutS)));
+        s.SendMessage(Hello(channel, opt.rank, opt.session, opt.hostname), Deadline::After(kHelloTimeoutS)));
     *dest = std::move(s);
     return Status::OK();
   };
-
   Status connect_status;
   for (int peer = 0; peer < opt.rank && connect_status.ok(); ++peer) {
-    connect_status = connect_to(peer, kData, &comm->data_[peer].socket);
+    connect_status = connect_to(peer, kData, &data_[peer].socket);
   }
-  if (connect_status.ok() && opt.rank != 0) {
-    connect_status = connect_to(0, kControl, &comm->control_[0]);
-  }
-  if (connect_status.ok() && opt.rank != 0) {
-    connect_status = connect_to(0, kHeartbeat, &comm->heartbeat_[0]);
-  }
-  if (connect_status.ok() && opt.rank != 0) {
-    connect_status = store.Get("hostname/0", deadline.SecondsLeft(), &comm->hostname_[0]);
+  if (connect_status.ok() && opt.rank != 0) connect_status = connect_to(0, kControl, &control_[0]);
+  for (int peer : HeartbeatPeers(opt.rank, opt.size)) {
+    if (connect_status.ok() && peer < opt.rank) connect_status = connect_to(peer, kHeartbeat, &heartbeat_[peer]);
   }
   if (!connect_status.ok()) listener.Shutdown();  // wake the acceptor
   acceptor.join();
   TFRING_RETURN_IF_ERROR(connect_status);
   TFRING_RETURN_IF_ERROR(accept_status);
   for (int p = 0; p < opt.size; ++p) {
-    for (Socket* s : {&comm->data_[p].socket, &comm->control_[p], &comm->heartbeat_[p]}) {
+    for (Socket* s : {&data_[p].socket, &control_[p], &heartbeat_[p]}) {
       if (s->valid()) s->SetPeerTimeout(opt.peer_timeout_s);
     }
   }
-  TFRING_RETURN_IF_ERROR(comm->ExchangeHostIds(opt, store, deadline));
-  if (opt.shm) TFRING_RETURN_IF_ERROR(comm->ConnectSharedMemory(opt, store, deadline));
-  *out = std::move(comm);
+  return Status::OK();
+}
+
+// Accepts the data connections of higher ranks, the heartbeat connections of higher ring
+// neighbours and, on rank 0, every rank's control connection. Strangers and hellos of
+// another init session are refused (and logged); they do not count.
+Status Communicator::AcceptPeers(const CommunicatorOptions& opt, Listener& listener, Deadline deadline) {
+  std::vector<int> heartbeats_in;  // higher ring neighbours
+  for (int peer : HeartbeatPeers(opt.rank, opt.size)) {
+    if (peer > opt.rank) heartbeats_in.push_back(peer);
+  }
+  auto watches = [&](int peer) {
+    return std::find(heartbeats_in.begin(), heartbeats_in.end(), peer) != heartbeats_in.end();
+  };
+  const int expected = (opt.size - 1 - opt.rank) + (opt.rank == 0 ? opt.size - 1 : 0) +
+                       static_cast<int>(heartbeats_in.size());
+  for (int accepted = 0; accepted < expected;) {
+    Socket s;
+    Status st = listener.Accept(deadline, &s);
+    if (!st.ok()) {
+      std::set<int> missing;  // peers whose connection never came
+      for (int p = opt.rank + 1; p < opt.size; ++p) {
+        if (!data_[p].socket.valid()) missing.insert(p);
+      }
+      for (int p = 1; opt.rank == 0 && p < opt.size; ++p) {
+        if (!control_[p].valid()) missing.insert(p);
+      }
+      for (int p : heartbeats_in) {
+        if (!heartbeat_[p].valid()) missing.insert(p);
+      }
+      std::string ranks;
+      for (int p : missing) ranks += (ranks.empty() ? "" : ", ") + std::to_string(p);
+      return st.WithContext("rank " + std::to_string(opt.rank) + " waited for " + std::to_string(expected - accepted) +
+                            " more peer connection(s), from rank(s) " + ranks + " (TFRING_START_TIMEOUT_S)");
+    }
+    st = AuthenticateAsServer(s, opt.secret, Deadline::After(kHelloTimeoutS));
+    std::string hello;
+    if (st.ok()) st = s.RecvMessage(&hello, kMaxHelloBytes, Deadline::After(kHelloTimeoutS));
+    if (!st.ok()) {
+      TFRING_LOG(LogLevel::kWarning, "transport", "refused " << s.label() << ": " << st.message());
+      continue;
+    }
+    WireReader r(hello);
+    uint8_t channel = r.U8();
+    int peer = r.I32();
+    std::string session = r.Str();
+    if (channel == kHeartbeat) r.Str();  // the hostname, known from the roster since
+    if (r.ok() && session != opt.session) {
+      TFRING_LOG(LogLevel::kWarning, "transport",
+                 "refused " << s.label() << ": hello from rank " << peer << " of init session '" << session
+                            << "', this is '" << opt.session << "' (a process of an earlier generation of the job)");
+      continue;
+    }
+    const bool valid = r.ok() && r.AtEnd() && peer >= 0 && peer < opt.size && peer != opt.rank;
+    Socket* dest = nullptr;
+    if (valid && channel == kData && peer > opt.rank && !data_[peer].socket.valid()) {
+      dest = &data_[peer].socket;
+    } else if (valid && channel == kControl && opt.rank == 0 && !control_[peer].valid()) {
+      dest = &control_[peer];
+    } else if (valid && channel == kHeartbeat && watches(peer) && !heartbeat_[peer].valid()) {
+      dest = &heartbeat_[peer];
+    }
+    if (dest == nullptr) {
+      TFRING_LOG(LogLevel::kWarning, "transport",
+                 "refused " << s.label() << ": unexpected hello (channel " << int(channel) << ", rank " << peer << ")");
+      continue;
+    }
+    s.set_label("rank " + std::to_string(peer) + " (" + s.PeerAddress() + Suffix(static_cast<Channel>(channel)));
+    *dest = std::move(s);
+    ++accepted;
+  }
   return Status::OK();
 }
 
@@ -194,45 +222,13 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
 // is left in /dev/shm, even after a crash). Single-copy: the reader of each ring probes
 // whether it can read the writer's memory and publishes the answer; the writer posts large
 // sends only where the answer is yes (both sides always take part, whatever their mode).
-// One record per rank under "host/<rank>": host id, CPU list and must_match settings, one
-// per line.
-Status Communicator::ExchangeHostIds(const CommunicatorOptions& opt, Store& store, Deadline deadline) {
-  host_ids_.assign(size_, "");
-  host_ids_[rank_] = opt.host_id;
-  std::set<int> host_cpus(opt.cpus.begin(), opt.cpus.end());
-  host_cpus_ = static_cast<int>(host_cpus.size());
-  if (size_ == 1) return Status::OK();
-  std::string cpu_list;
-  for (int cpu : opt.cpus) cpu_list += std::to_string(cpu) + ",";
-  TFRING_RETURN_IF_ERROR(store.Set("host/" + std::to_string(rank_), opt.host_id + "\n" + cpu_list + "\n" + opt.must_match));
-  std::vector<std::string> settings(size_, opt.must_match);
-  for (int p = 0; p < size_; ++p) {
-    if (p == rank_) continue;
-    std::string record;
-    TFRING_RETURN_IF_ERROR(store.Get("host/" + std::to_string(p), deadline.SecondsLeft(), &record));
-    const size_t first = record.find('\n'), second = record.find('\n', first + 1);
-    if (first == std::string::npos || second == std::string::npos) {
-      return Status::Internal("rank " + std::to_string(p) + " published a malformed host record (a different tfring version?)");
-    }
-    host_ids_[p] = record.substr(0, first);
-    settings[p] = record.substr(second + 1);
-    if (host_ids_[p] != opt.host_id) continue;
-    const std::string cpus = record.substr(first + 1, second - first - 1);
-    for (size_t at = 0; at < cpus.size();) {
-      const size_t comma = cpus.find(',', at);
-      host_cpus.insert(std::stoi(cpus.substr(at, comma - at)));
-      at = comma + 1;
-    }
-  }
-  host_cpus_ = static_cast<int>(host_cpus.size());
-  // Every rank reads every record, so every rank fails alike, at once.
-  for (int p = 1; p < size_; ++p) {
-    if (settings[p] == settings[0]) continue;
-    return Status::InvalidArgument("settings that every rank must share differ: rank " + std::to_string(p) +
-                                   " has '" + settings[p] + "', rank 0 has '" + settings[0] +
-                                   "'; set them alike on every rank (or leave them unset)");
-  }
-  return Status::OK();
+std::vector<int> Communicator::HeartbeatPeers(int rank, int size) {
+  std::vector<int> peers;
+  if (size < 2) return peers;
+  const int left = (rank + size - 1) % size, right = (rank + 1) % size;
+  peers.push_back(std::min(left, right));
+  if (right != left) peers.push_back(std::max(left, right));
+  return peers;
 }
 
 bool Communicator::homogeneous() const {

@@ -10,13 +10,14 @@
 //     down), kept apart from data so a request never interleaves with a payload. Between
 //     rank 0 and a rank on its host, a pair of shared-memory message rings as well
 //     (control_shm_tx/rx; control_channel.h decides what goes where).
-//   * heartbeat: a second star around rank 0, owned by the liveness thread (liveness.h), so
-//     beats never wait behind a payload or the background thread. Every TCP connection also
+//   * heartbeat: a ring (each rank and its two neighbours), owned by the liveness thread
+//     (liveness.h), so beats never wait behind a payload or the background thread. Every TCP connection also
 //     carries kernel keepalives and a user timeout of peer_timeout_s (a cut network is
 //     noticed inside a transfer too).
 //
-// Built by Create(): every rank listens, publishes "addr/<rank>" in the store, connects to
-// every lower rank (and to rank 0 for control), and accepts the rest. Every connection is
+// Built by Create(): every rank listens, exchanges its address, host id and settings through
+// the store (roster.h: O(n) store requests), connects to every lower rank (and to rank 0
+// for control and heartbeats), and accepts the rest. Every connection is
 // authenticated with the job secret; strangers are logged and refused. Blocking, bounded by
 // start_timeout_s; a timeout names the ranks that never connected.
 // Thread-safety: only the runtime's background thread uses the sockets; Abort() may be
@@ -29,7 +30,9 @@
 #include <string>
 #include <vector>
 
+#include "config.h"
 #include "link.h"
+#include "roster.h"
 #include "socket.h"
 #include "store.h"
 
@@ -65,6 +68,11 @@ struct CommunicatorOptions {
   // Names this init of the job (the store prefix of its rendezvous): a hello from another
   // session, e.g. a process of an elastic job's earlier generation, is refused.
   std::string session;
+
+  // Every field a loaded Config decides, and this process's host id (hostname, boot id and
+  // TFRING_CROSS_RANK), hostname and CPU mask (communicator_options.cc). The job fills what
+  // depends on reaching the store: advertise_host, bind_host and session.
+  static CommunicatorOptions FromConfig(const Config& config);
 };
 
 class Communicator {
@@ -91,9 +99,13 @@ class Communicator {
   // shm and shm_control on), else null. Background thread only.
   ShmRing* control_shm_tx(int peer) { return control_shm_[peer].tx.get(); }
   ShmRing* control_shm_rx(int peer) { return control_shm_[peer].rx.get(); }
-  // Rank 0: heartbeat(p) for every p > 0; other ranks: heartbeat(0). Liveness thread only.
+  // heartbeat(p) for each p of HeartbeatPeers(rank, size). Liveness thread only.
   Socket& heartbeat(int peer) { return heartbeat_[peer]; }
-  // Hostname of a peer this rank has a heartbeat connection with.
+  // The ranks a rank exchanges heartbeats with: its two neighbours on the ring of ranks
+  // (one at 2 ranks, none alone), in increasing order. A ring, not a star around rank 0:
+  // every rank watches and is watched by two, whatever the job's size (liveness.h).
+  static std::vector<int> HeartbeatPeers(int rank, int size);
+  // Hostname of any rank (from the roster). Const after Create(); any thread.
   const std::string& hostname_of(int peer) const { return hostname_[peer]; }
   // Every host has the same number of ranks (host = CommunicatorOptions::host_id). Const
   // after Create(); any thread.
@@ -124,9 +136,12 @@ class Communicator {
   int rank_ = 0;
   int size_ = 1;
   double timeout_s_ = 30;
-  // Publishes this rank's host id, CPU mask and must_match settings, reads every peer's
-  // (host_ids_, host_cpus_) and checks the settings against rank 0's, at Create().
-  Status ExchangeHostIds(const CommunicatorOptions& options, Store& store, Deadline deadline);
+  // Create()'s steps (communicator.cc).
+  Status ExchangeRoster(const CommunicatorOptions& options, int port, Store& store, Deadline deadline,
+                        std::vector<RosterEntry>* roster);
+  Status ConnectMesh(const CommunicatorOptions& options, const std::vector<RosterEntry>& roster,
+                     Listener& listener, Deadline deadline);
+  Status AcceptPeers(const CommunicatorOptions& options, Listener& listener, Deadline deadline);
   Status ConnectSharedMemory(const CommunicatorOptions& options, Store& store, Deadline deadline);
 
   std::vector<Link> data_;

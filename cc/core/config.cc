@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -109,12 +110,13 @@ const std::vector<ParamSpec>& ParamTable() {
        "as well (with TFRING_SHM; 0 = always TCP). Every rank must set it alike."},
       {"TFRING_SHM_RING_BYTES", ParamType::kInt, "4194304", 4096, 1LL << 31,
        "Size of each shared-memory ring (one per direction per local pair); a power of two."},
-      {"TFRING_SHM_CMA", ParamType::kString, "0", 0, 0,
+      {"TFRING_SHM_CMA", ParamType::kEnum, "0", 0, 0,
        "Single-copy sends between ranks on the same host: the receiver reads large sends "
        "straight from the sender's buffer with process_vm_readv (Cross Memory Attach). 0: "
        "never (default: not faster end to end here, see docs/core.md); auto: where a probe at "
        "start shows the kernel allows it (else the rings, silently); 1: required (init fails "
-       "where it is not allowed)."},
+       "where it is not allowed).",
+       "auto|0|1|true|false"},
       {"TFRING_SHM_CMA_MIN_BYTES", ParamType::kInt, "1048576", 1, 1LL << 40,
        "Smallest send (one ring step's segment) that goes single-copy under TFRING_SHM_CMA."},
       // Networking and diagnostics.
@@ -137,6 +139,19 @@ const std::vector<ParamSpec>& ParamTable() {
        "loader path)."},
   };
   return kTable;
+}
+
+std::vector<std::string> ParamChoices(const ParamSpec& spec) {
+  std::vector<std::string> out;
+  if (spec.type != ParamType::kEnum || spec.choices == nullptr) return out;
+  std::string all = spec.choices;
+  size_t start = 0;
+  for (size_t bar = all.find('|'); ; bar = all.find('|', start)) {
+    out.push_back(all.substr(start, bar == std::string::npos ? std::string::npos : bar - start));
+    if (bar == std::string::npos) break;
+    start = bar + 1;
+  }
+  return out;
 }
 
 namespace {
@@ -181,11 +196,16 @@ Status Validate(const ParamSpec& spec, const std::string& text, const std::strin
     case ParamType::kBool:
       if (text == "0" || text == "1" || text == "true" || text == "false") return Status::OK();
       return bad("expected 0, 1, true or false");
-    case ParamType::kString:
-      if (std::string(spec.name) == "TFRING_SHM_CMA" && text != "auto" && text != "0" &&
-          text != "1" && text != "true" && text != "false") {
-        return bad("expected auto, 0, 1, true or false");
+    case ParamType::kEnum: {
+      const std::vector<std::string> choices = ParamChoices(spec);
+      if (std::find(choices.begin(), choices.end(), text) != choices.end()) return Status::OK();
+      std::string expected;
+      for (size_t i = 0; i < choices.size(); ++i) {
+        expected += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
       }
+      return bad("expected " + expected);
+    }
+    case ParamType::kString:
       if (std::string(spec.name) == "TFRING_ALGORITHM") {
         std::map<OpType, Algorithm> pins;
         std::string error;

@@ -16,7 +16,7 @@
 
 namespace tfring {
 
-enum class ParamType { kInt, kFloat, kString, kBool };
+enum class ParamType { kInt, kFloat, kString, kBool, kEnum };
 
 struct ParamSpec {
   const char* name;         // environment variable, e.g. "TFRING_TIMEOUT_S"
@@ -25,7 +25,11 @@ struct ParamSpec {
   double min_value;         // numeric bounds (inclusive); ignored for strings/bools
   double max_value;
   const char* description;
+  const char* choices = nullptr;  // kEnum: the accepted values, '|'-separated ("auto|0|1")
 };
+
+// The accepted values of a kEnum setting, in table order (empty for other types).
+std::vector<std::string> ParamChoices(const ParamSpec& spec);
 
 // Every setting, in documentation order.
 const std::vector<ParamSpec>& ParamTable();

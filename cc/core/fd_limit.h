@@ -2,7 +2,7 @@
 // that would exceed it.
 //
 // Today every rank holds a TCP socket per peer (the data mesh) and rank 0 two more per peer
-// (the control and heartbeat stars; communicator.h): ~3n descriptors at rank 0 and ~n
+// (the control star; communicator.h): ~2n descriptors at rank 0 and ~n
 // elsewhere (docs/scaling.md counts them exactly). A default soft limit (`ulimit -n`, 1024
 // on many systems) ends a job of a few hundred ranks with EMFILE in the middle of its
 // connections. EnsureDescriptorLimit raises the soft limit up to the hard one where that is

@@ -20,7 +20,7 @@ enum class BeatKind : uint8_t {
   kPing = 1,  // are you there? (sent every interval; answered at once)
   kPong = 2,  // yes
   kBye = 3,   // I am leaving in order: stop watching me
-  kLost = 4,  // rank 0 to workers: rank R (host H) was silent for S seconds
+  kLost = 4,  // a verdict, passed on: rank R (host H) was silent to rank J for S seconds
 };
 
 constexpr size_t kMaxBeatMessage = 4096;
@@ -100,7 +100,7 @@ void PeerLiveness::Run() {
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_beat - Clock::now()).count();
     if (poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(0, wait))) < 0) continue;
     for (size_t i = 1; i < fds.size() && !declared_; ++i) {
-      if (fds[i].revents) Read(*polled[i - 1]);
+      if (fds[i].revents) Read(&watched, *polled[i - 1]);
     }
     // Judge only after reading what arrived: a rank that was frozen itself finds its peers'
     // beats waiting and does not blame them.
@@ -108,19 +108,15 @@ void PeerLiveness::Run() {
       if (declared_ || timeout_s_ <= 0 || !w.active) continue;
       const double silent = Since(w.last_heard);
       if (silent < timeout_s_) continue;
-      if (rank_ == 0) {  // the workers watch only rank 0: tell them first
-        WireWriter msg;
-        msg.U8(static_cast<uint8_t>(BeatKind::kLost));
-        msg.I32(w.peer.rank);
-        msg.F64(silent);
-        msg.Str(w.peer.host);
-        const std::string bytes = msg.Take();
-        for (auto& other : watched) {
-          if (other.active && &other != &w) {
-            other.peer.socket->SendMessage(bytes, Deadline::After(interval_s_));
-          }
-        }
-      }
+      // Tell the other watched peers first: each passes it on (a ring of watchers floods
+      // it both ways around; rank 0 of a star tells every worker).
+      WireWriter msg;
+      msg.U8(static_cast<uint8_t>(BeatKind::kLost));
+      msg.I32(w.peer.rank);
+      msg.F64(silent);
+      msg.Str(w.peer.host);
+      msg.I32(rank_);
+      PassOn(watched, msg.Take(), w.peer.rank, -1);
       Declare(w.peer.rank, w.peer.host, silent, "has not answered");
     }
   }
@@ -147,7 +143,7 @@ void PeerLiveness::Beat(std::vector<Watched>& watched) {
   }
 }
 
-void PeerLiveness::Read(Watched& w) {
+void PeerLiveness::Read(std::vector<Watched>* watched, Watched& w) {
   std::string bytes;
   Status st = w.peer.socket->RecvMessage(&bytes, kMaxBeatMessage, Deadline::After(interval_s_));
   if (!st.ok()) {
@@ -162,11 +158,22 @@ void PeerLiveness::Read(Watched& w) {
     w.peer.socket->SendMessage(Encode(BeatKind::kPong), Deadline::After(interval_s_));
   } else if (kind == BeatKind::kBye) {
     w.active = false;
-  } else if (kind == BeatKind::kLost && rank_ != 0 && w.peer.rank == 0) {
+  } else if (kind == BeatKind::kLost) {
     const int lost = r.I32();
     const double silent = r.F64();
     const std::string host = r.Str();
-    if (r.ok()) Declare(lost, host, silent, "was silent to rank 0");
+    const int judge = r.I32();
+    if (!r.ok() || lost == rank_) return;
+    PassOn(*watched, bytes, lost, w.peer.rank);
+    Declare(lost, host, silent, "was silent to rank " + std::to_string(judge));
+  }
+}
+
+void PeerLiveness::PassOn(std::vector<Watched>& watched, const std::string& verdict, int lost, int from) {
+  for (auto& other : watched) {
+    if (other.active && other.peer.rank != lost && other.peer.rank != from) {
+      other.peer.socket->SendMessage(verdict, Deadline::After(interval_s_));
+    }
   }
 }
 

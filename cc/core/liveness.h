@@ -1,19 +1,22 @@
 // PeerLiveness: tells a frozen or cut-off peer from a slow one, on its own thread.
 //
 // Progress (a tensor every rank submitted) depends on the user's code; liveness must not.
-// Each rank runs one liveness thread that owns the heartbeat sockets, a star around rank 0
-// (Communicator::heartbeat): every `interval` it pings each peer, answers the peers' pings
-// at once, and counts any message from a peer as a sign of life. A peer judges by its own
-// interval, so ranks with different settings never blame each other.
+// Each rank runs one liveness thread that owns its heartbeat sockets (Communicator::heartbeat:
+// a ring, each rank watching its two neighbours): every `interval` it pings each peer,
+// answers the peers' pings at once, and counts any message from a peer as a sign of life.
+// A peer judges by its own interval, so ranks with different settings never blame each
+// other. Any set of peers works (tests also build stars).
 // The thread never touches the user's code, the GIL or the runtime's background thread,
 // so a rank busy in a long evaluation, a checkpoint or a huge transfer keeps beating; only
 // a rank whose process cannot run at all (SIGSTOP, a paused VM, a host swapped out) or
 // whose network drops packets without a reset falls silent.
 //
 // A peer silent for `timeout` is lost: the thread calls `on_lost(rank, status)` once with a
-// kPeerLost status naming the rank, its host and how long it was silent, and stops. Rank 0
-// first relays the verdict to every other worker over their heartbeat sockets, so a worker
-// blocked in a transfer with the lost rank learns of it at once (workers only watch rank 0).
+// kPeerLost status naming the rank, its host and how long it was silent, and stops. It
+// first passes the verdict to its other peers, and every rank that receives one passes it
+// on to its other peers before declaring it too: around a ring the verdict reaches every
+// rank from both of the lost rank's neighbours (n/2 hops, each at once, not at a beat), so
+// a rank blocked in a transfer with the lost one learns of it without watching it.
 //
 // Departures are not losses: a peer that closes its heartbeat socket (exited, crashed: the
 // control channel reports that with its own message) or says goodbye (Stop(), orderly
@@ -66,7 +69,9 @@ class PeerLiveness {
   struct Watched;
   void Run();
   void Beat(std::vector<Watched>& watched);
-  void Read(Watched& w);
+  void Read(std::vector<Watched>* watched, Watched& w);
+  // Sends a verdict about `lost` to every watched peer still active but `lost` and `from`.
+  void PassOn(std::vector<Watched>& watched, const std::string& verdict, int lost, int from);
   void Declare(int rank, const std::string& host, double silent_s, const std::string& how);
 
   const int rank_;

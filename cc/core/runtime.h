@@ -1,5 +1,6 @@
 // Runtime: the one process-wide handle of tfring (Runtime::Global()), shared by the pybind
-// module and the TF op library because both link this one libtfring_core.so.
+// module and the TF op library because both link this one libtfring_core.so. A facade over
+// the current Job (job.h), which it creates at Init() and ends at Shutdown().
 //
 // Life cycle: Init() -> Enqueue()... -> Shutdown(); Init() again after Shutdown() is allowed.
 // Tests may create several Runtime objects in one process (ranks as threads).
@@ -27,6 +28,8 @@
 #include "submission.h"
 
 namespace tfring {
+
+class Job;  // job.h: what an initialized runtime runs
 
 class Runtime {
  public:
@@ -91,15 +94,13 @@ class Runtime {
   // Submits several tensors at once: they reach the coordinator together and are fused.
   Status EnqueueGroup(std::vector<Submission> group);
 
-  struct State;  // defined in runtime_state.h
-
  private:
-  // The current state, or null before Init / after Shutdown. Any thread; the copy keeps the
-  // state alive while the caller uses it.
-  std::shared_ptr<State> CurrentState() const;
+  // The current job, or null before Init / after Shutdown. Any thread; the copy keeps the
+  // job alive while the caller uses it.
+  std::shared_ptr<Job> CurrentJob() const;
 
-  mutable std::mutex mu_;  // guards state_ pointer (not the state's own fields)
-  std::shared_ptr<State> state_;
+  mutable std::mutex mu_;  // guards the job_ pointer (not the job's own fields)
+  std::shared_ptr<Job> job_;
 };
 
 }  // namespace tfring

@@ -78,7 +78,7 @@ void BindRuntime(py::module_& m) {
     py::list out;
     for (const auto& p : ParamTable()) {
       const char* type = p.type == ParamType::kInt ? "int" : p.type == ParamType::kFloat ? "float"
-                         : p.type == ParamType::kBool ? "bool" : "str";
+                         : p.type == ParamType::kBool ? "bool" : p.type == ParamType::kEnum ? "enum" : "str";
       py::dict d;
       d["name"] = p.name;
       d["type"] = type;
@@ -86,6 +86,7 @@ void BindRuntime(py::module_& m) {
       d["min"] = p.min_value;
       d["max"] = p.max_value;
       d["description"] = p.description;
+      d["choices"] = ParamChoices(p);
       out.append(d);
     }
     return out;

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "test_util.h"
@@ -33,6 +34,15 @@ TEST_F(ConfigTest, TableIsWellFormed) {
     EXPECT_GT(std::string(spec.description).size(), 10u) << name;
     if (spec.type == ParamType::kInt || spec.type == ParamType::kFloat) {
       EXPECT_LE(spec.min_value, spec.max_value) << name;
+    }
+    // An enum lists its values, and its default is one of them; other types list none.
+    const std::vector<std::string> choices = ParamChoices(spec);
+    if (spec.type == ParamType::kEnum) {
+      EXPECT_GE(choices.size(), 2u) << name;
+      EXPECT_NE(std::find(choices.begin(), choices.end(), spec.default_value), choices.end()) << name;
+      for (const auto& choice : choices) EXPECT_FALSE(choice.empty()) << name;
+    } else {
+      EXPECT_TRUE(choices.empty()) << name;
     }
   }
   for (const char* needed : {"TFRING_RANK", "TFRING_SIZE", "TFRING_TIMEOUT_S",

@@ -116,7 +116,7 @@ class JoinJobTest : public ::testing::TestWithParam<bool> {};  // shared memory?
 // Rank r has 3 - r batches: after its last one it joins, and the others go on with its
 // zeros; every join returns the last rank to join (rank 0, which has the most data).
 TEST_P(JoinJobTest, RanksWithFewerBatchesJoinAndTheOthersReduceWithoutThem) {
-  Job job(3, {{"TFRING_SHM", GetParam() ? "1" : "0"}});
+  ThreadedJob job(3, {{"TFRING_SHM", GetParam() ? "1" : "0"}});
   TFRING_ASSERT_OK(job.InitAll());
   const int64_t n = 6;
   std::vector<int32_t*> last(3);
@@ -153,7 +153,7 @@ TEST_P(JoinJobTest, RanksWithFewerBatchesJoinAndTheOthersReduceWithoutThem) {
 }
 
 TEST_P(JoinJobTest, ABroadcastWhileARankHasJoinedFailsOnTheOthersAndTheJobGoesOn) {
-  Job job(2, {{"TFRING_SHM", GetParam() ? "1" : "0"}});
+  ThreadedJob job(2, {{"TFRING_SHM", GetParam() ? "1" : "0"}});
   TFRING_ASSERT_OK(job.InitAll());
   int32_t* last = job.Alloc<int32_t>(1);
   Completion joined = Submit(job[1], Join("join.0", last));

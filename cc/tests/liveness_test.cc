@@ -1,4 +1,5 @@
-// PeerLiveness over a real Communicator mesh (heartbeat star, hostnames from the hellos),
+// PeerLiveness over a real Communicator mesh (the job's heartbeat ring, and stars: any set of
+// peers works; hostnames from the roster),
 // and a Runtime job whose slow rank must not be taken for a lost one.
 #include "liveness.h"
 
@@ -65,13 +66,22 @@ class Verdicts {
   std::map<int, std::vector<Loss>> lost_;
 };
 
-// The liveness of `rank` in `mesh`: rank 0 watches everyone, the others watch rank 0.
+// The liveness of `rank` in `mesh` as a star: rank 0 watches everyone, the others rank 0.
 std::unique_ptr<PeerLiveness> LivenessOf(Mesh& mesh, int rank, double timeout_s, Verdicts& verdicts) {
   std::vector<LivenessPeer> peers;
   for (int p = 0; p < mesh.size(); ++p) {
     if (p != rank && (rank == 0 || p == 0)) {
       peers.push_back(LivenessPeer{p, mesh[rank].hostname_of(p), &mesh[rank].heartbeat(p)});
     }
+  }
+  return std::make_unique<PeerLiveness>(rank, std::move(peers), timeout_s, verdicts.For(rank));
+}
+
+// The liveness of `rank` as a job runs it: watching its ring neighbours.
+std::unique_ptr<PeerLiveness> RingLivenessOf(Mesh& mesh, int rank, double timeout_s, Verdicts& verdicts) {
+  std::vector<LivenessPeer> peers;
+  for (int p : Communicator::HeartbeatPeers(rank, mesh.size())) {
+    peers.push_back(LivenessPeer{p, mesh[rank].hostname_of(p), &mesh[rank].heartbeat(p)});
   }
   return std::make_unique<PeerLiveness>(rank, std::move(peers), timeout_s, verdicts.For(rank));
 }
@@ -153,6 +163,40 @@ TEST(PeerLiveness, RankZeroTellsTheOtherWorkersWhichRankItLost) {
   worker->Stop();
 }
 
+TEST(PeerLiveness, HeartbeatsFormARingOfTwoNeighboursPerRank) {
+  EXPECT_EQ(Communicator::HeartbeatPeers(0, 1), std::vector<int>{});
+  EXPECT_EQ(Communicator::HeartbeatPeers(0, 2), std::vector<int>{1});
+  EXPECT_EQ(Communicator::HeartbeatPeers(1, 2), std::vector<int>{0});
+  EXPECT_EQ(Communicator::HeartbeatPeers(0, 5), (std::vector<int>{1, 4}));
+  EXPECT_EQ(Communicator::HeartbeatPeers(2, 5), (std::vector<int>{1, 3}));
+  EXPECT_EQ(Communicator::HeartbeatPeers(999, 1000), (std::vector<int>{0, 998}));
+}
+
+// A frozen rank in a ring of 5 is named by every survivor, the two that do not watch it
+// (0 and 4) through the verdict passed around the ring, within a beat of its watchers.
+TEST(PeerLiveness, ARingPassesAVerdictToTheRanksThatDoNotWatchTheLostOne) {
+  Mesh mesh = MeshOf(5);
+  Verdicts verdicts;
+  std::vector<std::unique_ptr<PeerLiveness>> alive;
+  for (int r : {0, 1, 3, 4}) alive.push_back(RingLivenessOf(mesh, r, 0.4, verdicts));  // rank 2 is frozen
+  for (auto& l : alive) l->Start();
+  for (int r : {0, 1, 3, 4}) {
+    ASSERT_TRUE(verdicts.Wait(r, 5.0)) << "rank " << r;
+    EXPECT_EQ(verdicts.Rank(r), 2) << "rank " << r;
+  }
+  for (int r : {1, 3}) {
+    EXPECT_TRUE(HasError(verdicts.StatusOf(r), ErrorCode::kPeerLost, {"rank 2 (host host2) has not answered for"}))
+        << verdicts.StatusOf(r).ToString();
+  }
+  for (int r : {0, 4}) {
+    EXPECT_TRUE(HasError(verdicts.StatusOf(r), ErrorCode::kPeerLost, {"rank 2 (host host2) was silent to rank "}))
+        << verdicts.StatusOf(r).ToString();
+    const double after = std::chrono::duration<double>(verdicts.When(r) - std::min(verdicts.When(1), verdicts.When(3))).count();
+    EXPECT_LT(after, 0.4) << "rank " << r << " heard of it " << after << " s after the first watcher";
+  }
+  for (auto& l : alive) l->Stop();
+}
+
 TEST(PeerLiveness, WorkersNoticeAFrozenRankZero) {
   Mesh mesh = MeshOf(3);
   Verdicts verdicts;
@@ -185,7 +229,7 @@ TEST(PeerLiveness, OffJudgesNobodyButStillBeats) {
 
 // A rank whose user code is slow (3x the peer timeout) is not lost: its runtime answers.
 TEST(RuntimeLiveness, ASlowRankIsNotALostRank) {
-  testing_util::Job job(2, {{"TFRING_PEER_TIMEOUT_S", "0.4"}});
+  testing_util::ThreadedJob job(2, {{"TFRING_PEER_TIMEOUT_S", "0.4"}});
   TFRING_ASSERT_OK(job.InitAll());
   auto early = testing_util::Submit(job[0], testing_util::Allreduce("slow", testing_util::FilledInput(job, 0, 4),
                                                                     job.Alloc<float>(4), 4));

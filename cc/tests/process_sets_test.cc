@@ -23,7 +23,7 @@ using testing_util::Completion;
 using testing_util::FilledInput;
 using testing_util::HasError;
 using testing_util::Input;
-using testing_util::Job;
+using testing_util::ThreadedJob;
 using testing_util::kOpTimeoutS;
 using testing_util::Submit;
 
@@ -268,7 +268,7 @@ Submission Make(const std::string& name, OpType op, DataType dtype, std::vector<
 // Member `me` (index i in `ops.members`) submits, under names prefixed by the set id:
 // Sum and Average allreduces, an allgather of i+1 rows, a broadcast from the last member,
 // an alltoall of (p+i)%2+1 rows to member p, a reducescatter of kRsRows rows.
-void SubmitAllOps(Job& job, int me, SetOps& ops, const std::string& p) {
+void SubmitAllOps(ThreadedJob& job, int me, SetOps& ops, const std::string& p) {
   const int n = static_cast<int>(ops.members.size());
   const int i = static_cast<int>(std::find(ops.members.begin(), ops.members.end(), me) - ops.members.begin());
   Runtime& rt = job[me];
@@ -370,7 +370,7 @@ void CheckAllOps(int me, SetOps& ops) {
 // every set uses the same tensor names (only for sets no rank shares).
 void RunSetsConcurrently(int size, bool shm, const std::map<int32_t, std::vector<int32_t>>& sets,
                          bool same_names = false) {
-  Job job(size, {{"TFRING_SHM", shm ? "1" : "0"}});
+  ThreadedJob job(size, {{"TFRING_SHM", shm ? "1" : "0"}});
   TFRING_ASSERT_OK(job.InitAll());
   for (int r = 0; r < size; ++r) {
     for (const auto& kv : sets) TFRING_ASSERT_OK(job[r].AddProcessSet(kv.first, kv.second));
@@ -412,7 +412,7 @@ TEST_P(ProcessSetJobTest, DisjointSetsRunTheSameNamesAtOnce) {
 }
 
 TEST_P(ProcessSetJobTest, AnErrorOnOneSetLeavesTheSameNameOnAnotherSetAlone) {
-  Job job(3, {{"TFRING_SHM", GetParam() ? "1" : "0"}});
+  ThreadedJob job(3, {{"TFRING_SHM", GetParam() ? "1" : "0"}});
   TFRING_ASSERT_OK(job.InitAll());
   for (int r = 0; r < 3; ++r) {
     TFRING_ASSERT_OK(job[r].AddProcessSet(1, {0, 2}));
@@ -431,7 +431,7 @@ TEST_P(ProcessSetJobTest, AnErrorOnOneSetLeavesTheSameNameOnAnotherSetAlone) {
 }
 
 TEST_P(ProcessSetJobTest, EnqueueErrorsNameTheTensorTheSetAndTheRank) {
-  Job job(3, {{"TFRING_SHM", GetParam() ? "1" : "0"}});
+  ThreadedJob job(3, {{"TFRING_SHM", GetParam() ? "1" : "0"}});
   TFRING_ASSERT_OK(job.InitAll());
   for (int r = 0; r < 3; ++r) TFRING_ASSERT_OK(job[r].AddProcessSet(1, {0, 2}));
   Runtime& rt = job[1];

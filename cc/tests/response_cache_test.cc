@@ -14,7 +14,7 @@ namespace {
 
 using testing_util::Completion;
 using testing_util::FilledInput;
-using testing_util::Job;
+using testing_util::ThreadedJob;
 using testing_util::kOpTimeoutS;
 using testing_util::SumOfInputs;
 
@@ -156,7 +156,7 @@ TEST(CoordinatorCacheTest, FusionCarriesEveryTensorsId) {
 // ---- whole jobs ------------------------------------------------------------------------
 
 // Runs `steps` steps of `tensors` float32 allreduces on every rank and checks every result.
-void RunSteps(Job& job, int steps, int tensors, int64_t n = 16) {
+void RunSteps(ThreadedJob& job, int steps, int tensors, int64_t n = 16) {
   for (int step = 0; step < steps; ++step) {
     std::vector<Completion> done;
     std::vector<std::pair<float*, int>> outs;
@@ -181,7 +181,7 @@ class CachedJobTest : public ::testing::TestWithParam<int> {};  // world size
 
 TEST_P(CachedJobTest, SteadyStepsNegotiateByIdWithCorrectResults) {
   constexpr int kTensors = 20, kSteps = 6;
-  Job job(GetParam());
+  ThreadedJob job(GetParam());
   TFRING_ASSERT_OK(job.InitAll());
   RunSteps(job, 1, kTensors);
   std::vector<RuntimeStats> first;
@@ -210,14 +210,14 @@ TEST_P(CachedJobTest, SteadyStepsNegotiateByIdWithCorrectResults) {
 }
 
 TEST_P(CachedJobTest, CapacityZeroTurnsTheCacheOff) {
-  Job job(GetParam(), {{"TFRING_CACHE_CAPACITY", "0"}});
+  ThreadedJob job(GetParam(), {{"TFRING_CACHE_CAPACITY", "0"}});
   TFRING_ASSERT_OK(job.InitAll());
   RunSteps(job, 3, 5);
   for (int r = 0; r < job.size(); ++r) EXPECT_EQ(job[r].stats().cached_tensors, 0) << "rank " << r;
 }
 
 TEST_P(CachedJobTest, SmallCapacityCachesTheFirstTensorsOnly) {
-  Job job(GetParam(), {{"TFRING_CACHE_CAPACITY", "3"}});
+  ThreadedJob job(GetParam(), {{"TFRING_CACHE_CAPACITY", "3"}});
   TFRING_ASSERT_OK(job.InitAll());
   RunSteps(job, 4, 8);
   // Which 3 of the 8 get ids depends on readiness order; 3 per later step are cached.
@@ -226,7 +226,7 @@ TEST_P(CachedJobTest, SmallCapacityCachesTheFirstTensorsOnly) {
 
 TEST_P(CachedJobTest, AShapeChangeAfterCachingIsAMismatchNamingTheRanks) {
   if (GetParam() < 2) GTEST_SKIP() << "needs two ranks to disagree";
-  Job job(GetParam());
+  ThreadedJob job(GetParam());
   TFRING_ASSERT_OK(job.InitAll());
   RunSteps(job, 2, 1);  // "grad_0" with 16 elements, cached
   std::vector<Completion> done;

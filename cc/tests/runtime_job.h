@@ -26,12 +26,12 @@ inline constexpr double kOpTimeoutS = 15;  // generous bound on any one completi
 
 inline std::atomic<int> g_job_counter{0};
 
-// A job of `size` Runtime objects. Buffers handed to the runtime are owned by the Job and
+// A job of `size` Runtime objects. Buffers handed to the runtime are owned by the ThreadedJob and
 // freed only after every rank has shut down (so a failing test never leaves the background
 // thread writing into freed memory).
-class Job {
+class ThreadedJob {
  public:
-  explicit Job(int size, std::map<std::string, std::string> extra = {},
+  explicit ThreadedJob(int size, std::map<std::string, std::string> extra = {},
                std::function<void(int, std::map<std::string, std::string>&)> per_rank = nullptr)
       : size_(size), extra_(std::move(extra)), per_rank_(std::move(per_rank)) {
     secret_ = RandomHex(16);
@@ -40,7 +40,7 @@ class Job {
     for (int r = 0; r < size; ++r) ranks_.push_back(std::make_unique<Runtime>());
     job_id_ = "job" + std::to_string(g_job_counter.fetch_add(1));
   }
-  ~Job() {
+  ~ThreadedJob() {
     ShutdownAll();
     server_.Stop();
   }
@@ -135,14 +135,14 @@ inline float Input(int rank, int64_t i) { return static_cast<float>((rank + 1) *
 // Sum over ranks of Input(r, i).
 inline float SumOfInputs(int size, int64_t i) { return static_cast<float>(size * (size + 1) / 2 * (i % 7 + 1)); }
 
-inline float* FilledInput(Job& job, int rank, int64_t n) {
+inline float* FilledInput(ThreadedJob& job, int rank, int64_t n) {
   float* in = job.Alloc<float>(n);
   for (int64_t i = 0; i < n; ++i) in[i] = Input(rank, i);
   return in;
 }
 
 // Runs one float32 allreduce named `name` on every rank and checks the result.
-inline void ExpectAllreduceWorks(Job& job, const std::string& name, int64_t n = 10) {
+inline void ExpectAllreduceWorks(ThreadedJob& job, const std::string& name, int64_t n = 10) {
   std::vector<Completion> done;
   std::vector<float*> outs;
   for (int r = 0; r < job.size(); ++r) {

@@ -25,7 +25,7 @@ using testing_util::ExpectAllOk;
 using testing_util::ExpectAllreduceWorks;
 using testing_util::FilledInput;
 using testing_util::HasError;
-using testing_util::Job;
+using testing_util::ThreadedJob;
 using testing_util::kOpTimeoutS;
 using testing_util::RunRanks;
 using testing_util::SecondsSince;
@@ -103,7 +103,7 @@ TEST(RuntimeLifecycleTest, SingleRankRunsEveryCollectiveLocally) {
 }
 
 TEST(RuntimeLifecycleTest, InitShutdownInitAgain) {
-  Job job(2);
+  ThreadedJob job(2);
   for (int round = 0; round < 2; ++round) {
     TFRING_ASSERT_OK(job.InitAll());
     EXPECT_EQ(job[1].rank(), 1);
@@ -124,7 +124,7 @@ class RuntimeJobTest : public ::testing::TestWithParam<bool> {  // shared memory
 };
 
 TEST_P(RuntimeJobTest, RanksEnqueueInDifferentOrders) {
-  Job job(3, Transport());
+  ThreadedJob job(3, Transport());
   TFRING_ASSERT_OK(job.InitAll());
   const int kTensors = 16;
   std::vector<std::vector<float*>> outs(3, std::vector<float*>(kTensors));
@@ -162,7 +162,7 @@ TEST_P(RuntimeJobTest, RanksEnqueueInDifferentOrders) {
 TEST_P(RuntimeJobTest, SubmissionsRacingTheEndOfASpinAreNeverLeftAsleep) {
   auto extra = Transport();
   extra["TFRING_SPIN_US"] = "20";
-  Job job(2, extra);
+  ThreadedJob job(2, extra);
   TFRING_ASSERT_OK(job.InitAll());
   const int kCalls = 300;
   std::vector<double> slowest(2, 0.0);
@@ -188,7 +188,7 @@ TEST_P(RuntimeJobTest, SubmissionsRacingTheEndOfASpinAreNeverLeftAsleep) {
 TEST_P(RuntimeJobTest, GroupIsFusedAndNeverAcrossDtypes) {
   auto extra = Transport();
   extra["TFRING_FUSION_THRESHOLD"] = "1048576";
-  Job job(3, extra);
+  ThreadedJob job(3, extra);
   TFRING_ASSERT_OK(job.InitAll());
   const int kFloats = 6, kInts = 3;
   std::vector<std::vector<float*>> fout(3);
@@ -237,7 +237,7 @@ TEST_P(RuntimeJobTest, GroupIsFusedAndNeverAcrossDtypes) {
 TEST_P(RuntimeJobTest, GroupReducesLargeTensorsInPlaceAndPacksTheRest) {
   auto extra = Transport();
   extra["TFRING_FUSION_IN_PLACE_BYTES"] = "64";  // 16 floats and more: their own ring
-  Job job(3, extra);
+  ThreadedJob job(3, extra);
   TFRING_ASSERT_OK(job.InitAll());
   const std::vector<int64_t> sizes = {1, 40, 3, 0, 100, 16, 15, 1001};
   std::vector<std::vector<float*>> out(3);
@@ -277,7 +277,7 @@ TEST_P(RuntimeJobTest, SettingsThatDifferBetweenRanksFailInit) {
   const bool shm = GetParam();
   for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
            {"TFRING_FUSION_IN_PLACE_BYTES", "1024"}, {"TFRING_SHM_CONTROL", "0"}}) {
-    Job job(3, Transport(), [&](int r, std::map<std::string, std::string>& o) {
+    ThreadedJob job(3, Transport(), [&](int r, std::map<std::string, std::string>& o) {
       if (r == 2) o[name] = value;
     });
     auto statuses = RunRanks(3, 30, [&](int r) { return job[r].Init(job.Overrides(r), false); });
@@ -294,7 +294,7 @@ TEST_P(RuntimeJobTest, SettingsThatDifferBetweenRanksFailInit) {
 }
 
 TEST_P(RuntimeJobTest, EveryCollective) {
-  Job job(3, Transport());
+  ThreadedJob job(3, Transport());
   TFRING_ASSERT_OK(job.InitAll());
   const int n = 3;
   struct RankResult {
@@ -403,7 +403,7 @@ TEST_P(RuntimeJobTest, EveryCollective) {
 // ---- per-tensor errors ----------------------------------------------------------------
 
 TEST_P(RuntimeJobTest, MismatchFailsOnEveryRankThenNextOpWorks) {
-  Job job(3, Transport());
+  ThreadedJob job(3, Transport());
   TFRING_ASSERT_OK(job.InitAll());
   std::vector<Completion> done;
   for (int r = 0; r < 3; ++r) {
@@ -431,7 +431,7 @@ TEST_P(RuntimeJobTest, MismatchFailsOnEveryRankThenNextOpWorks) {
 }
 
 TEST_P(RuntimeJobTest, DuplicateInFlightNameIsRefusedOnEnqueue) {
-  Job job(3, Transport());
+  ThreadedJob job(3, Transport());
   TFRING_ASSERT_OK(job.InitAll());
   float* out0 = job.Alloc<float>(4);
   Completion first = Submit(job[0], Allreduce("dup", FilledInput(job, 0, 4), out0, 4));
@@ -458,7 +458,7 @@ TEST_P(RuntimeJobTest, DuplicateInFlightNameIsRefusedOnEnqueue) {
 }
 
 TEST_P(RuntimeJobTest, LocalArgumentErrorsAreImmediate) {
-  Job job(2, Transport());
+  ThreadedJob job(2, Transport());
   TFRING_ASSERT_OK(job.InitAll());
   Runtime& rt = job[1];
   float* in = FilledInput(job, 1, 6);
@@ -508,7 +508,7 @@ TEST_P(RuntimeJobTest, LocalArgumentErrorsAreImmediate) {
 // `leaver` shuts down while the others wait in an op it will never submit; they must fail
 // within seconds with an error naming it, and the leaver's own pending op must fail too.
 void CheckShutdownOfOneRank(bool shm, int leaver) {
-  Job job(3, {{"TFRING_SHM", shm ? "1" : "0"}});
+  ThreadedJob job(3, {{"TFRING_SHM", shm ? "1" : "0"}});
   TFRING_ASSERT_OK(job.InitAll());
   std::vector<Completion> waiting(3);
   for (int r = 0; r < 3; ++r) {
@@ -579,7 +579,7 @@ Status EnqueueHeldThen(Runtime& rt, Submission held, Completion* held_done, Subm
 TEST_P(RuntimeJobTest, ResponsesAgreedBeforeAPeersShutdownStillRun) {
   std::atomic<bool> release{false};      // declared before the job: outlives rank 2's thread
   std::atomic<bool> held_too_long{false};  // the hold gave up: the order was not forced
-  Job job(3, Transport());
+  ThreadedJob job(3, Transport());
   TFRING_ASSERT_OK(job.InitAll());
   auto broadcast = [&](int r) {
     Submission b = Allreduce("second", nullptr, nullptr, 4);
@@ -625,7 +625,7 @@ TEST_P(RuntimeJobTest, ResponsesAgreedBeforeAPeersShutdownStillRun) {
 // shut down, as the notice it sent says, not that it crashed.
 TEST_P(RuntimeJobTest, APeerThatShutsDownBeforeDoingItsPartIsNamedAsShutDownNotCrashed) {
   std::atomic<bool> release{false}, held_too_long{false};  // declared before the job: outlive its threads
-  Job job(2, Transport());
+  ThreadedJob job(2, Transport());
   TFRING_ASSERT_OK(job.InitAll());
   Completion first1, second1;
   TFRING_ASSERT_OK(EnqueueHeldThen(job[1], Allreduce("first", FilledInput(job, 1, 4), job.Alloc<float>(4), 4),
@@ -645,7 +645,7 @@ TEST_P(RuntimeJobTest, APeerThatShutsDownBeforeDoingItsPartIsNamedAsShutDownNotC
 }
 
 TEST_P(RuntimeJobTest, DestroyingARuntimeShutsItDown) {
-  Job job(2, Transport());
+  ThreadedJob job(2, Transport());
   TFRING_ASSERT_OK(job.InitAll());
   Completion mine = Submit(job[0], Allreduce("orphan", FilledInput(job, 0, 3), job.Alloc<float>(3), 3));
   Completion peer = Submit(job[1], Allreduce("other", FilledInput(job, 1, 3), job.Alloc<float>(3), 3));
@@ -657,7 +657,7 @@ TEST_P(RuntimeJobTest, DestroyingARuntimeShutsItDown) {
 TEST_P(RuntimeJobTest, StallShutdownFailsTheStalledOpOnEveryRank) {
   auto extra = Transport();
   extra["TFRING_STALL_SHUTDOWN_S"] = "1";  // below the (default 60 s) warning threshold
-  Job job(3, extra);
+  ThreadedJob job(3, extra);
   TFRING_ASSERT_OK(job.InitAll());
   auto t0 = std::chrono::steady_clock::now();
   Completion stuck = Submit(job[1], Allreduce("stuck", FilledInput(job, 1, 2), job.Alloc<float>(2), 2));
@@ -681,7 +681,7 @@ TEST_P(RuntimeJobTest, StallWarningNamesTheMissingRanks) {
   auto extra = Transport();
   extra["TFRING_STALL_WARNING_S"] = "1";
   extra["TFRING_LOG_LEVEL"] = "warning";
-  Job job(3, extra);
+  ThreadedJob job(3, extra);
   TFRING_ASSERT_OK(job.InitAll());
   ::testing::internal::CaptureStderr();
   std::vector<Completion> done;

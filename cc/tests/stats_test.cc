@@ -14,7 +14,7 @@ namespace {
 using testing_util::Allreduce;
 using testing_util::Completion;
 using testing_util::FilledInput;
-using testing_util::Job;
+using testing_util::ThreadedJob;
 using testing_util::kOpTimeoutS;
 using testing_util::Submit;
 
@@ -28,7 +28,7 @@ class StatsTest : public ::testing::TestWithParam<bool> {  // shared memory?
 TEST_P(StatsTest, LateRankMakesTheOthersWaitAndIsCountedAsAStall) {
   auto extra = Transport();
   extra["TFRING_STALL_WARNING_S"] = "1";  // logged at level warning; counted at any level
-  Job job(3, extra);
+  ThreadedJob job(3, extra);
   TFRING_ASSERT_OK(job.InitAll());
   constexpr double kLateS = 2.5;
   std::vector<Completion> done;
@@ -57,7 +57,7 @@ TEST_P(StatsTest, BytesOnTheWireFusionAndTransferTime) {
   auto extra = Transport();
   extra["TFRING_FUSION_THRESHOLD"] = "1048576";
   extra["TFRING_RECURSIVE_DOUBLING_BYTES"] = "0";  // the ring's bytes (recursive doubling: below)
-  Job job(3, extra);
+  ThreadedJob job(3, extra);
   TFRING_ASSERT_OK(job.InitAll());
   // One allreduce of 3000 float32 (12000 bytes): 3 segments of 4000 bytes; each rank sends
   // 2 (n-1) segments = 16000 bytes and receives as many.
@@ -116,7 +116,7 @@ TEST_P(StatsTest, BytesOnTheWireFusionAndTransferTime) {
 TEST_P(StatsTest, RecursiveDoublingBytesOnTheWire) {
   auto extra = Transport();
   extra["TFRING_RECURSIVE_DOUBLING_BYTES"] = "12000";
-  Job job(3, extra);
+  ThreadedJob job(3, extra);
   TFRING_ASSERT_OK(job.InitAll());
   std::vector<Completion> done;
   for (int r = 0; r < 3; ++r) done.push_back(Submit(job[r], Allreduce("small", FilledInput(job, r, 3000), job.Alloc<float>(3000), 3000)));

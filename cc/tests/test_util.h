@@ -133,10 +133,12 @@ struct MeshOptions {
   // with interleave_hosts, ranks r % (size / ranks_per_host) do (host 0: ranks 0, H, 2H...).
   int ranks_per_host = 0;
   bool interleave_hosts = false;
+  // The rendezvous store (e.g. one that counts requests); null: a fresh MemoryStore.
+  std::shared_ptr<Store> store;
 };
 
 inline Status MakeMesh(const MeshOptions& o, Mesh* mesh) {
-  auto store = std::make_shared<MemoryStore>();
+  std::shared_ptr<Store> store = o.store ? o.store : std::make_shared<MemoryStore>();
   std::string secret = RandomHex(16);
   mesh->comms.clear();
   mesh->comms.resize(o.size);

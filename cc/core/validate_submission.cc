@@ -7,7 +7,7 @@
 #include "backend.h"
 #include "process_sets.h"
 #include "reduce_kernels.h"
-#include "runtime_state.h"
+#include "validate_submission.h"
 
 namespace tfring {
 namespace {

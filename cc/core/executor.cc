@@ -1,0 +1,217 @@
+#include "executor.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "communicator.h"
+#include "cpu_backend.h"
+#include "timeline.h"
+
+namespace tfring {
+
+Executor::Executor(const Wiring& wiring) : w_(wiring) {
+  cpu_backend_ = std::make_unique<CpuBackend>(MakeBackendContext());
+}
+
+Executor::~Executor() = default;
+
+void Executor::Add(Submission s, Clock::time_point enqueued) {
+  if (s.request.op == OpType::kJoin) joined_ = true;
+  std::string name = s.request.name;  // C++17: the right side of = is evaluated first
+  entries_[name] = Entry{std::move(s), enqueued};
+}
+
+const Request* Executor::EntryFor(const Response& r, size_t i) {
+  auto it = entries_.find(r.names[i]);
+  if (it == entries_.end() && joined_ && (r.op == OpType::kAllreduce || r.op == OpType::kBarrier)) {
+    it = entries_.emplace(r.names[i], JoinedContribution(r, i)).first;
+  }
+  return it == entries_.end() ? nullptr : &it->second.submission.request;
+}
+
+// What a joined rank contributes to names[i] of `r`, which it never submitted: zeros of
+// the tensor's size (an allreduce), or nothing (a barrier).
+Executor::Entry Executor::JoinedContribution(const Response& r, size_t i) const {
+  const size_t bytes = r.op == OpType::kAllreduce && i < r.sizes.size() ? static_cast<size_t>(r.sizes[i]) : 0;
+  auto zeros = std::make_shared<std::vector<char>>(bytes, 0);
+  Submission s;
+  s.request.name = r.names[i];
+  s.request.op = r.op;
+  s.request.dtype = r.dtype;
+  s.request.reduce_op = r.reduce_op;
+  s.request.shape = {static_cast<int64_t>(bytes / DataTypeSize(r.dtype))};
+  s.input = zeros->data();
+  s.output = zeros->data();  // in place; the result is dropped with the buffer
+  s.done = [zeros](const Status&) {};
+  return Entry{std::move(s), Clock::now()};
+}
+
+void Executor::Schedule(Response response, Clock::time_point at) {
+  scheduled_.push_back(Scheduled{std::move(response), at});
+}
+
+Status Executor::RunScheduled() {
+  while (!scheduled_.empty() && !w_.events->broken()) {
+    Scheduled next = std::move(scheduled_.front());
+    scheduled_.pop_front();
+    TFRING_RETURN_IF_ERROR(Execute(next.response, next.at));
+  }
+  return Status::OK();
+}
+
+std::string Executor::PendingSummary() const {
+  if (entries_.empty()) return "[nothing pending on this rank]";
+  std::string names;
+  for (const auto& kv : entries_) {
+    if (names.size() > 200) {
+      names += ", ...";
+      break;
+    }
+    names += (names.empty() ? "" : ", ") + kv.first;
+  }
+  return "[" + std::to_string(entries_.size()) + " pending on this rank: " + names + "]";
+}
+
+void Executor::FailAll(std::deque<Submission> unsent, const Status& status) {
+  for (auto& s : unsent) {
+    std::string name = s.request.name;
+    entries_[name] = Entry{std::move(s), Clock::now()};
+  }
+  scheduled_.clear();
+  std::vector<std::string> names;
+  for (const auto& kv : entries_) names.push_back(kv.first);
+  for (const auto& n : names) Complete(n, status);
+}
+
+void Executor::Complete(const std::string& name, const Status& status) {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return;
+  auto done = std::move(it->second.submission.done);
+  entries_.erase(it);
+  w_.events->Released(name);
+  w_.stats->Update([](RuntimeStats& s) { ++s.tensors; });
+  if (done) done(status);
+}
+
+BackendContext Executor::MakeBackendContext() const {
+  BackendContext ctx;
+  ctx.rank = w_.rank;
+  ctx.size = w_.size;
+  ctx.store = w_.store;
+  ctx.timeout_s = w_.config->Float("TFRING_TIMEOUT_S");
+  ctx.start_timeout_s = w_.config->Float("TFRING_START_TIMEOUT_S");
+  ctx.abort = w_.comm->abort_flag();
+  ctx.config = w_.config;
+  ctx.comm = w_.comm;
+  ctx.chunk_bytes = static_cast<size_t>(w_.config->Int("TFRING_CHUNK_BYTES"));
+  ctx.timeline = w_.timeline;
+  return ctx;
+}
+
+// GPU tensors go to the registered GPU backend (backend.h), created on first use with this
+// job's store, timeouts and abort flag. Every rank reaches this at the same response.
+Status Executor::BackendFor(const Response& r, Backend** backend) {
+  if (r.device < 0) {
+    *backend = cpu_backend_.get();
+    return Status::OK();
+  }
+  if (!gpu_backend_) {
+    GpuSupport* gpu = GetGpuSupport();
+    if (gpu == nullptr) return Status::Unimplemented("this build of tfring has no GPU backend");
+    BackendContext ctx = MakeBackendContext();
+    ctx.key_prefix = w_.config->String("TFRING_JOB_ID") + "/nccl/";
+    TFRING_RETURN_IF_ERROR(gpu->CreateBackend(ctx, &gpu_backend_));
+  }
+  *backend = gpu_backend_.get();
+  return Status::OK();
+}
+
+// Transfer errors are returned (they fail the job, with the root cause a peer reports);
+// per-tensor errors decided by rank 0 complete just those tensors.
+Status Executor::Execute(const Response& r, Clock::time_point scheduled_at) {
+  if (r.kind == Response::Kind::kError) {
+    for (const auto& name : r.names) {
+      auto it = entries_.find(name);  // disjoint sets may use one name: fail only this set's
+      if (it != entries_.end() && it->second.submission.request.process_set_id == r.process_set_id) {
+        Complete(name, Status(r.error_code, r.error_message));
+      }
+    }
+    return Status::OK();
+  }
+  // A process set this rank is not in: it submitted nothing, and its links are not used.
+  if (r.process_set_id != 0 && !r.Includes(w_.rank)) return Status::OK();
+  std::vector<Entry*> group;
+  std::vector<Submission*> submissions;
+  for (const auto& name : r.names) {
+    auto it = entries_.find(name);
+    if (it == entries_.end()) return Status::Internal("tensor '" + name + "' was scheduled twice");
+    group.push_back(&it->second);
+    submissions.push_back(&it->second.submission);
+  }
+  const auto start = Clock::now();
+  const uint64_t sent_before = w_.comm->bytes_sent();
+  Backend* backend = nullptr;
+  ExecutionTimings timings;
+  Status st = BackendFor(r, &backend);
+  if (st.ok()) st = backend->Execute(r, submissions, &timings);
+  if (!st.ok()) return st.WithContext(std::string(OpTypeName(r.op)) + " of '" + r.names[0] + "'" +
+                                      (r.names.size() > 1 ? " (fused with " + std::to_string(r.names.size() - 1) + " more)" : ""));
+  if (w_.timeline->active()) TraceSpans(r, group, scheduled_at, start, sent_before);
+  RecordStats(r, group, scheduled_at, start, timings);
+  if (r.op == OpType::kJoin) joined_ = false;  // every rank joined: the job is whole again
+  for (const auto& name : r.names) Complete(name, Status::OK());
+  return Status::OK();
+}
+
+// Rank 0's trace of one executed collective: each tensor's negotiation and queueing, then
+// the collective itself with its bytes.
+void Executor::TraceSpans(const Response& r, const std::vector<Entry*>& group, Clock::time_point scheduled_at,
+                          Clock::time_point start, uint64_t sent_before) {
+  const auto end = Clock::now();
+  size_t bytes = 0;
+  for (auto* e : group) {
+    bytes += e->submission.request.Bytes();
+    w_.timeline->Span(e->submission.request.name, "NEGOTIATE", e->enqueued, scheduled_at);
+    if (start > scheduled_at) w_.timeline->Span(e->submission.request.name, "QUEUE", scheduled_at, start);
+  }
+  const uint64_t sent = w_.comm->bytes_sent() - sent_before;
+  std::string args = "{\"bytes\":" + std::to_string(bytes) + ",\"bytes_sent\":" + std::to_string(sent) +
+                     ",\"dtype\":\"" + DataTypeName(r.dtype) + "\",\"tensors\":" + std::to_string(group.size()) + "}";
+  std::string op = OpTypeName(r.op);
+  for (auto& c : op) c = static_cast<char>(std::toupper(c));
+  w_.timeline->Span(r.names[0], op.c_str(), start, end, args);
+}
+
+// Counters of one executed collective (RuntimeStats; definitions in docs/monitoring.md).
+void Executor::RecordStats(const Response& r, const std::vector<Entry*>& group, Clock::time_point scheduled_at,
+                           Clock::time_point start, const ExecutionTimings& timings) {
+  auto seconds = [](Clock::duration d) { return std::max(0.0, std::chrono::duration<double>(d).count()); };
+  const double execute = seconds(Clock::now() - start);
+  const double transport = timings.transfer_s >= 0 ? timings.transfer_s : execute;
+  double negotiation = 0, queued = 0;
+  int64_t reduced = 0;
+  for (auto* e : group) {
+    negotiation += seconds(scheduled_at - e->enqueued);
+    queued += seconds(start - scheduled_at);
+    if (r.op == OpType::kAllreduce) reduced += static_cast<int64_t>(e->submission.request.Bytes());
+  }
+  const double slowest = static_cast<size_t>(w_.rank) < r.ready_wait_s.size() ? r.ready_wait_s[w_.rank] : 0.0;
+  const int64_t sent = static_cast<int64_t>(w_.comm->bytes_sent());
+  const int64_t received = static_cast<int64_t>(w_.comm->bytes_received());
+  w_.stats->Update([&](RuntimeStats& s) {
+    ++s.collectives;
+    if (r.names.size() > 1) s.fused_tensors += static_cast<int64_t>(r.names.size());
+    s.bytes_reduced += reduced;
+    s.fusion_copied_bytes += static_cast<int64_t>(timings.fusion_copied_bytes);
+    s.negotiation_seconds += negotiation;
+    s.wait_for_slowest_seconds += slowest;
+    s.queue_seconds += queued;
+    s.transfer_seconds += transport;
+    if (r.op == OpType::kAllreduce) s.allreduce_transfer_seconds += transport;
+    s.execute_seconds += execute;
+    s.bytes_sent = sent;
+    s.bytes_received = received;
+  });
+}
+
+}  // namespace tfring

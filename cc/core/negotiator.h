@@ -1,0 +1,85 @@
+// Negotiator: how this rank agrees with the others on what runs next.
+//
+// Every rank tells rank 0 which tensors it has ready (requests, or the cache ids of
+// requests rank 0 has seen before); rank 0's Coordinator decides when a tensor is ready on
+// every rank, fuses and validates, and answers every rank with the same ordered responses;
+// each rank checks a response against what it submitted and hands it to the Executor.
+// Rank 0 also runs the stall inspector (tensors some ranks never submit) and waits up to
+// TFRING_CYCLE_TIME_MS to fuse more while other tensors are still arriving.
+//
+// Threads: background thread only (the job's loop), every method and field. The negotiator
+// is the one writer of the coordinator, the stall inspector, the request cache and the
+// pending departure; it reports failures to the job through JobEvents and never touches
+// the job's queue or failure state.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "control_channel.h"
+#include "coordinator.h"
+#include "executor.h"
+#include "job_events.h"
+#include "response_cache.h"
+#include "runtime_stats.h"
+#include "stall_inspector.h"
+#include "submission.h"
+
+namespace tfring {
+
+class Timeline;
+
+class Negotiator {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Everything is owned by the job and outlives the negotiator. `coordinator` and
+  // `stall_inspector` are given on rank 0 only (null elsewhere).
+  struct Wiring {
+    int rank = 0;
+    double cycle_s = 0.001;  // TFRING_CYCLE_TIME_MS
+    ControlChannel* control = nullptr;
+    Executor* executor = nullptr;
+    Timeline* timeline = nullptr;
+    StatsRecorder* stats = nullptr;
+    JobEvents* events = nullptr;
+  };
+  Negotiator(const Wiring& wiring, std::unique_ptr<Coordinator> coordinator,
+             std::unique_ptr<StallInspector> stall_inspector);
+
+  // Announces newly drained submissions (rank 0: to its coordinator; others: one message
+  // up the control channel) and gives them to the executor.
+  void Announce(std::deque<Submission> batch);
+  // Reads every waiting control message and, on rank 0, answers what is ready and inspects
+  // stalls. Failures go to the job (JobEvents); an orderly departure read while responses
+  // were still scheduled is kept for TakeDeparture.
+  void Negotiate();
+  // A peer's orderly shutdown (an abort with kPrecondition) read while responses that came
+  // before it were still scheduled here: those run first (the peer did its part of them
+  // before leaving; if it did not, its closed link fails them with this cause), then the
+  // loop fails the job with it. OK when there is none.
+  const Status& departure() const { return departure_; }
+  int departure_origin() const { return departure_origin_; }
+  // Milliseconds until rank 0's fusion cycle ends with ready tensors unanswered, -1 when
+  // no such deadline runs (the loop may sleep until new input).
+  int MillisUntilCycleEnds() const;
+
+ private:
+  Status HandleControl(int from_rank, ControlMessage& message);
+  void MaybeRespond();
+  // Accepts a negotiated response for execution: fills names sent as cache ids, checks
+  // that this rank submitted every tensor it names, learns new cache ids.
+  Status Schedule(Response response, Clock::time_point at);
+
+  const Wiring w_;
+  std::unique_ptr<Coordinator> coordinator_;        // rank 0
+  std::unique_ptr<StallInspector> stall_inspector_;  // rank 0
+  RequestCache request_cache_;  // this rank's requests under rank 0's cache ids
+  Status departure_;
+  int departure_origin_ = -1;
+  Clock::time_point first_ready_at_{};  // rank 0: when the oldest unanswered ready tensor appeared
+};
+
+}  // namespace tfring
