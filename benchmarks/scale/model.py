@@ -243,7 +243,11 @@ class Model:
         message_cpu = cpu0[1] / handled_per_peer if handled_per_peer > 0 else 0.0
         lat_tcp = fit(ns, col(tcp, "latency_8b_s"), [ONE, ring_steps])
         lat_shm = fit([n for n, _ in shm], col(shm, "latency_8b_s"), [ONE, ring_steps]) if shm else [0.0, 0.0]
-        init = fit(ns, col(tcp, "init_call_s"), [ONE, lambda n: store_requests_today(n, design=design), PEERS])
+        if design == "star":
+            init = fit(ns, col(tcp, "init_call_s"), [ONE, lambda n: store_requests_today(n, design=design), PEERS])
+        else:  # the roster's requests grow like n: not separable from the per-peer term
+            init_one, init_peers = fit(ns, col(tcp, "init_call_s"), [ONE, PEERS])
+            init = [init_one, 0.0, init_peers]
         if store_cost:
             store_cpu = store_cost["cpu_s_per_request"] / 2
         else:  # the lab's own fit: every request's both ends on these cores
