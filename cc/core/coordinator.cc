@@ -153,8 +153,7 @@ Status Coordinator::AddCached(int rank, int32_t id, Clock::time_point now) {
 Response Coordinator::Validate(const std::string& name, const Pending& p) const {
   const auto& reqs = p.by_rank;
   const auto& present = p.submitted;  // every rank, but ranks that joined without this tensor
-  const size_t ref = static_cast<size_t>(std::find(present.begin(), present.end(), true) - present.begin());
-  const Request& first = reqs[ref];
+  const Request& first = reqs[static_cast<size_t>(std::find(present.begin(), present.end(), true) - present.begin())];
   Response resp;
   resp.names = {name};
   resp.process_set_id = p.set_id;  // errors too: a rank completes only its own set's tensor
@@ -166,7 +165,6 @@ Response Coordinator::Validate(const std::string& name, const Pending& p) const 
   resp.device = first.device;
   resp.prescale = first.prescale;
   resp.postscale = first.postscale;
-
   auto fail = [&](ErrorCode code, const std::string& message) {
     resp.kind = Response::Kind::kError;
     resp.error_code = code;
@@ -175,27 +173,47 @@ Response Coordinator::Validate(const std::string& name, const Pending& p) const 
   };
   if (!p.duplicate_error.empty()) return fail(ErrorCode::kInvalidArgument, p.duplicate_error);
   if (!p.set_error.empty()) return fail(ErrorCode::kInvalidArgument, p.set_error);
-  if (p.set_id != 0) {
-    std::vector<int> joined_members;
-    for (int32_t m : p.members) {
-      if (joined_[m]) joined_members.push_back(m);
-    }
-    if (!joined_members.empty()) {
-      return fail(ErrorCode::kPrecondition,
-                  "tensor '" + name + "': rank(s) " + RanksString(joined_members) + " of process set " +
-                      std::to_string(p.set_id) + " " + RanksList(p.members) +
-                      " have joined; join (hvd.join()) is supported on the global process set only");
-    }
+  std::string err = JoinedSetMembers(name, p);
+  if (!err.empty()) return fail(ErrorCode::kPrecondition, err);
+  err = FirstDisagreement(name, reqs, present);
+  if (!err.empty()) return fail(ErrorCode::kMismatch, err);
+  ErrorCode code = ErrorCode::kOk;
+  err = JoinConflict(name, p, first, &code);
+  if (!err.empty()) return fail(code, err);
+  if (first.op == OpType::kAllgather && first.shape.empty()) {
+    return fail(ErrorCode::kInvalidArgument, "tensor '" + name + "': allgather needs a tensor of rank >= 1");
   }
+  FillSizes(p, first, &resp);
+  return resp;
+}
 
+// A tensor on a process set none of whose members may have joined (join runs on the
+// global set only): the message, or "".
+std::string Coordinator::JoinedSetMembers(const std::string& name, const Pending& p) const {
+  if (p.set_id == 0) return "";
+  std::vector<int> joined_members;
+  for (int32_t m : p.members) {
+    if (joined_[m]) joined_members.push_back(m);
+  }
+  if (joined_members.empty()) return "";
+  return "tensor '" + name + "': rank(s) " + RanksString(joined_members) + " of process set " +
+         std::to_string(p.set_id) + " " + RanksList(p.members) +
+         " have joined; join (hvd.join()) is supported on the global process set only";
+}
+
+// The first attribute the submitting ranks disagree on, as the error every rank gets ("":
+// they agree): operation, dtype, host or GPU, the reduction and its scale factors, the
+// root, the shape (after the first dimension for allgather and alltoall).
+std::string Coordinator::FirstDisagreement(const std::string& name, const std::vector<Request>& reqs,
+                                           const std::vector<bool>& present) {
+  const size_t ref = static_cast<size_t>(std::find(present.begin(), present.end(), true) - present.begin());
+  const Request& first = reqs[ref];
   auto op_name = [](OpType o) { return std::string(OpTypeName(o)); };
   auto dtype_name = [](DataType d) { return std::string(DataTypeName(d)); };
   auto reduce_name = [](ReduceOp o) { return std::string(ReduceOpName(o)); };
   auto num = [](auto v) { std::ostringstream os; os << v; return os.str(); };
   auto device_name = [](int32_t d) { return d < 0 ? std::string("CPU") : "GPU:" + std::to_string(d); };
-
-  std::string err = Disagreement(name, "the operation", reqs, present,
-                                 +[](const Request& r) { return r.op; }, op_name);
+  std::string err = Disagreement(name, "the operation", reqs, present, +[](const Request& r) { return r.op; }, op_name);
   if (err.empty()) err = Disagreement(name, "the dtype", reqs, present, +[](const Request& r) { return r.dtype; }, dtype_name);
   // Host memory or GPU must agree; GPU ordinals may differ (each rank drives its own GPU;
   // the response carries rank 0's as the label of the communicator every rank uses).
@@ -214,52 +232,59 @@ Response Coordinator::Validate(const std::string& name, const Pending& p) const 
   if (err.empty() && first.op == OpType::kBroadcast) {
     err = Disagreement(name, "the root rank", reqs, present, +[](const Request& r) { return r.root; }, num);
   }
-  if (err.empty()) {
-    if (first.op == OpType::kAllgather || first.op == OpType::kAlltoall) {
-      // first dimension may differ; the rest must agree
-      auto tail = +[](const Request& r) {
-        return r.shape.empty() ? std::vector<int64_t>{-1}
-                               : std::vector<int64_t>(r.shape.begin() + 1, r.shape.end());
-      };
-      err = Disagreement(name, "the shape after the first dimension", reqs, present, tail, ShapeString);
-    } else if (first.op != OpType::kBarrier) {
-      err = Disagreement(name, "the shape", reqs, present, +[](const Request& r) { return r.shape; }, ShapeString);
-    }
+  if (!err.empty()) return err;
+  if (first.op == OpType::kAllgather || first.op == OpType::kAlltoall) {
+    // first dimension may differ; the rest must agree
+    auto tail = +[](const Request& r) {
+      return r.shape.empty() ? std::vector<int64_t>{-1} : std::vector<int64_t>(r.shape.begin() + 1, r.shape.end());
+    };
+    return Disagreement(name, "the shape after the first dimension", reqs, present, tail, ShapeString);
   }
-  if (!err.empty()) return fail(ErrorCode::kMismatch, err);
-  std::vector<int> absent;  // ranks of the global set that joined without this tensor
-  for (int r = 0; r < size_ && p.set_id == 0; ++r) {
-    if (!present[r]) absent.push_back(r);
+  if (first.op != OpType::kBarrier) {
+    return Disagreement(name, "the shape", reqs, present, +[](const Request& r) { return r.shape; }, ShapeString);
   }
-  if (!absent.empty() && first.op != OpType::kAllreduce && first.op != OpType::kBarrier) {
-    return fail(ErrorCode::kPrecondition,
-                "tensor '" + name + "': " + OpTypeName(first.op) + " cannot run while rank(s) " + RanksString(absent) +
-                    " have joined (hvd.join(): a joined rank has no more data and adds zeros to allreduces only); "
-                    "run it on every rank before they join");
-  }
-  if (!absent.empty() && first.device >= 0) {
-    return fail(ErrorCode::kUnimplemented,
-                "tensor '" + name + "': a GPU allreduce while rank(s) " + RanksString(absent) +
-                    " have joined is not supported; join with CPU tensors, or give every rank the same number "
-                    "of steps");
-  }
+  return "";
+}
 
+// Ranks of the global set that joined without this tensor add zeros to host allreduces
+// and take part in barriers; anything else cannot run (the message and its code, or "").
+std::string Coordinator::JoinConflict(const std::string& name, const Pending& p, const Request& first,
+                                      ErrorCode* code) const {
+  std::vector<int> absent;
+  for (int r = 0; r < size_ && p.set_id == 0; ++r) {
+    if (!p.submitted[r]) absent.push_back(r);
+  }
+  if (absent.empty()) return "";
+  if (first.op != OpType::kAllreduce && first.op != OpType::kBarrier) {
+    *code = ErrorCode::kPrecondition;
+    return "tensor '" + name + "': " + OpTypeName(first.op) + " cannot run while rank(s) " + RanksString(absent) +
+           " have joined (hvd.join(): a joined rank has no more data and adds zeros to allreduces only); "
+           "run it on every rank before they join";
+  }
+  if (first.device >= 0) {
+    *code = ErrorCode::kUnimplemented;
+    return "tensor '" + name + "': a GPU allreduce while rank(s) " + RanksString(absent) +
+           " have joined is not supported; join with CPU tensors, or give every rank the same number of steps";
+  }
+  return "";
+}
+
+// Response::sizes (messages.h): an allreduce's bytes, every member's first dimension for
+// an allgather, every member's splits for an alltoall.
+void Coordinator::FillSizes(const Pending& p, const Request& first, Response* resp) {
+  const auto& reqs = p.by_rank;
   if (first.op == OpType::kAllreduce) {
-    resp.sizes = {first.NumElements() * static_cast<int64_t>(DataTypeSize(first.dtype))};
+    resp->sizes = {first.NumElements() * static_cast<int64_t>(DataTypeSize(first.dtype))};
   } else if (first.op == OpType::kAllgather) {
-    if (first.shape.empty()) {
-      return fail(ErrorCode::kInvalidArgument, "tensor '" + name + "': allgather needs a tensor of rank >= 1");
-    }
     for (size_t r = 0; r < reqs.size(); ++r) {
-      if (p.set_id == 0 || present[r]) resp.sizes.push_back(reqs[r].shape[0]);  // set members only
+      if (p.set_id == 0 || p.submitted[r]) resp->sizes.push_back(reqs[r].shape[0]);  // set members only
     }
   } else if (first.op == OpType::kAlltoall) {
     for (size_t r = 0; r < reqs.size(); ++r) {
-      if (p.set_id != 0 && !present[r]) continue;
-      for (int64_t s : reqs[r].splits) resp.sizes.push_back(s);
+      if (p.set_id != 0 && !p.submitted[r]) continue;
+      for (int64_t s : reqs[r].splits) resp->sizes.push_back(s);
     }
   }
-  return resp;
 }
 
 std::vector<Response> Coordinator::TakeReady() {

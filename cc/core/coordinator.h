@@ -87,6 +87,12 @@ class Coordinator {
   // Validates a complete tensor into ready_ and forgets it; does nothing otherwise.
   void MaybeReady(std::map<std::string, Pending>::iterator it, Clock::time_point now);
   Response Validate(const std::string& name, const Pending& p) const;
+  // Validate()'s steps (coordinator.cc).
+  std::string JoinedSetMembers(const std::string& name, const Pending& p) const;
+  static std::string FirstDisagreement(const std::string& name, const std::vector<Request>& reqs,
+                                       const std::vector<bool>& present);
+  std::string JoinConflict(const std::string& name, const Pending& p, const Request& first, ErrorCode* code) const;
+  static void FillSizes(const Pending& p, const Request& first, Response* resp);
 
   int size_;
   int64_t fusion_threshold_;
