@@ -225,22 +225,26 @@ def model_tables(model, store, local_bw=None, hosts=()):
              (f"| data ring, shared memory, this host | {fmt_s(model.latency_shm[0])} + {fmt_s(model.latency_shm[1])} "
              "per ring step | the same, oversubscribed (more ranks than cores) |"),
              (f"| store (init) | {fmt_s(model.init_lab[0])} + {model.init_lab[1] * 1e6:.0f} us per store request "
-             f"+ {fmt_s(model.init_lab[2])} per peer | slowest rank's `init()` here; requests: "
-             "1.5 n(n-1) + 4n (exact, from the code) |"),
+             f"+ {fmt_s(model.init_lab[2])} per peer | slowest rank's `init()` here; requests (exact, from the code): "
+             "1.5 n(n-1) + 4n in these runs (every rank read every record), 4n - 2 since the roster |"),
              (f"| store request, measured alone | {fmt_s(store['round_trip_s']) if store else '-'} round trip, "
              f"{fmt_s(store['cpu_s_per_request']) if store else '-'} CPU (both ends) | "
              "benchmarks/scale/store_cost.py, one client |"),
-             (f"| heartbeat star | 2(n-1) frames of {model_lib.HEARTBEAT_FRAME_BYTES} B per second each way at rank 0 "
-             "(exact; interval = TFRING_PEER_TIMEOUT_S/10 clamped to [50 ms, 1 s]) | each rank pings rank 0 and rank 0 "
-             "pings each rank; every ping is answered |"),
-             (f"| descriptors | rank 0: 3(n-1) + 1 + {model.base_fds_rank0}; others: (n-1) + 3 + {model.base_fds_worker} "
-             "(exact) | data mesh, control and heartbeat stars, store; the rest is Python's and the runtime's eventfds |"),
+             (f"| heartbeats | in these runs (a star) 2(n-1) frames of {model_lib.HEARTBEAT_FRAME_BYTES} B per interval each "
+             "way at rank 0; since the ring 4 at every rank (2 at 2 ranks) (exact; interval = TFRING_PEER_TIMEOUT_S/10 "
+             "clamped to [50 ms, 1 s]) | star: each rank pinged rank 0 and rank 0 each rank; ring: each rank pings its "
+             "two neighbours; every ping is answered |"),
+             (f"| descriptors | in these runs rank 0: 3(n-1) + 1 + {model.base_fds_rank0}, others: (n-1) + 3 + "
+             f"{model.base_fds_worker}; since the ring rank 0: 2(n-1) + 3 + {model.base_fds_rank0}, others: (n-1) + 4 + "
+             f"{model.base_fds_worker} (exact) | data mesh, control star, heartbeats, store; the rest is Python's and the "
+             "runtime's eventfds |"),
              (f"| dead rank (SIGKILL) | {fmt_s(model.crash_detect_s)} at 2 ranks (median of its jobs); here {fmt_s(model.crash_lab[0])} + "
              f"{fmt_s(model.crash_lab[1])} (n-1) | slowest survivor; every survivor holds a socket to the dead rank and "
              "sees it close; past 2 ranks the survivors queue for 2 cores (predictions: one rank per core) |"),
              ("| frozen rank (SIGSTOP) | TFRING_PEER_TIMEOUT_S + at most one heartbeat interval (exact from the code: "
-              "rank 0 judges a peer silent for the timeout, then relays the verdict to the n-2 others) | measured with "
-              "a 2 s timeout: see the frozen-rank table |"),
+              "in these runs rank 0 judged a peer silent for the timeout and relayed the verdict to the n-2 others; "
+              "since the ring, the frozen rank's two neighbours judge it and the verdict is passed on around the ring "
+              "both ways, n/2 hops of a message each) | measured with a 2 s timeout: see the frozen-rank table |"),
              *data_rows(local_bw, hosts),
              "", "**Assumptions of the predictions**\n"]
     why = {
