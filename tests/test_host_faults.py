@@ -5,7 +5,8 @@ host frozen (every process stopped). 3 hosts x 2 light ranks (NumPy API, no Tens
 each host with its own hostname so that messages naming a rank's host tell them apart.
 
 For every fault of a static job (``tfringrun -np``): every survivor fails within
-TFRING_PEER_TIMEOUT_S + 5 s naming a lost rank (and its host where the loss was a silence),
+TFRING_PEER_TIMEOUT_S + 5 s naming a lost rank and its host (and, for a killed host, its
+other rank),
 tfringrun exits non-zero naming the host and its ranks, and no process is left in any
 namespace. An elastic job (light NumPy workers, tests/workers/elastic_numpy.py) loses a
 host and takes it back: benchmarks/scale/host_soak.py runs many such rounds. Measured
@@ -122,6 +123,12 @@ def test_a_killed_host_is_named_by_every_survivor_and_nothing_is_left(lab, tmp_p
     assert len(fault.pids) >= RANKS_PER_HOST  # its workers and their bootstraps
     assert result.returncode == 137, report
     assert max(delays.values()) < 2.0, report  # connections reset: no timeout involved
+    # Every survivor names the host and its other rank: "rank 4 (host H, with rank 5) is
+    # gone" (rank 0, relayed), or a transfer's "lost connection to rank 5 (host H, with
+    # rank 4; address)" when one with the host broke first.
+    for r in delays:
+        m = re.search(rf"rank ([45]) \(host {re.escape(fault.name)}, with rank ([45])[;)]", rank_output(result.stdout, r))
+        assert m and m.group(1) != m.group(2), report
 
 
 @pytest.mark.parametrize("kind", ["cut", "freeze"])

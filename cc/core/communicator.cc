@@ -75,6 +75,16 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
   std::vector<RosterEntry> roster;
   TFRING_RETURN_IF_ERROR(comm->ExchangeRoster(opt, listener.port(), store, deadline, &roster));
   TFRING_RETURN_IF_ERROR(comm->ConnectMesh(opt, roster, listener, deadline));
+  // Errors on a data connection to another host name that host and its other ranks:
+  // "rank 5 (host h2, with rank 4; 10.0.0.4:41234)".
+  for (int p = 0; p < opt.size; ++p) {
+    Socket& s = comm->data_[p].socket;
+    const std::string peer = comm->DescribePeer(p), label = s.label();
+    const size_t open = label.find(" (");
+    if (s.valid() && peer.back() == ')' && open != std::string::npos) {
+      s.set_label(peer.substr(0, peer.size() - 1) + "; " + label.substr(open + 2));
+    }
+  }
   if (opt.shm) TFRING_RETURN_IF_ERROR(comm->ConnectSharedMemory(opt, store, deadline));
   *out = std::move(comm);
   return Status::OK();
@@ -229,6 +239,27 @@ std::vector<int> Communicator::HeartbeatPeers(int rank, int size) {
   peers.push_back(std::min(left, right));
   if (right != left) peers.push_back(std::max(left, right));
   return peers;
+}
+
+std::string Communicator::DescribePeer(int peer) const {
+  std::string out = "rank " + std::to_string(peer);
+  if (peer < 0 || peer >= size_ || static_cast<int>(host_ids_.size()) != size_) return out;
+  const std::string& id = host_ids_[peer];
+  if (id.empty() || id == host_ids_[rank_]) return out;  // this host: nothing to tell apart
+  const std::string& name = hostname_[peer];
+  out += " (host " + (name.empty() ? id.substr(0, id.find('/')) : name);  // host id: hostname/boot id/cross rank
+  constexpr int kMaxNamed = 8;
+  int named = 0, more = 0;
+  for (int p = 0; p < size_; ++p) {
+    if (p == peer || host_ids_[p] != id) continue;
+    if (named == kMaxNamed) {
+      ++more;
+      continue;
+    }
+    out += (named++ == 0 ? ", with rank " : ", ") + std::to_string(p);
+  }
+  if (more) out += " and " + std::to_string(more) + " more";
+  return out + ")";
 }
 
 bool Communicator::homogeneous() const {

@@ -107,6 +107,10 @@ class Communicator {
   static std::vector<int> HeartbeatPeers(int rank, int size);
   // Hostname of any rank (from the roster). Const after Create(); any thread.
   const std::string& hostname_of(int peer) const { return hostname_[peer]; }
+  // "rank P", and for a peer on another host than this rank's " (host H, with ranks A, B)"
+  // naming its host and the other ranks there (a lost host takes them all; at most 8 named).
+  // From the roster exchanged at Create(); any thread.
+  std::string DescribePeer(int peer) const;
   // Every host has the same number of ranks (host = CommunicatorOptions::host_id). Const
   // after Create(); any thread.
   bool homogeneous() const;

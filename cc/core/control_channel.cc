@@ -118,7 +118,7 @@ Status ControlChannel::ReceiveFrom(int peer, Deadline deadline, const std::atomi
   Status st = SocketOf(peer).RecvMessage(&bytes, kMaxControlMessage, deadline, abort);
   if (!st.ok()) {
     if (st.code() == ErrorCode::kPeerLost) {
-      return Status::PeerLost("rank " + std::to_string(peer) +
+      return Status::PeerLost(comm_->DescribePeer(peer) +
                               " is gone: its connection closed (the process exited, crashed "
                               "or was killed). Collectives need every rank.");
     }

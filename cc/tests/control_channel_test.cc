@@ -109,6 +109,25 @@ TEST(ControlChannelTest, AClosedConnectionIsPeerLostNamingTheRank) {
   EXPECT_TRUE(HasError(st, ErrorCode::kPeerLost, {"rank 2 is gone"})) << Show(st);
 }
 
+TEST(ControlChannelTest, ALostRankOnAnotherHostIsNamedWithTheHostAndItsOtherRanks) {
+  // 2 emulated hosts x 2 ranks (host ids test-host-0, test-host-1; MakeMesh names rank r's
+  // hostname "host<r>"): a host's failure takes all its ranks, so the error says which host
+  // and which others (issue 32).
+  Mesh mesh;
+  ASSERT_TRUE(MakeMesh(MeshOptions{.size = 4, .ranks_per_host = 2}, &mesh).ok());
+  EXPECT_EQ(mesh[0].DescribePeer(1), "rank 1");  // this host: nothing to tell apart
+  EXPECT_EQ(mesh[0].DescribePeer(2), "rank 2 (host host2, with rank 3)");
+  EXPECT_EQ(mesh[3].DescribePeer(0), "rank 0 (host host0, with rank 1)");
+  StatsRecorder stats;
+  ControlChannel root(0, 4, &mesh[0], 5, &stats);
+  mesh[2].Abort();
+  Status st;
+  for (int i = 0; i < 100 && st.ok(); ++i) {
+    st = root.Receive(50, [](int, ControlMessage&) { return Status::OK(); });
+  }
+  EXPECT_TRUE(HasError(st, ErrorCode::kPeerLost, {"rank 2 (host host2, with rank 3) is gone"})) << Show(st);
+}
+
 TEST(ControlChannelTest, AwaitAbortReturnsTheOriginAndWordsOfTheFailingRank) {
   Mesh mesh;
   ASSERT_TRUE(MakeMesh(MeshOptions{.size = 2}, &mesh).ok());
