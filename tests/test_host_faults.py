@@ -202,9 +202,11 @@ def test_an_elastic_job_loses_a_host_goes_on_smaller_and_takes_it_back(lab, tmp_
     resets = [f for _, f in job.events("RESET") if f["size"] == "4"]
     assert len(resets) == 4 and {int(f["step"]) % 10 for f in resets} == {0}, report  # from a commit
     assert len({f["step"] for f in resets}) == 1, report
-    # Both of the returning host's workers joined in one generation, at once: none waited
-    # in a generation the running workers skipped (TFRING_START_TIMEOUT_S, 30 s).
-    assert not re.search(r"generation \d+: 5 worker", text), report
+    # The returning host's workers joined without waiting in the rendezvous of a generation
+    # the running workers skipped (TFRING_START_TIMEOUT_S, 30 s). Usually both join in one
+    # generation; under load the second may be ready more than 1 s after the first and join
+    # in the next one.
+    assert "rendezvous of generation" not in text, report
     assert r["back_to_full_size_s"] < 15, report
     finals = job.finals()
     assert len(finals) == 6 and len({f["step"] for f in finals.values()}) == 1, report
