@@ -61,13 +61,12 @@ PeerLiveness::PeerLiveness(int rank, std::vector<LivenessPeer> peers, double tim
       on_lost_(std::move(on_lost)) {}
 
 PeerLiveness::~PeerLiveness() {
-  Stop();
-  if (wake_fd_ >= 0) ::close(wake_fd_);
+  Stop();  // wake_fd_ closes after the thread is joined
 }
 
 void PeerLiveness::Start() {
   if (peers_.empty() || thread_.joinable()) return;
-  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  wake_fd_.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -75,7 +74,7 @@ void PeerLiveness::Stop() {
   if (!thread_.joinable()) return;
   stop_.store(true);
   uint64_t one = 1;
-  ssize_t ignored = ::write(wake_fd_, &one, sizeof(one));
+  ssize_t ignored = ::write(wake_fd_.get(), &one, sizeof(one));
   (void)ignored;
   thread_.join();
 }
@@ -90,7 +89,7 @@ void PeerLiveness::Run() {
       next_beat = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                      std::chrono::duration<double>(interval_s_));
     }
-    std::vector<pollfd> fds{pollfd{wake_fd_, POLLIN, 0}};
+    std::vector<pollfd> fds{pollfd{wake_fd_.get(), POLLIN, 0}};
     std::vector<Watched*> polled;
     for (auto& w : watched) {
       if (!w.active) continue;

@@ -38,6 +38,7 @@
 
 #include "socket.h"
 #include "status.h"
+#include "unique_fd.h"
 
 namespace tfring {
 
@@ -81,7 +82,7 @@ class PeerLiveness {
   LostCallback on_lost_;
   std::atomic<bool> stop_{false};
   bool declared_ = false;  // liveness thread only
-  int wake_fd_ = -1;       // eventfd: Stop() wakes the thread at once
+  UniqueFd wake_fd_;       // eventfd: Stop() wakes the thread at once
   std::thread thread_;
 };
 

@@ -18,6 +18,7 @@
 
 #include "cma.h"
 #include "reduce_kernels.h"
+#include "unique_fd.h"
 
 namespace tfring {
 namespace {
@@ -80,8 +81,8 @@ Status ShmRing::Create(const std::string& name, size_t capacity, std::unique_ptr
   if (capacity == 0 || (capacity & (capacity - 1)) != 0) {
     return Status::InvalidArgument("shared-memory ring capacity must be a power of two");
   }
-  int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-  if (fd < 0) {
+  UniqueFd fd(shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600));
+  if (!fd.valid()) {
     return Status::Unimplemented("cannot create shared memory " + name + ": " + std::strerror(errno) +
                                  " (set TFRING_SHM=0 to use TCP between local ranks)");
   }
@@ -90,13 +91,13 @@ Status ShmRing::Create(const std::string& name, size_t capacity, std::unique_ptr
   ring->linked_ = true;
   ring->map_bytes_ = kHeaderBytes + capacity;
   Status st;
-  if (ftruncate(fd, static_cast<off_t>(ring->map_bytes_)) != 0) {
+  if (ftruncate(fd.get(), static_cast<off_t>(ring->map_bytes_)) != 0) {
     st = Status::Unimplemented("cannot size shared memory " + name + ": " + std::strerror(errno) +
                                " (is /dev/shm full? set TFRING_SHM=0 to use TCP)");
   } else {
-    st = Map(fd, ring->map_bytes_, &ring->map_);
+    st = Map(fd.get(), ring->map_bytes_, &ring->map_);
   }
-  close(fd);
+  fd.reset();  // the mapping outlives the descriptor
   if (!st.ok()) return st;
   static_assert(sizeof(Header) <= kHeaderBytes, "ring header outgrew kHeaderBytes");
   ring->header_ = new (ring->map_) Header();
@@ -116,16 +117,16 @@ Status ShmRing::Create(const std::string& name, size_t capacity, std::unique_ptr
 }
 
 Status ShmRing::Open(const std::string& name, std::unique_ptr<ShmRing>* out) {
-  int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::Internal("cannot open shared memory " + name + ": " + std::strerror(errno));
+  UniqueFd fd(shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600));
+  if (!fd.valid()) return Status::Internal("cannot open shared memory " + name + ": " + std::strerror(errno));
   struct stat info {};
-  fstat(fd, &info);
+  fstat(fd.get(), &info);
   auto ring = std::unique_ptr<ShmRing>(new ShmRing());
   ring->name_ = name;
   ring->map_bytes_ = static_cast<size_t>(info.st_size);
-  Status st = ring->map_bytes_ > kHeaderBytes ? Map(fd, ring->map_bytes_, &ring->map_)
+  Status st = ring->map_bytes_ > kHeaderBytes ? Map(fd.get(), ring->map_bytes_, &ring->map_)
                                               : Status::Internal("shared memory " + name + " is too small");
-  close(fd);
+  fd.reset();  // the mapping outlives the descriptor
   if (!st.ok()) return st;
   ring->header_ = static_cast<Header*>(ring->map_);
   if (ring->header_->magic != kMagic || ring->header_->capacity + kHeaderBytes != ring->map_bytes_) {

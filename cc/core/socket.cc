@@ -79,38 +79,17 @@ Status WaitFd(int fd, short events, Deadline deadline, const std::atomic<bool>* 
 
 }  // namespace
 
-Socket::Socket(int fd, std::string label) : fd_(fd), label_(std::move(label)) {
-  if (fd_ >= 0) {
-    SetNonBlocking(fd_);
-    SetNoDelay(fd_);
+Socket::Socket(UniqueFd fd, std::string label) : fd_(std::move(fd)), label_(std::move(label)) {
+  if (fd_.valid()) {
+    SetNonBlocking(fd_.get());
+    SetNoDelay(fd_.get());
   }
 }
 
-Socket::~Socket() { Close(); }
-
-Socket::Socket(Socket&& other) noexcept : fd_(other.fd_), label_(std::move(other.label_)) {
-  other.fd_ = -1;
-}
-
-Socket& Socket::operator=(Socket&& other) noexcept {
-  if (this != &other) {
-    Close();
-    fd_ = other.fd_;
-    label_ = std::move(other.label_);
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-void Socket::Close() {
-  if (fd_ >= 0) {
-    ::close(fd_);
-    fd_ = -1;
-  }
-}
+void Socket::Close() { fd_.reset(); }
 
 void Socket::Shutdown() {
-  if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+  if (fd_.valid()) ::shutdown(fd_.get(), SHUT_RDWR);
 }
 
 Status Socket::Lost(const char* what, int err) const {
@@ -125,9 +104,10 @@ Status Socket::Lost(const char* what, int err) const {
                           "): the peer process died, was killed, or aborted after its own error");
 }
 
-// One attempt on every address of host:port; the connected fd, or -1 with `error` set.
-static int ConnectOnce(const std::string& host, const std::string& port_str, Deadline deadline,
-                std::string* error) {
+// One attempt on every address of host:port; the connected fd, or an invalid one with
+// `error` set.
+static UniqueFd ConnectOnce(const std::string& host, const std::string& port_str,
+                            Deadline deadline, std::string* error) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -135,21 +115,21 @@ static int ConnectOnce(const std::string& host, const std::string& port_str, Dea
   int gai = getaddrinfo(host.c_str(), port_str.c_str(), &hints, &res);
   if (gai != 0) {
     *error = std::string("cannot resolve the name: ") + gai_strerror(gai);
-    return -1;
+    return UniqueFd();
   }
-  int connected = -1;
-  for (addrinfo* ai = res; ai != nullptr && connected < 0; ai = ai->ai_next) {
-    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0) continue;
-    SetNonBlocking(fd);
-    int rc = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
+  UniqueFd connected;
+  for (addrinfo* ai = res; ai != nullptr && !connected.valid(); ai = ai->ai_next) {
+    UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
+    if (!fd.valid()) continue;
+    SetNonBlocking(fd.get());
+    int rc = ::connect(fd.get(), ai->ai_addr, ai->ai_addrlen);
     if (rc < 0 && errno == EINPROGRESS) {
-      pollfd p{fd, POLLOUT, 0};
+      pollfd p{fd.get(), POLLOUT, 0};
       int prc = poll(&p, 1, std::max(1, deadline.MillisLeft(1000)));
       if (prc > 0) {
         int err = 0;
         socklen_t len = sizeof(err);
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
         rc = err == 0 ? 0 : -1;
         errno = err;
       } else {
@@ -158,10 +138,9 @@ static int ConnectOnce(const std::string& host, const std::string& port_str, Dea
       }
     }
     if (rc == 0) {
-      connected = fd;
+      connected = std::move(fd);
     } else {
-      *error = std::strerror(errno);
-      ::close(fd);
+      *error = std::strerror(errno);  // `fd` closes at the end of the iteration
     }
   }
   freeaddrinfo(res);
@@ -177,9 +156,9 @@ Status Socket::Connect(const std::string& host, int port, Deadline deadline, Soc
   std::string last_error = "no address";
   int backoff_ms = 10;
   for (;;) {
-    int fd = ConnectOnce(host, port_str, deadline, &last_error);
-    if (fd >= 0) {
-      *out = Socket(fd, host + ":" + port_str);
+    UniqueFd fd = ConnectOnce(host, port_str, deadline, &last_error);
+    if (fd.valid()) {
+      *out = Socket(std::move(fd), host + ":" + port_str);
       return Status::OK();
     }
     if (abort && abort->load()) return Status::Aborted("connect to " + host + ":" + port_str + " aborted");
@@ -196,15 +175,15 @@ Status Socket::SendAll(const void* data, size_t size, Deadline deadline,
                        const std::atomic<bool>* abort) {
   const char* p = static_cast<const char*>(data);
   while (size > 0) {
-    if (fd_ < 0) return Status::Aborted("send to " + label_ + " on a closed socket");
-    ssize_t n = ::send(fd_, p, size, MSG_NOSIGNAL);
+    if (!fd_.valid()) return Status::Aborted("send to " + label_ + " on a closed socket");
+    ssize_t n = ::send(fd_.get(), p, size, MSG_NOSIGNAL);
     if (n > 0) {
       p += n;
       size -= static_cast<size_t>(n);
       continue;
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      TFRING_RETURN_IF_ERROR(WaitFd(fd_, POLLOUT, deadline, abort, label_, "send to"));
+      TFRING_RETURN_IF_ERROR(WaitFd(fd_.get(), POLLOUT, deadline, abort, label_, "send to"));
       continue;
     }
     if (abort && abort->load()) return Status::Aborted("send to " + label_ + " aborted: tfring is shutting down");
@@ -214,33 +193,33 @@ Status Socket::SendAll(const void* data, size_t size, Deadline deadline,
 }
 
 void Socket::SetPeerTimeout(double seconds) {
-  if (fd_ < 0 || seconds <= 0) return;
+  if (!fd_.valid() || seconds <= 0) return;
   // Probes start after a third of the budget idle, then every ninth, three unanswered end it.
   const int idle = std::max(1, static_cast<int>(seconds / 3));
   const int interval = std::max(1, static_cast<int>(seconds / 9));
   const int count = 3;
   const unsigned user_timeout_ms = static_cast<unsigned>(seconds * 1000);
   const int one = 1;
-  setsockopt(fd_, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-  setsockopt(fd_, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-  setsockopt(fd_, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
-  setsockopt(fd_, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
-  setsockopt(fd_, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof(user_timeout_ms));
+  setsockopt(fd_.get(), SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  setsockopt(fd_.get(), IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+  setsockopt(fd_.get(), IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
+  setsockopt(fd_.get(), IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+  setsockopt(fd_.get(), IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof(user_timeout_ms));
 }
 
 Status Socket::RecvAll(void* data, size_t size, Deadline deadline,
                        const std::atomic<bool>* abort) {
   char* p = static_cast<char*>(data);
   while (size > 0) {
-    if (fd_ < 0) return Status::Aborted("receive from " + label_ + " on a closed socket");
-    ssize_t n = ::recv(fd_, p, size, 0);
+    if (!fd_.valid()) return Status::Aborted("receive from " + label_ + " on a closed socket");
+    ssize_t n = ::recv(fd_.get(), p, size, 0);
     if (n > 0) {
       p += n;
       size -= static_cast<size_t>(n);
       continue;
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      TFRING_RETURN_IF_ERROR(WaitFd(fd_, POLLIN, deadline, abort, label_, "receive from"));
+      TFRING_RETURN_IF_ERROR(WaitFd(fd_.get(), POLLIN, deadline, abort, label_, "receive from"));
       continue;
     }
     if (abort && abort->load()) return Status::Aborted("receive from " + label_ + " aborted: tfring is shutting down");
@@ -276,50 +255,29 @@ Status Socket::RecvMessage(std::string* payload, size_t max_size, Deadline deadl
 }
 
 bool Socket::WaitReadable(int timeout_ms) {
-  if (fd_ < 0) return true;
-  pollfd p{fd_, POLLIN, 0};
+  if (!fd_.valid()) return true;
+  pollfd p{fd_.get(), POLLIN, 0};
   return poll(&p, 1, timeout_ms) > 0;
 }
 
 std::string Socket::LocalAddress() const {
   sockaddr_storage addr{};
   socklen_t len = sizeof(addr);
-  if (getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "";
+  if (getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "";
   return SockaddrToString(addr);
 }
 
 std::string Socket::PeerAddress() const {
   sockaddr_storage addr{};
   socklen_t len = sizeof(addr);
-  if (getpeername(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "unknown";
+  if (getpeername(fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "unknown";
   return SockaddrToString(addr);
 }
 
-Listener::~Listener() { Close(); }
-
-Listener::Listener(Listener&& other) noexcept : fd_(other.fd_), port_(other.port_) {
-  other.fd_ = -1;
-}
-
-Listener& Listener::operator=(Listener&& other) noexcept {
-  if (this != &other) {
-    Close();
-    fd_ = other.fd_;
-    port_ = other.port_;
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-void Listener::Close() {
-  if (fd_ >= 0) {
-    ::close(fd_);
-    fd_ = -1;
-  }
-}
+void Listener::Close() { fd_.reset(); }
 
 void Listener::Shutdown() {
-  if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+  if (fd_.valid()) ::shutdown(fd_.get(), SHUT_RDWR);
 }
 
 Status Listener::Listen(const std::string& host, int port, Listener* out) {
@@ -336,25 +294,23 @@ Status Listener::Listen(const std::string& host, int port, Listener* out) {
   }
   std::string last_error = "no address";
   for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
-    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0) continue;
+    UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
+    if (!fd.valid()) continue;
     int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd, 1024) == 0) {
-      SetNonBlocking(fd);
+    setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd.get(), 1024) == 0) {
+      SetNonBlocking(fd.get());
       sockaddr_storage addr{};
       socklen_t len = sizeof(addr);
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-      out->Close();
-      out->fd_ = fd;
+      getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len);
+      out->fd_ = std::move(fd);
       out->port_ = addr.ss_family == AF_INET
                        ? ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port)
                        : ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
       freeaddrinfo(res);
       return Status::OK();
     }
-    last_error = std::strerror(errno);
-    ::close(fd);
+    last_error = std::strerror(errno);  // `fd` closes at the end of the iteration
   }
   freeaddrinfo(res);
   return Status::InvalidArgument("cannot listen on " + host + ":" + port_str + ": " + last_error);
@@ -362,15 +318,15 @@ Status Listener::Listen(const std::string& host, int port, Listener* out) {
 
 Status Listener::Accept(Deadline deadline, Socket* out, const std::atomic<bool>* abort) {
   for (;;) {
-    if (fd_ < 0) return Status::Aborted("accept on a closed listener");
-    int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd >= 0) {
-      *out = Socket(fd, "incoming connection");
+    if (!fd_.valid()) return Status::Aborted("accept on a closed listener");
+    UniqueFd fd(::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (fd.valid()) {
+      *out = Socket(std::move(fd), "incoming connection");
       out->set_label("incoming connection from " + out->PeerAddress());
       return Status::OK();
     }
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) {
-      TFRING_RETURN_IF_ERROR(WaitFd(fd_, POLLIN, deadline, abort, "on port " +
+      TFRING_RETURN_IF_ERROR(WaitFd(fd_.get(), POLLIN, deadline, abort, "on port " +
                                     std::to_string(port_), "accept a connection"));
       continue;
     }

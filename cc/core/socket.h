@@ -8,7 +8,7 @@
 //     Communicator::Abort does: a local abort is never reported as a lost peer).
 //   * A peer that closes the connection (or resets it) yields kPeerLost naming `label()`.
 //   * Thread-safety: one thread sends and one thread receives at a time; Shutdown() may be
-//     called from any thread. Ownership: the Socket owns its fd (move-only).
+//     called from any thread. Ownership: the Socket owns its fd (a UniqueFd; move-only).
 #pragma once
 
 #include <atomic>
@@ -19,6 +19,7 @@
 
 #include "deadline.h"
 #include "status.h"
+#include "unique_fd.h"
 
 namespace tfring {
 
@@ -27,12 +28,8 @@ constexpr int kAbortPollMs = 50;
 class Socket {
  public:
   Socket() = default;
-  explicit Socket(int fd, std::string label = "peer");
-  ~Socket();
-  Socket(Socket&& other) noexcept;
-  Socket& operator=(Socket&& other) noexcept;
-  Socket(const Socket&) = delete;
-  Socket& operator=(const Socket&) = delete;
+  // Takes ownership of `fd` and makes it non-blocking with TCP_NODELAY.
+  explicit Socket(UniqueFd fd, std::string label = "peer");
 
   // Connects to host:port, retrying "connection refused" until the deadline (the server may
   // not be listening yet).
@@ -65,8 +62,8 @@ class Socket {
   void Shutdown();
   void Close();
 
-  bool valid() const { return fd_ >= 0; }
-  int fd() const { return fd_; }
+  bool valid() const { return fd_.valid(); }
+  int fd() const { return fd_.get(); }
   const std::string& label() const { return label_; }
   void set_label(std::string label) { label_ = std::move(label); }
   // "ip:port" of the local end (used to advertise the interface that reached the store).
@@ -75,18 +72,14 @@ class Socket {
 
  private:
   Status Lost(const char* what, int err) const;
-  int fd_ = -1;
+  UniqueFd fd_;
   std::string label_ = "peer";
 };
 
 class Listener {
  public:
+  // Move-only: the Listener owns its fd (a UniqueFd).
   Listener() = default;
-  ~Listener();
-  Listener(Listener&&) noexcept;
-  Listener& operator=(Listener&&) noexcept;
-  Listener(const Listener&) = delete;
-  Listener& operator=(const Listener&) = delete;
 
   // Binds host:port (port 0 = ephemeral) and listens.
   static Status Listen(const std::string& host, int port, Listener* out);
@@ -94,10 +87,10 @@ class Listener {
   int port() const { return port_; }
   void Close();
   void Shutdown();
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
 
  private:
-  int fd_ = -1;
+  UniqueFd fd_;
   int port_ = 0;
 };
 
