@@ -6,6 +6,7 @@
 #include "adasum.h"
 #include "algorithm.h"
 #include "cma.h"
+#include "collective_layout.h"
 #include "collectives.h"
 #include "communicator.h"
 #include "logging.h"
@@ -245,22 +246,13 @@ Status CpuBackend::AllreducePacked(const Group& comm, const Response& r, const s
 }
 
 Status CpuBackend::Allgather(const Group& g, const Response& r, Submission& s) {
-  const size_t row = s.request.RowBytes();
-  std::vector<size_t> bytes(g.size());
-  std::vector<int64_t> out_shape = s.request.shape;
-  out_shape[0] = 0;
-  for (int p = 0; p < g.size(); ++p) {
-    bytes[p] = static_cast<size_t>(r.AllgatherRows(p)) * row;
-    out_shape[0] += r.AllgatherRows(p);
-  }
+  const GatherLayout layout = AllgatherLayout(r, s.request, g.size());
   void* out = nullptr;
-  TFRING_RETURN_IF_ERROR(s.allocate_output(out_shape, &out));
-  size_t total = 0;
-  for (size_t b : bytes) total += b;
-  if (ChooseAlgorithm(OpType::kAllgather, total, TopologyOf(g), settings_) == Algorithm::kHierarchical) {
-    return HierarchicalAllgatherv(*ctx_.comm, host_layout_, s.input, out, bytes);
+  TFRING_RETURN_IF_ERROR(layout.AllocateOutput(s, &out));
+  if (ChooseAlgorithm(OpType::kAllgather, layout.recv.total, TopologyOf(g), settings_) == Algorithm::kHierarchical) {
+    return HierarchicalAllgatherv(*ctx_.comm, host_layout_, s.input, out, layout.recv.bytes);
   }
-  return RingAllgatherv(g, s.input, out, bytes);
+  return RingAllgatherv(g, s.input, out, layout.recv.bytes);
 }
 
 // root is a global rank; the chain runs over the set's indices.
@@ -274,22 +266,10 @@ Status CpuBackend::Broadcast(const Group& g, const Response& r, Submission& s) {
 }
 
 Status CpuBackend::Alltoall(const Group& g, const Response& r, Submission& s) {
-  const int n = g.size(), me = g.rank();
-  const size_t row = s.request.RowBytes();
-  std::vector<size_t> send(n), recv(n);
-  std::vector<int64_t> received(n);
-  std::vector<int64_t> out_shape = s.request.shape;
-  out_shape[0] = 0;
-  for (int p = 0; p < n; ++p) {
-    send[p] = static_cast<size_t>(r.AlltoallRows(me, p, n)) * row;
-    received[p] = r.AlltoallRows(p, me, n);
-    recv[p] = static_cast<size_t>(received[p]) * row;
-    out_shape[0] += received[p];
-  }
+  const GatherLayout layout = AlltoallLayout(r, s.request, g.size(), g.rank());
   void* out = nullptr;
-  TFRING_RETURN_IF_ERROR(s.allocate_output(out_shape, &out));
-  if (s.on_received_splits) s.on_received_splits(received);
-  return PairwiseAlltoallv(g, s.input, send, out, recv);
+  TFRING_RETURN_IF_ERROR(layout.AllocateOutput(s, &out));
+  return PairwiseAlltoallv(g, s.input, layout.send.bytes, out, layout.recv.bytes);
 }
 
 Status CpuBackend::Reducescatter(const Group& g, const Response& r, Submission& s) {

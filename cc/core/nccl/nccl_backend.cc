@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "../collective_layout.h"
 #include "../reduce_kernels.h"
 
 namespace tfring {
@@ -222,25 +223,15 @@ Status NcclBackend::Allreduce(NcclComm& c, const Response& r, const std::vector<
 }
 
 Status NcclBackend::Allgather(NcclComm& c, const Response& r, Submission& s) {
-  const size_t row = s.request.RowBytes();
   const int n = ctx_.size;
-  std::vector<size_t> bytes(n), offsets(n);
-  std::vector<int64_t> out_shape = s.request.shape;
-  out_shape[0] = 0;
-  bool equal = true;
-  size_t total = 0;
-  for (int p = 0; p < n; ++p) {
-    bytes[p] = static_cast<size_t>(r.AllgatherRows(p)) * row;
-    offsets[p] = total;
-    total += bytes[p];
-    out_shape[0] += r.AllgatherRows(p);
-    equal = equal && bytes[p] == bytes[0];
-  }
+  const GatherLayout layout = AllgatherLayout(r, s.request, n);
+  const std::vector<size_t>& bytes = layout.recv.bytes;
+  const std::vector<size_t>& offsets = layout.recv.offsets;
   void* out = nullptr;
-  TFRING_RETURN_IF_ERROR(s.allocate_output(out_shape, &out));
-  if (total == 0) return Status::OK();
+  TFRING_RETURN_IF_ERROR(layout.AllocateOutput(s, &out));
+  if (layout.recv.total == 0) return Status::OK();
   char* dst = static_cast<char*>(out);
-  if (equal) {
+  if (layout.recv.Equal()) {
     return c.Check(nccl_.ncclAllGather(s.input, dst, bytes[0], ncclUint8, c.comm(), c.stream()), "ncclAllGather");
   }
   return Grouped(c, "ncclGroupEnd (allgather as grouped ncclBroadcast)", [&]() -> Status {
@@ -262,26 +253,14 @@ Status NcclBackend::Broadcast(NcclComm& c, const Response& r, Submission& s) {
 }
 
 Status NcclBackend::Alltoall(NcclComm& c, const Response& r, Submission& s) {
-  const size_t row = s.request.RowBytes();
   const int n = ctx_.size, me = ctx_.rank;
-  std::vector<size_t> send(n), recv(n), send_off(n), recv_off(n);
-  std::vector<int64_t> received(n);
-  std::vector<int64_t> out_shape = s.request.shape;
-  out_shape[0] = 0;
-  size_t so = 0, ro = 0;
-  for (int p = 0; p < n; ++p) {
-    send[p] = static_cast<size_t>(r.AlltoallRows(me, p, n)) * row;
-    received[p] = r.AlltoallRows(p, me, n);
-    recv[p] = static_cast<size_t>(received[p]) * row;
-    send_off[p] = so;
-    recv_off[p] = ro;
-    so += send[p];
-    ro += recv[p];
-    out_shape[0] += received[p];
-  }
+  const GatherLayout layout = AlltoallLayout(r, s.request, n, me);
+  const std::vector<size_t>& send = layout.send.bytes;
+  const std::vector<size_t>& send_off = layout.send.offsets;
+  const std::vector<size_t>& recv = layout.recv.bytes;
+  const std::vector<size_t>& recv_off = layout.recv.offsets;
   void* out = nullptr;
-  TFRING_RETURN_IF_ERROR(s.allocate_output(out_shape, &out));
-  if (s.on_received_splits) s.on_received_splits(received);
+  TFRING_RETURN_IF_ERROR(layout.AllocateOutput(s, &out));
   const char* in = static_cast<const char*>(s.input);
   char* dst = static_cast<char*>(out);
   TFRING_RETURN_IF_ERROR(c.CopyAsync(dst + recv_off[me], in + send_off[me], send[me]));
