@@ -17,6 +17,21 @@ const char* ErrorCodeName(ErrorCode code) {
   return "UNKNOWN";
 }
 
+int CanonicalCode(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kOk: return 0;
+    case ErrorCode::kInvalidArgument: return 3;   // INVALID_ARGUMENT
+    case ErrorCode::kMismatch: return 9;          // FAILED_PRECONDITION: ranks disagree
+    case ErrorCode::kPrecondition: return 9;      // FAILED_PRECONDITION
+    case ErrorCode::kPeerLost: return 14;         // UNAVAILABLE
+    case ErrorCode::kTimeout: return 4;           // DEADLINE_EXCEEDED
+    case ErrorCode::kUnimplemented: return 12;    // UNIMPLEMENTED
+    case ErrorCode::kInternal: return 13;         // INTERNAL
+    case ErrorCode::kAborted: return 10;          // ABORTED
+  }
+  return 13;
+}
+
 std::string Status::ToString() const {
   if (ok()) return "OK";
   return std::string(ErrorCodeName(code_)) + ": " + message_;

@@ -22,6 +22,7 @@
 #include <optional>
 
 #include "../core/backend.h"
+#include "../core/collective_attrs.h"
 #include "../core/runtime.h"
 #include "device_array.h"
 
@@ -180,16 +181,6 @@ std::unique_ptr<Handle> Submit(Submission s, py::object input, py::object output
   return std::make_unique<Handle>(name, op, dtype, c, std::move(input), std::move(output));
 }
 
-Submission Make(OpType op, const py::array& a, const std::string& name) {
-  Submission s;
-  s.request.name = name;
-  s.request.op = op;
-  s.request.dtype = ToDataType(a, name);
-  s.request.shape = ShapeOf(a);
-  s.input = a.data();
-  return s;
-}
-
 py::array EmptyLike(const py::array& a, std::vector<py::ssize_t> shape) {
   return py::array(a.dtype(), shape);
 }
@@ -234,29 +225,33 @@ void SetPosition(int32_t id, int* rank, int* size) {
   }
 }
 
-// A collective on a GPU array (see device_array.h). `configure` sets the op's fields;
-// allreduce/broadcast/reducescatter write into a new DeviceBuffer unless `inplace`.
-std::unique_ptr<Handle> SubmitDeviceArray(OpType op, const py::object& obj, const std::string& name,
-                                          const std::function<void(Submission&)>& configure, bool inplace) {
+// Rows of a reducescatter's output on this rank: `shape` with dim 0 cut to this rank's
+// share (ReducescatterRows) of process set `id`. `what` names the op and tensor.
+std::vector<int64_t> ReducescatterShape(std::vector<int64_t> shape, int32_t id, const std::string& what) {
+  int rank = 0, size = 1;
+  SetPosition(id, &rank, &size);
+  if (shape.empty()) Raise(Status::InvalidArgument(what + " needs at least one dimension"));
+  shape[0] = ReducescatterRows(shape[0], size, rank);
+  return shape;
+}
+
+// A collective on a GPU array (see device_array.h). Allreduce/broadcast/reducescatter write
+// into a new DeviceBuffer unless `inplace`.
+std::unique_ptr<Handle> SubmitDeviceArray(const py::object& obj, const std::string& name,
+                                          const CollectiveAttrs& attrs, bool inplace) {
   python::DeviceArrayView v = python::ParseDeviceArray(obj, name);
-  const std::string what = std::string(OpTypeName(op)) + " of GPU tensor '" + name + "'";
+  const std::string what = std::string(OpTypeName(attrs.op)) + " of GPU tensor '" + name + "'";
   Submission s;
-  s.request.name = name;
-  s.request.op = op;
-  s.request.dtype = v.dtype;
-  s.request.shape = v.shape;
-  configure(s);
+  s.request = attrs.MakeRequest(name, v.dtype, v.shape);
   python::PrepareDeviceArray(&v, what);  // kUnimplemented here without NCCL / CUDA
   s.request.device = v.device;
   s.input = v.data;
   py::object out = py::none();
+  const OpType op = attrs.op;
   if (op == OpType::kAllreduce || op == OpType::kBroadcast || op == OpType::kReducescatter) {
     std::vector<int64_t> shape = v.shape;
     if (op == OpType::kReducescatter) {
-      int rank = 0, size = 1;
-      SetPosition(s.request.process_set_id, &rank, &size);
-      if (shape.empty()) Raise(Status::InvalidArgument(what + " needs at least one dimension"));
-      shape[0] = ReducescatterRows(shape[0], size, rank);
+      shape = ReducescatterShape(shape, attrs.process_set_id, what);
       inplace = false;
     }
     if (inplace) {
@@ -271,6 +266,59 @@ std::unique_ptr<Handle> SubmitDeviceArray(OpType op, const py::object& obj, cons
   return Submit(std::move(s), obj, out);
 }
 
+// Where a collective on host array `a` writes: allreduce/broadcast as OutputFor says, a
+// reducescatter into a new array of this rank's rows; allgather/alltoall allocate theirs
+// once every rank's rows are known (None here).
+py::object HostOutput(const CollectiveAttrs& attrs, const py::array& a, const py::object& out_obj, bool inplace,
+                      const std::string& name) {
+  if (attrs.op == OpType::kAllreduce || attrs.op == OpType::kBroadcast) return OutputFor(a, out_obj, inplace, name);
+  if (attrs.op != OpType::kReducescatter) return py::none();
+  const std::vector<int64_t> shape = ReducescatterShape(ShapeOf(a), attrs.process_set_id,
+                                                        "reducescatter of tensor '" + name + "'");
+  return EmptyLike(a, std::vector<py::ssize_t>(shape.begin(), shape.end()));
+}
+
+// Submits the collective `attrs` on `obj`: a NumPy array, or a GPU array (anything with
+// __cuda_array_interface__). `out_obj`: out= of allreduce/broadcast (NumPy only).
+std::unique_ptr<Handle> SubmitTensor(const py::object& obj, const std::string& name, const CollectiveAttrs& attrs,
+                                     bool inplace = false, const py::object& out_obj = py::none()) {
+  if (python::IsDeviceArray(obj)) {
+    if (!out_obj.is_none()) throw py::type_error("out= is for NumPy arrays; GPU arrays take inplace=True");
+    return SubmitDeviceArray(obj, name, attrs, inplace);
+  }
+  py::array a = CheckedArray(obj, name);
+  Submission s;
+  s.request = attrs.MakeRequest(name, ToDataType(a, name), ShapeOf(a));
+  s.input = a.data();
+  py::object out = HostOutput(attrs, a, out_obj, inplace, name);
+  if (!out.is_none()) s.output = out.cast<py::array>().mutable_data();
+  return Submit(std::move(s), a, out);
+}
+
+CollectiveAttrs SetAttrs(OpType op, int32_t process_set_id) {
+  CollectiveAttrs attrs;
+  attrs.op = op;
+  attrs.process_set_id = process_set_id;
+  return attrs;
+}
+
+// Allreduce and reducescatter: the reduce op (checked against the core's table) and scales.
+CollectiveAttrs ReduceAttrs(OpType op, int reduce_op, double prescale, double postscale, int32_t process_set_id) {
+  CollectiveAttrs attrs = SetAttrs(op, process_set_id);
+  Check(attrs.SetReduceOp(reduce_op));
+  attrs.prescale = prescale;
+  attrs.postscale = postscale;
+  return attrs;
+}
+
+// A collective without a tensor (join, barrier): its output, if any, is preallocated.
+std::unique_ptr<Handle> SubmitSignal(OpType op, DataType dtype, const std::string& name, py::object output) {
+  Submission s;
+  s.request = SetAttrs(op, 0).MakeRequest(name, dtype, {});
+  if (!output.is_none()) s.output = output.cast<py::array>().mutable_data();
+  return Submit(std::move(s), py::none(), std::move(output));
+}
+
 }  // namespace
 
 void BindCollectives(py::module_& m) {
@@ -281,119 +329,42 @@ void BindCollectives(py::module_& m) {
 
   m.def("allreduce_async", [](py::object obj, const std::string& name, int op, double prescale,
                               double postscale, bool inplace, py::object out_obj, int32_t process_set_id) {
-    if (python::IsDeviceArray(obj)) {
-      if (!out_obj.is_none()) throw py::type_error("out= is for NumPy arrays; GPU arrays take inplace=True");
-      if (op < 0 || op >= kNumReduceOps) throw py::value_error("invalid reduce op " + std::to_string(op));
-      return SubmitDeviceArray(OpType::kAllreduce, obj, name, [&](Submission& s) {
-        s.request.process_set_id = process_set_id;
-        s.request.reduce_op = static_cast<ReduceOp>(op);
-        s.request.prescale = prescale;
-        s.request.postscale = postscale;
-      }, inplace);
-    }
-    py::array a = CheckedArray(obj, name);
-    if (op < 0 || op >= kNumReduceOps) throw py::value_error("invalid reduce op " + std::to_string(op));
-    Submission s = Make(OpType::kAllreduce, a, name);
-    s.request.process_set_id = process_set_id;
-    s.request.reduce_op = static_cast<ReduceOp>(op);
-    s.request.prescale = prescale;
-    s.request.postscale = postscale;
-    py::array out = OutputFor(a, out_obj, inplace, name);
-    s.output = out.mutable_data();
-    return Submit(std::move(s), a, out);
+    return SubmitTensor(obj, name, ReduceAttrs(OpType::kAllreduce, op, prescale, postscale, process_set_id),
+                        inplace, out_obj);
   }, py::arg("array"), py::arg("name"), py::arg("op") = 0, py::arg("prescale") = 1.0,
      py::arg("postscale") = 1.0, py::arg("inplace") = false, py::arg("out") = py::none(),
      py::arg("process_set_id") = 0);
 
   m.def("allgather_async", [](py::object obj, const std::string& name, int32_t process_set_id) {
-    if (python::IsDeviceArray(obj)) {
-      return SubmitDeviceArray(OpType::kAllgather, obj, name,
-                               [&](Submission& s) { s.request.process_set_id = process_set_id; }, false);
-    }
-    py::array a = CheckedArray(obj, name);
-    Submission s = Make(OpType::kAllgather, a, name);
-    s.request.process_set_id = process_set_id;
-    return Submit(std::move(s), a, py::none());
+    return SubmitTensor(obj, name, SetAttrs(OpType::kAllgather, process_set_id));
   }, py::arg("array"), py::arg("name"), py::arg("process_set_id") = 0);
 
   m.def("broadcast_async", [](py::object obj, int root, const std::string& name, bool inplace,
                               py::object out_obj, int32_t process_set_id) {
-    if (python::IsDeviceArray(obj)) {
-      if (!out_obj.is_none()) throw py::type_error("out= is for NumPy arrays; GPU arrays take inplace=True");
-      return SubmitDeviceArray(OpType::kBroadcast, obj, name, [&](Submission& s) {
-        s.request.root = root;
-        s.request.process_set_id = process_set_id;
-      }, inplace);
-    }
-    py::array a = CheckedArray(obj, name);
-    Submission s = Make(OpType::kBroadcast, a, name);
-    s.request.root = root;
-    s.request.process_set_id = process_set_id;
-    py::array out = OutputFor(a, out_obj, inplace, name);
-    s.output = out.mutable_data();
-    return Submit(std::move(s), a, out);
+    CollectiveAttrs attrs = SetAttrs(OpType::kBroadcast, process_set_id);
+    attrs.root = root;
+    return SubmitTensor(obj, name, attrs, inplace, out_obj);
   }, py::arg("array"), py::arg("root"), py::arg("name"), py::arg("inplace") = false,
      py::arg("out") = py::none(), py::arg("process_set_id") = 0);
 
   m.def("alltoall_async", [](py::object obj, std::optional<std::vector<int64_t>> splits,
                              const std::string& name, int32_t process_set_id) {
-    if (python::IsDeviceArray(obj)) {
-      return SubmitDeviceArray(OpType::kAlltoall, obj, name, [&](Submission& s) {
-        if (splits) s.request.splits = *splits;
-        s.request.process_set_id = process_set_id;
-      }, false);
-    }
-    py::array a = CheckedArray(obj, name);
-    Submission s = Make(OpType::kAlltoall, a, name);
-    if (splits) s.request.splits = *splits;
-    s.request.process_set_id = process_set_id;
-    return Submit(std::move(s), a, py::none());
+    CollectiveAttrs attrs = SetAttrs(OpType::kAlltoall, process_set_id);
+    if (splits) attrs.splits = *splits;
+    return SubmitTensor(obj, name, attrs);
   }, py::arg("array"), py::arg("splits"), py::arg("name"), py::arg("process_set_id") = 0);
 
   m.def("reducescatter_async", [](py::object obj, const std::string& name, int op, double prescale,
                                   double postscale, int32_t process_set_id) {
-    if (python::IsDeviceArray(obj)) {
-      if (op < 0 || op >= kNumReduceOps) throw py::value_error("invalid reduce op " + std::to_string(op));
-      return SubmitDeviceArray(OpType::kReducescatter, obj, name, [&](Submission& s) {
-        s.request.process_set_id = process_set_id;
-        s.request.reduce_op = static_cast<ReduceOp>(op);
-        s.request.prescale = prescale;
-        s.request.postscale = postscale;
-      }, false);
-    }
-    py::array a = CheckedArray(obj, name);
-    if (op < 0 || op >= kNumReduceOps) throw py::value_error("invalid reduce op " + std::to_string(op));
-    Submission s = Make(OpType::kReducescatter, a, name);
-    s.request.reduce_op = static_cast<ReduceOp>(op);
-    s.request.prescale = prescale;
-    s.request.postscale = postscale;
-    s.request.process_set_id = process_set_id;
-    int rank = 0, size = 1;
-    SetPosition(process_set_id, &rank, &size);
-    if (a.ndim() < 1) Raise(Status::InvalidArgument("reducescatter of tensor '" + name + "' needs at least one dimension"));
-    std::vector<py::ssize_t> shape(a.shape(), a.shape() + a.ndim());
-    shape[0] = ReducescatterRows(shape[0], size, rank);
-    py::array out = EmptyLike(a, shape);
-    s.output = out.mutable_data();
-    return Submit(std::move(s), a, out);
+    return SubmitTensor(obj, name, ReduceAttrs(OpType::kReducescatter, op, prescale, postscale, process_set_id));
   }, py::arg("array"), py::arg("name"), py::arg("op") = 0, py::arg("prescale") = 1.0,
      py::arg("postscale") = 1.0, py::arg("process_set_id") = 0);
 
   m.def("join_async", [](const std::string& name) {
-    Submission s;
-    s.request.name = name;
-    s.request.op = OpType::kJoin;
-    s.request.dtype = DataType::kInt32;
-    py::array_t<int32_t> out(std::vector<py::ssize_t>{});
-    s.output = out.mutable_data();
-    return Submit(std::move(s), py::none(), out);
+    return SubmitSignal(OpType::kJoin, DataType::kInt32, name, py::array_t<int32_t>(std::vector<py::ssize_t>{}));
   }, py::arg("name"), "This rank has no more data; wait() returns the last rank to join (an int32 array).");
   m.def("barrier_async", [](const std::string& name) {
-    Submission s;
-    s.request.name = name;
-    s.request.op = OpType::kBarrier;
-    s.request.dtype = DataType::kUInt8;
-    return Submit(std::move(s), py::none(), py::none());
+    return SubmitSignal(OpType::kBarrier, DataType::kUInt8, name, py::none());
   }, py::arg("name"));
 }
 

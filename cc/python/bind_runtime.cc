@@ -11,7 +11,10 @@
 namespace tfring {
 namespace python {
 
-void BindRuntime(py::module_& m) {
+namespace {
+
+// Life cycle and the job's shape: init, shutdown, health, ranks.
+void BindLifecycle(py::module_& m) {
   m.def("init", [](const std::map<std::string, std::string>& overrides) {
     Status st;
     {
@@ -31,24 +34,6 @@ void BindRuntime(py::module_& m) {
   }, py::arg("reason") = "",
      "Stops the runtime; pending collectives fail. Idempotent. A reason tells the other ranks why.");
   m.def("is_initialized", [] { return Runtime::Global().initialized(); });
-  // The core's enumerations by name, so Python never retypes their values.
-  m.def("error_codes", [] {
-    std::map<std::string, int> out;
-    for (int c = 1; std::string(ErrorCodeName(static_cast<ErrorCode>(c))) != "UNKNOWN"; ++c) {
-      out[ErrorCodeName(static_cast<ErrorCode>(c))] = c;
-    }
-    return out;
-  }, "{name: value} of the core's error codes (cc/core/status.h), OK excluded.");
-  m.def("reduce_ops", [] {
-    std::map<std::string, int> out;
-    for (int op = 0; op < kNumReduceOps; ++op) out[ReduceOpName(static_cast<ReduceOp>(op))] = op;
-    return out;
-  }, "{name: value} of the core's reduce ops (cc/core/data_type.h).");
-  m.def("data_types", [] {
-    std::map<std::string, int> out;
-    for (int t = 0; t < kNumDataTypes; ++t) out[DataTypeName(static_cast<DataType>(t))] = t;
-    return out;
-  }, "{name: value} of the core's element types (cc/core/data_type.h).");
   m.def("check_health", [] { Check(Runtime::Global().Health()); },
         "Raises the job's fatal error (PeerLostError, ...) once collectives can no longer succeed; "
         "returns None while they can. Never blocks.");
@@ -65,6 +50,39 @@ void BindRuntime(py::module_& m) {
   m.def("is_homogeneous", [require] { return require(Runtime::Global().homogeneous()) == 1; },
         "True when every host runs the same number of ranks.");
 
+}
+
+// {name: value(code)} over the core's error codes, OK excluded.
+template <typename F>
+std::map<std::string, int> ByErrorCode(F value) {
+  std::map<std::string, int> out;
+  for (int c = 1; std::string(ErrorCodeName(static_cast<ErrorCode>(c))) != "UNKNOWN"; ++c) {
+    out[ErrorCodeName(static_cast<ErrorCode>(c))] = value(static_cast<ErrorCode>(c));
+  }
+  return out;
+}
+
+// The core's enumerations by name, so Python never retypes their values.
+void BindTables(py::module_& m) {
+  m.def("error_codes", [] { return ByErrorCode([](ErrorCode c) { return static_cast<int>(c); }); },
+        "{name: value} of the core's error codes (cc/core/status.h), OK excluded.");
+  m.def("canonical_error_codes", [] { return ByErrorCode(CanonicalCode); },
+        "{name: canonical status code} of the core's error codes (CanonicalCode in cc/core/status.h): "
+        "the tf.errors class each becomes, as the TF kernels map it.");
+  m.def("reduce_ops", [] {
+    std::map<std::string, int> out;
+    for (int op = 0; op < kNumReduceOps; ++op) out[ReduceOpName(static_cast<ReduceOp>(op))] = op;
+    return out;
+  }, "{name: value} of the core's reduce ops (cc/core/data_type.h).");
+  m.def("data_types", [] {
+    std::map<std::string, int> out;
+    for (int t = 0; t < kNumDataTypes; ++t) out[DataTypeName(static_cast<DataType>(t))] = t;
+    return out;
+  }, "{name: value} of the core's element types (cc/core/data_type.h).");
+}
+
+// Settings: the effective values, the table of every setting, validation.
+void BindSettings(py::module_& m) {
   m.def("config", [] {
     py::dict out;
     for (const auto& kv : Runtime::Global().config_values()) {
@@ -95,6 +113,10 @@ void BindRuntime(py::module_& m) {
     Config c;
     Check(Config::Load(values, false, &c));
   }, "Raises if the given settings are invalid (used by the launcher before it starts anything).");
+}
+
+// Monitoring: counters and the timeline.
+void BindStats(py::module_& m) {
   m.def("stats", [] {
     RuntimeStats s = Runtime::Global().stats();
     py::dict d;
@@ -122,6 +144,10 @@ void BindRuntime(py::module_& m) {
   m.def("start_timeline", [](const std::string& path) { Check(Runtime::Global().StartTimeline(path)); },
         py::arg("path"), "Rank 0 writes a Chrome-trace JSON of every collective to path.");
   m.def("stop_timeline", [] { Check(Runtime::Global().StopTimeline()); });
+}
+
+// Process sets and the build's facts.
+void BindProcessSetsAndBuild(py::module_& m) {
   // Process sets: the core's table only; tfring/process_sets.py makes registration collective.
   m.def("add_process_set", [](int32_t id, const std::vector<int32_t>& ranks) {
     Check(Runtime::Global().AddProcessSet(id, ranks));
@@ -151,6 +177,16 @@ void BindRuntime(py::module_& m) {
     return d;
   }, "Whether GPU tensors can run: built (NCCL backend compiled in), available (NCCL, the CUDA "
      "runtime and a device found now), detail (versions and paths, or what is missing).");
+}
+
+}  // namespace
+
+void BindRuntime(py::module_& m) {
+  BindLifecycle(m);
+  BindTables(m);
+  BindSettings(m);
+  BindStats(m);
+  BindProcessSetsAndBuild(m);
 }
 
 }  // namespace python

@@ -45,9 +45,9 @@ class PlacedKernel : public CollectiveKernel {
   using CollectiveKernel::CollectiveKernel;
 
  protected:
-  bool Fill(tensorflow::OpKernelContext* ctx, OpType op, const tensorflow::Tensor& input,
-            const std::string& name, Request* r) {
-    if (!FillRequest(ctx, op, input, name, r)) return false;
+  bool Fill(tensorflow::OpKernelContext* ctx, const tensorflow::Tensor& input, const std::string& name,
+            Request* r) {
+    if (!FillRequest(ctx, input, name, r)) return false;
     r->device = Placement::Device(ctx);
     return true;
   }
@@ -59,31 +59,31 @@ class PlacedKernel : public CollectiveKernel {
   }
 };
 
-// TfringAllreduce. The output forwards the input buffer when TF allows it (the core then
-// reduces in place).
-template <typename Placement>
-class AllreduceKernel : public PlacedKernel<Placement> {
+// TfringAllreduce and TfringBroadcast: the output has the input's shape and forwards the
+// input buffer when TF allows it (the core then works in place).
+template <typename Placement, OpType kOp>
+class SameShapeKernel : public PlacedKernel<Placement> {
  public:
-  explicit AllreduceKernel(tensorflow::OpKernelConstruction* ctx) : PlacedKernel<Placement>(ctx) {
-    OP_REQUIRES_OK(ctx, attrs_.Read(ctx));
-  }
+  explicit SameShapeKernel(tensorflow::OpKernelConstruction* ctx) : PlacedKernel<Placement>(ctx, kOp) {}
 
   void ComputeAsync(tensorflow::OpKernelContext* ctx, CollectiveKernel::DoneCallback done) override {
     const tensorflow::Tensor& input = ctx->input(0);
     tensorflow::Tensor* output = nullptr;
     OP_REQUIRES_OK_ASYNC(ctx, ctx->forward_input_or_allocate_output({0}, 0, input.shape(), &output), done);
     Submission s;
-    if (!this->Fill(ctx, OpType::kAllreduce, input, this->tensor_name(), &s.request)) return done();
-    attrs_.ApplyTo(&s.request);
+    if (!this->Fill(ctx, input, this->tensor_name(), &s.request)) return done();
     s.input = DataOf(input);
     s.output = MutableDataOf(output);
     s.done = MakeDone(ctx, done, {input, *output});
     this->Enqueue(ctx, std::move(s), done);
   }
-
- private:
-  ReduceAttrs attrs_;
 };
+
+template <typename Placement>
+using AllreduceKernel = SameShapeKernel<Placement, OpType::kAllreduce>;
+// The root's tensor to every rank (root_rank: attrs().root, a global rank).
+template <typename Placement>
+using BroadcastKernel = SameShapeKernel<Placement, OpType::kBroadcast>;
 
 // Completion of a group: TF's callback runs once, after the last member, with the first
 // error any member reported. Thread-safe (members complete on the core's thread).
@@ -99,8 +99,7 @@ template <typename Placement>
 class GroupedAllreduceKernel : public PlacedKernel<Placement> {
  public:
   explicit GroupedAllreduceKernel(tensorflow::OpKernelConstruction* ctx)
-      : PlacedKernel<Placement>(ctx, /*has_tensor_name=*/false) {
-    OP_REQUIRES_OK(ctx, attrs_.Read(ctx));
+      : PlacedKernel<Placement>(ctx, OpType::kAllreduce, /*has_tensor_name=*/false) {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("tensor_names", &names_));
   }
 
@@ -118,8 +117,7 @@ class GroupedAllreduceKernel : public PlacedKernel<Placement> {
       tensorflow::Tensor* output = nullptr;
       OP_REQUIRES_OK_ASYNC(ctx, ctx->forward_input_or_allocate_output({i}, i, input.shape(), &output), done);
       Submission& s = subs[i];
-      if (!this->Fill(ctx, OpType::kAllreduce, input, names_[i], &s.request)) return done();
-      attrs_.ApplyTo(&s.request);
+      if (!this->Fill(ctx, input, names_[i], &s.request)) return done();
       s.input = DataOf(input);
       s.output = MutableDataOf(output);
       s.done = [ctx, done, group, keep = std::vector<tensorflow::Tensor>{input, *output}](const Status& st) {
@@ -137,7 +135,6 @@ class GroupedAllreduceKernel : public PlacedKernel<Placement> {
   }
 
  private:
-  ReduceAttrs attrs_;
   std::vector<std::string> names_;
 };
 
@@ -147,9 +144,8 @@ class GroupedAllreduceKernel : public PlacedKernel<Placement> {
 template <typename Placement>
 class ReducescatterKernel : public PlacedKernel<Placement> {
  public:
-  explicit ReducescatterKernel(tensorflow::OpKernelConstruction* ctx) : PlacedKernel<Placement>(ctx) {
-    OP_REQUIRES_OK(ctx, attrs_.Read(ctx));
-  }
+  explicit ReducescatterKernel(tensorflow::OpKernelConstruction* ctx)
+      : PlacedKernel<Placement>(ctx, OpType::kReducescatter) {}
 
   void ComputeAsync(tensorflow::OpKernelContext* ctx, CollectiveKernel::DoneCallback done) override {
     const tensorflow::Tensor& input = ctx->input(0);
@@ -159,7 +155,7 @@ class ReducescatterKernel : public PlacedKernel<Placement> {
                                                  "' needs at least one dimension (got a scalar)"),
                       done);
     int rank = -1, size = 0;
-    Status position = Runtime::Global().ProcessSetPosition(this->process_set_id(), &rank, &size);
+    Status position = Runtime::Global().ProcessSetPosition(this->attrs().process_set_id, &rank, &size);
     OP_REQUIRES_ASYNC(ctx, position.code() != ErrorCode::kPrecondition,
                       absl::FailedPreconditionError("tfring is not initialized: call hvd.init() before "
                                                     "reducescatter of '" + name + "'"),
@@ -169,28 +165,25 @@ class ReducescatterKernel : public PlacedKernel<Placement> {
     tensorflow::Tensor* output = nullptr;
     OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, shape, &output), done);
     Submission s;
-    if (!this->Fill(ctx, OpType::kReducescatter, input, name, &s.request)) return done();
-    attrs_.ApplyTo(&s.request);
+    if (!this->Fill(ctx, input, name, &s.request)) return done();
     s.input = DataOf(input);
     s.output = MutableDataOf(output);
     s.done = MakeDone(ctx, done, {input, *output});
     this->Enqueue(ctx, std::move(s), done);
   }
-
- private:
-  ReduceAttrs attrs_;
 };
 
 // TfringAllgather: the output's first dimension is known only after negotiation.
 template <typename Placement>
 class AllgatherKernel : public PlacedKernel<Placement> {
  public:
-  using PlacedKernel<Placement>::PlacedKernel;
+  explicit AllgatherKernel(tensorflow::OpKernelConstruction* ctx)
+      : PlacedKernel<Placement>(ctx, OpType::kAllgather) {}
 
   void ComputeAsync(tensorflow::OpKernelContext* ctx, CollectiveKernel::DoneCallback done) override {
     const tensorflow::Tensor& input = ctx->input(0);
     Submission s;
-    if (!this->Fill(ctx, OpType::kAllgather, input, this->tensor_name(), &s.request)) return done();
+    if (!this->Fill(ctx, input, this->tensor_name(), &s.request)) return done();
     s.input = DataOf(input);
     s.allocate_output = Placement::AllocateLater(ctx, 0, this->tensor_name());
     s.done = MakeDone(ctx, done, {input});
@@ -202,7 +195,7 @@ class AllgatherKernel : public PlacedKernel<Placement> {
 template <typename Placement>
 class AlltoallKernel : public PlacedKernel<Placement> {
  public:
-  using PlacedKernel<Placement>::PlacedKernel;
+  explicit AlltoallKernel(tensorflow::OpKernelConstruction* ctx) : PlacedKernel<Placement>(ctx, OpType::kAlltoall) {}
 
   void ComputeAsync(tensorflow::OpKernelContext* ctx, CollectiveKernel::DoneCallback done) override {
     const tensorflow::Tensor& input = ctx->input(0);
@@ -213,7 +206,7 @@ class AlltoallKernel : public PlacedKernel<Placement> {
                                                  splits.shape().DebugString()),
                       done);
     Submission s;
-    if (!this->Fill(ctx, OpType::kAlltoall, input, this->tensor_name(), &s.request)) return done();
+    if (!this->Fill(ctx, input, this->tensor_name(), &s.request)) return done();
     auto flat = splits.flat<int32_t>();
     s.request.splits.assign(flat.data(), flat.data() + flat.size());  // empty: divide evenly
     s.input = DataOf(input);
@@ -234,44 +227,16 @@ class AlltoallKernel : public PlacedKernel<Placement> {
   }
 };
 
-// TfringBroadcast: the root's tensor to every rank (the output may forward the input).
-template <typename Placement>
-class BroadcastKernel : public PlacedKernel<Placement> {
- public:
-  explicit BroadcastKernel(tensorflow::OpKernelConstruction* ctx) : PlacedKernel<Placement>(ctx) {
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("root_rank", &root_rank_));
-  }
-
-  void ComputeAsync(tensorflow::OpKernelContext* ctx, CollectiveKernel::DoneCallback done) override {
-    const tensorflow::Tensor& input = ctx->input(0);
-    tensorflow::Tensor* output = nullptr;
-    OP_REQUIRES_OK_ASYNC(ctx, ctx->forward_input_or_allocate_output({0}, 0, input.shape(), &output), done);
-    Submission s;
-    if (!this->Fill(ctx, OpType::kBroadcast, input, this->tensor_name(), &s.request)) return done();
-    s.request.root = root_rank_;  // range-checked by the core against the job's size
-    s.input = DataOf(input);
-    s.output = MutableDataOf(output);
-    s.done = MakeDone(ctx, done, {input, *output});
-    this->Enqueue(ctx, std::move(s), done);
-  }
-
- private:
-  int root_rank_ = 0;
-};
-
 // TfringBarrier: negotiation alone, done once every rank has submitted it. No tensors, so
 // the same on every device (registered on GPU too, so a barrier placed there needs no host
 // round trip) and never ordered after a stream.
 class BarrierKernel : public CollectiveKernel {
  public:
-  using CollectiveKernel::CollectiveKernel;
+  explicit BarrierKernel(tensorflow::OpKernelConstruction* ctx) : CollectiveKernel(ctx, OpType::kBarrier) {}
 
   void ComputeAsync(tensorflow::OpKernelContext* ctx, DoneCallback done) override {
     Submission s;
-    s.request.name = tensor_name();
-    s.request.op = OpType::kBarrier;
-    s.request.dtype = DataType::kUInt8;
-    s.request.device = -1;
+    s.request = attrs().MakeRequest(tensor_name(), DataType::kUInt8, {});
     s.done = MakeDone(ctx, done, {});
     EnqueueOrFail(ctx, std::move(s), done);
   }
@@ -281,16 +246,13 @@ class BarrierKernel : public CollectiveKernel {
 // rank to join. Host memory only (the output is a host int32 scalar on every device).
 class JoinKernel : public CollectiveKernel {
  public:
-  using CollectiveKernel::CollectiveKernel;
+  explicit JoinKernel(tensorflow::OpKernelConstruction* ctx) : CollectiveKernel(ctx, OpType::kJoin) {}
 
   void ComputeAsync(tensorflow::OpKernelContext* ctx, DoneCallback done) override {
     tensorflow::Tensor* output = nullptr;
     OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, tensorflow::TensorShape({}), &output), done);
     Submission s;
-    s.request.name = tensor_name();
-    s.request.op = OpType::kJoin;
-    s.request.dtype = DataType::kInt32;
-    s.request.device = -1;
+    s.request = attrs().MakeRequest(tensor_name(), DataType::kInt32, {});
     s.output = MutableDataOf(output);
     s.done = MakeDone(ctx, done, {*output});
     EnqueueOrFail(ctx, std::move(s), done);

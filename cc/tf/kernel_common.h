@@ -16,20 +16,17 @@
 #include <string>
 #include <vector>
 
+#include "../core/collective_attrs.h"
 #include "../core/runtime.h"
+#include "data_types.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor.h"
 
 namespace tfring {
 namespace tf_ops {
 
-// TF dtype -> core dtype. Returns false for a dtype the core has no wire value for.
-bool ToCoreDataType(tensorflow::DataType tf_dtype, DataType* out);
-
-// Core status -> TF status (ARCHITECTURE.md section 3):
-//   kInvalidArgument -> InvalidArgument; kMismatch, kPrecondition -> FailedPrecondition;
-//   kPeerLost -> Unavailable; kTimeout -> DeadlineExceeded; kUnimplemented -> Unimplemented;
-//   kAborted -> Aborted; kInternal -> Internal.
+// Core status -> TF status with the core's canonical code (CanonicalCode, cc/core/status.h;
+// ARCHITECTURE.md section 3), the message unchanged.
 absl::Status ToTfStatus(const Status& status);
 
 // Shape of a TF tensor as the core's vector of dims.
@@ -48,44 +45,34 @@ std::function<void(const Status&)> MakeDone(tensorflow::OpKernelContext* ctx,
                                             tensorflow::AsyncOpKernel::DoneCallback done,
                                             std::vector<tensorflow::Tensor> keep_alive);
 
+// The CollectiveAttrs of `op` from the attrs its TF op has: process_set_id; reduce_op,
+// prescale_factor, postscale_factor (reduce_op checked against the core's table); root_rank.
+absl::Status ReadCollectiveAttrs(tensorflow::OpKernelConstruction* ctx, OpType op, CollectiveAttrs* attrs);
+
 // Base of tfring's kernels: reads the `tensor_name` attr (the negotiation key, chosen by
-// the Python wrapper so that it is equal on every rank) and, where the op has it, the
-// `process_set_id` attr, and builds Requests.
+// the Python wrapper so that it is equal on every rank) and the op's CollectiveAttrs, and
+// builds Requests.
 class CollectiveKernel : public tensorflow::AsyncOpKernel {
  public:
-  explicit CollectiveKernel(tensorflow::OpKernelConstruction* ctx, bool has_tensor_name = true);
+  CollectiveKernel(tensorflow::OpKernelConstruction* ctx, OpType op, bool has_tensor_name = true);
 
  protected:
-  // A Request for `op` on `input` with this kernel's name; fails (on ctx) for an
-  // unsupported dtype. `device` is -1 (host memory); PlacedKernel (collective_kernels.h)
-  // sets its placement's.
-  bool FillRequest(tensorflow::OpKernelContext* ctx, OpType op, const tensorflow::Tensor& input,
-                   const std::string& name, Request* request);
+  // A Request with attrs() on `input` under `name`; fails (on ctx) for an unsupported
+  // dtype. `device` is -1 (host memory); PlacedKernel (collective_kernels.h) sets its
+  // placement's.
+  bool FillRequest(tensorflow::OpKernelContext* ctx, const tensorflow::Tensor& input, const std::string& name,
+                   Request* request);
   // Enqueues; on an immediate core error sets it on ctx and calls done (so callers just
   // return afterwards).
   void EnqueueOrFail(tensorflow::OpKernelContext* ctx, Submission submission,
                      const DoneCallback& done);
 
   const std::string& tensor_name() const { return tensor_name_; }
-  int32_t process_set_id() const { return process_set_id_; }
+  const CollectiveAttrs& attrs() const { return attrs_; }
 
  private:
   std::string tensor_name_;
-  int32_t process_set_id_ = 0;
-};
-
-// Reads the reduce attrs shared by allreduce-like ops (reduce_op, prescale_factor,
-// postscale_factor) at construction.
-struct ReduceAttrs {
-  ReduceOp reduce_op = ReduceOp::kSum;
-  double prescale = 1.0;
-  double postscale = 1.0;
-  absl::Status Read(tensorflow::OpKernelConstruction* ctx);
-  void ApplyTo(Request* r) const {
-    r->reduce_op = reduce_op;
-    r->prescale = prescale;
-    r->postscale = postscale;
-  }
+  CollectiveAttrs attrs_;
 };
 
 }  // namespace tf_ops

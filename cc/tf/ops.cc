@@ -6,6 +6,7 @@
 // collectives also carry `process_set_id` (0: every rank; docs/tensorflow.md, "Process
 // sets"); broadcast's root_rank stays a global rank. Kernels
 // are CPU-only for now and have no XLA lowering.
+#include "data_types.h"
 #include "tensorflow/core/framework/common_shape_fns.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/shape_inference.h"
@@ -17,8 +18,8 @@ namespace {
 using tensorflow::shape_inference::InferenceContext;
 using tensorflow::shape_inference::ShapeHandle;
 
-// The element types the core can move (cc/core/data_type.h).
-#define TFRING_TYPES "{uint8, int8, int16, uint16, int32, int64, half, bfloat16, float, double, bool}"
+// The element types the core can move, from the one TF <-> core table (data_types.h).
+const std::string kTypes = TypeListAttr();
 
 // [?, d1, d2, ...]: first dimension decided at run time, the others kept.
 absl::Status UnknownFirstDim(InferenceContext* c) {
@@ -38,7 +39,7 @@ absl::Status EachOutputLikeItsInput(InferenceContext* c) {
 }  // namespace
 
 REGISTER_OP("TfringAllreduce")
-    .Attr("T: " TFRING_TYPES)
+    .Attr("T: " + kTypes)
     .Attr("tensor_name: string")
     .Attr("reduce_op: int")
     .Attr("prescale_factor: float = 1.0")
@@ -56,7 +57,7 @@ result by `postscale_factor` after. Same shape and dtype on every rank.
 )doc");
 
 REGISTER_OP("TfringGroupedAllreduce")
-    .Attr("T: list(" TFRING_TYPES ") >= 1")
+    .Attr("T: list(" + kTypes + ") >= 1")
     .Attr("tensor_names: list(string)")
     .Attr("reduce_op: int")
     .Attr("prescale_factor: float = 1.0")
@@ -73,7 +74,7 @@ Allreduce of N tensors submitted together (one negotiation, fused by the core).
 )doc");
 
 REGISTER_OP("TfringAllgather")
-    .Attr("T: " TFRING_TYPES)
+    .Attr("T: " + kTypes)
     .Attr("tensor_name: string")
     .Attr("process_set_id: int = 0")
     .Input("tensor: T")
@@ -87,7 +88,7 @@ dimension may differ between ranks; the others must match.
 )doc");
 
 REGISTER_OP("TfringBroadcast")
-    .Attr("T: " TFRING_TYPES)
+    .Attr("T: " + kTypes)
     .Attr("tensor_name: string")
     .Attr("root_rank: int")
     .Attr("process_set_id: int = 0")
@@ -101,7 +102,7 @@ Returns `root_rank`'s `tensor` on every rank (same shape and dtype on every rank
 )doc");
 
 REGISTER_OP("TfringAlltoall")
-    .Attr("T: " TFRING_TYPES)
+    .Attr("T: " + kTypes)
     .Attr("tensor_name: string")
     .Attr("process_set_id: int = 0")
     .Input("tensor: T")
@@ -124,7 +125,7 @@ many came from each rank.
 )doc");
 
 REGISTER_OP("TfringReducescatter")
-    .Attr("T: " TFRING_TYPES)
+    .Attr("T: " + kTypes)
     .Attr("tensor_name: string")
     .Attr("reduce_op: int")
     .Attr("prescale_factor: float = 1.0")

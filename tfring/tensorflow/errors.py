@@ -1,8 +1,10 @@
 """tfring error codes as ``tf.errors`` classes (ARCHITECTURE.md section 3).
 
-The TF kernels map the core's codes themselves (cc/tf/kernel_common.cc); this module maps
-the exceptions of tfring's NumPy API (used by ``broadcast_object`` / ``allgather_object``)
-the same way, so every collective of ``tfring.tensorflow`` raises ``tf.errors`` classes:
+The TF kernels map the core's codes to canonical status codes (``ToTfStatus`` in
+cc/tf/kernel_common.cc, through ``CanonicalCode`` in cc/core/status.h); this module maps the
+exceptions of tfring's NumPy API (used by ``broadcast_object`` / ``allgather_object``)
+through the same core table (``_core.canonical_error_codes()``), so every collective of
+``tfring.tensorflow`` raises the same ``tf.errors`` classes (tests/test_tf_tables.py pins it):
 
 =====================  ================================
 core code              tf.errors class
@@ -22,18 +24,28 @@ import contextlib
 
 import tensorflow as tf
 
+from tfring import _core
 from tfring import errors as _errors
 
-TF_ERROR_FOR = {
-    _errors.InvalidArgumentError: tf.errors.InvalidArgumentError,
-    _errors.MismatchError: tf.errors.FailedPreconditionError,
-    _errors.PreconditionError: tf.errors.FailedPreconditionError,
-    _errors.PeerLostError: tf.errors.UnavailableError,
-    _errors.TimeoutError: tf.errors.DeadlineExceededError,
-    _errors.UnimplementedError: tf.errors.UnimplementedError,
-    _errors.InternalError: tf.errors.InternalError,
-    _errors.AbortedError: tf.errors.AbortedError,
-}
+
+def _tf_error_classes():
+    """{canonical status code: tf.errors class}, read from the classes themselves."""
+    classes = (getattr(tf.errors, name) for name in dir(tf.errors))
+    return {cls(None, None, "").error_code: cls for cls in classes
+            if isinstance(cls, type) and issubclass(cls, tf.errors.OpError) and cls is not tf.errors.OpError}
+
+
+def _tf_error_for():
+    """{tfring.errors class: tf.errors class} through the core's canonical codes, the table
+    the TF kernels map with; a code without a tf.errors class becomes InternalError."""
+    by_code = _tf_error_classes()
+    canonical = _core.canonical_error_codes()
+    ours = (cls for cls in vars(_errors).values()
+            if isinstance(cls, type) and issubclass(cls, _errors.TfringError) and cls is not _errors.TfringError)
+    return {cls: by_code.get(canonical.get(cls.code), tf.errors.InternalError) for cls in ours}
+
+
+TF_ERROR_FOR = _tf_error_for()
 
 
 def to_tf_error(exc):

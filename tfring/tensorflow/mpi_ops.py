@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
-from tfring import basics
+from tfring import _core, basics
 from tfring import ops as _np_ops
 from tfring import process_sets as _np_process_sets
 from tfring.process_sets import global_process_set
@@ -27,7 +27,7 @@ Min = _np_ops.Min
 Max = _np_ops.Max
 Product = _np_ops.Product
 Adasum = _np_ops.Adasum  # Horovod's adaptive summation: docs/tensorflow.md "Adasum"
-_OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product", Adasum: "Adasum"}
+_OP_NAMES = {value: name for name, value in _core.reduce_ops().items()}  # the core's table
 
 _lib = op_library()
 
