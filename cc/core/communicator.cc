@@ -75,6 +75,7 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
   std::vector<RosterEntry> roster;
   TFRING_RETURN_IF_ERROR(comm->ExchangeRoster(opt, listener.port(), store, deadline, &roster));
   TFRING_RETURN_IF_ERROR(comm->ConnectMesh(opt, roster, listener, deadline));
+  comm->SetSpinMicros(opt.spin_us);
   // Errors on a data connection to another host name that host and its other ranks:
   // "rank 5 (host h2, with rank 4; 10.0.0.4:41234)".
   for (int p = 0; p < opt.size; ++p) {
@@ -232,6 +233,13 @@ Status Communicator::AcceptPeers(const CommunicatorOptions& opt, Listener& liste
 // is left in /dev/shm, even after a crash). Single-copy: the reader of each ring probes
 // whether it can read the writer's memory and publishes the answer; the writer posts large
 // sends only where the answer is yes (both sides always take part, whatever their mode).
+void Communicator::SetSpinMicros(int micros) {
+  for (int p = 0; p < size_; ++p) {
+    data_[p].socket.set_spin_us(micros);
+    control_[p].set_spin_us(micros);
+  }
+}
+
 std::vector<int> Communicator::HeartbeatPeers(int rank, int size) {
   std::vector<int> peers;
   if (size < 2) return peers;

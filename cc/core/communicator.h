@@ -65,6 +65,7 @@ struct CommunicatorOptions {
   size_t cma_min_bytes = 1 << 20;             // ... of at least this many bytes
   double peer_timeout_s = 30;                 // TCP keepalive / user timeout (0 = kernel default)
   std::string hostname;                       // told to the peers watching this rank
+  int spin_us = 0;                            // data and control waits spin first (Socket::spin_us)
   // Names this init of the job (the store prefix of its rendezvous): a hello from another
   // session, e.g. a process of an elastic job's earlier generation, is refused.
   std::string session;
@@ -131,6 +132,11 @@ class Communicator {
   // still tell its peers why (Abort() closes them). Any thread; idempotent.
   void AbortTransfers();
   bool aborted() const { return aborted_.load(); }
+
+  // Sets how long waits on the data and control connections spin before they sleep
+  // (Socket::spin_us; CommunicatorOptions::spin_us at Create). Before any transfer: not
+  // thread-safe with one.
+  void SetSpinMicros(int micros);
 
   // Scratch memory for collectives (grown on demand, reused; background thread only).
   char* Scratch(size_t bytes);

@@ -77,6 +77,7 @@ CommunicatorOptions CommunicatorOptions::FromConfig(const Config& c) {
   opt.must_match = MustMatch(c, opt.shm, opt.shm_control);
   opt.peer_timeout_s = c.Float("TFRING_PEER_TIMEOUT_S");
   opt.hostname = Hostname();
+  opt.spin_us = static_cast<int>(c.Int("TFRING_SPIN_US"));
   return opt;
 }
 

@@ -7,7 +7,6 @@
 
 #include "logging.h"
 #include "memory_store.h"
-#include "socket_tuning.h"
 #include "validate_submission.h"
 
 namespace tfring {
@@ -44,8 +43,7 @@ Status Job::Start(Config config, std::shared_ptr<Job>* out) {
 }
 
 Job::~Job() {
-  if (liveness_) liveness_->Stop();  // its callback writes wake_fd_
-  if (wake_fd_ >= 0) ::close(wake_fd_);
+  if (liveness_) liveness_->Stop();  // its callback writes wake_fd_, closed after this
 }
 
 void Job::ReadIdentity() {
@@ -63,7 +61,6 @@ void Job::ReadIdentity() {
   cycle_s_ = c.Float("TFRING_CYCLE_TIME_MS") / 1000.0;
   SetLogRank(id_.rank);
   spin_us_ = static_cast<int>(c.Int("TFRING_SPIN_US"));
-  SetSocketSpinMicros(spin_us_);
   for (const char* library : {"TFRING_NCCL_LIBRARY", "TFRING_CUDA_RUNTIME_LIBRARY"}) {
     SetGpuLibraryPath(library, c.String(library));  // init(nccl_library=...) reaches the loader
   }
@@ -121,7 +118,7 @@ void Job::TuneSpinning() {
                                              << comm_->host_cpus() << " CPUs: waits do not spin "
                                              << "(TFRING_SPIN_US=0; set it to override)");
   spin_us_ = 0;
-  SetSocketSpinMicros(0);
+  comm_->SetSpinMicros(0);
 }
 
 // The control channel (greeted: rank 0 returns only once every rank is done with the
@@ -162,8 +159,8 @@ Status Job::BuildWorkers() {
   nw.stats = &stats_;
   nw.events = this;
   negotiator_ = std::make_unique<Negotiator>(nw, std::move(coordinator), std::move(stall_inspector));
-  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wake_fd_ < 0) return Status::Internal("eventfd failed");
+  wake_fd_.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!wake_fd_.valid()) return Status::Internal("eventfd failed");
   if (id_.rank == 0 && !c.String("TFRING_TIMELINE").empty()) {
     TFRING_RETURN_IF_ERROR(timeline_.Start(c.String("TFRING_TIMELINE")));
   }
@@ -219,7 +216,7 @@ Status Job::Health() {
 
 void Job::Wake() {
   uint64_t one = 1;
-  ssize_t ignored = ::write(wake_fd_, &one, sizeof(one));
+  ssize_t ignored = ::write(wake_fd_.get(), &one, sizeof(one));
   (void)ignored;
 }
 
@@ -317,7 +314,7 @@ void Job::DrainQueue() {
 
 void Job::WaitForWork() {
   std::vector<pollfd> fds;
-  fds.push_back(pollfd{wake_fd_, POLLIN, 0});
+  fds.push_back(pollfd{wake_fd_.get(), POLLIN, 0});
   const bool is_broken = broken();
   if (!is_broken) control_->AppendPollFds(&fds);
   int timeout_ms = kIdleWakeMs;
@@ -351,7 +348,7 @@ void Job::WaitForWork() {
   }
   if (rc > 0 && (fds[0].revents & POLLIN)) {
     uint64_t value;
-    ssize_t ignored = ::read(wake_fd_, &value, sizeof(value));
+    ssize_t ignored = ::read(wake_fd_.get(), &value, sizeof(value));
     (void)ignored;
   }
 }

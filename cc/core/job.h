@@ -39,6 +39,7 @@
 #include "submission.h"
 #include "tcp_store.h"
 #include "timeline.h"
+#include "unique_fd.h"
 
 namespace tfring {
 
@@ -116,7 +117,7 @@ class Job : public JobEvents {
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<ControlChannel> control_;
   std::unique_ptr<PeerLiveness> liveness_;  // started by Start, stopped by Fail/Stop
-  int wake_fd_ = -1;
+  UniqueFd wake_fd_;  // eventfd: Submit() and the liveness thread wake the loop
   std::thread thread_;
 
   // --- shared, guarded by mu_ ---

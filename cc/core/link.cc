@@ -11,7 +11,6 @@
 
 #include "cma.h"
 #include "reduce_kernels.h"
-#include "socket_tuning.h"
 
 namespace tfring {
 namespace {
@@ -177,7 +176,7 @@ Status TransferImpl(Link& to, const void* send_buf, size_t send_size, Link& from
   const bool send_post = send_shm && send_size >= to.cma_min_bytes;  // single-copy send
   const bool recv_cma = recv_shm && from.cma_pid > 0;                // the peer may post
   bool posted = false;
-  const auto spin = std::chrono::microseconds(SocketSpinMicros());
+  const auto spin = std::chrono::microseconds(std::max(to.socket.spin_us(), from.socket.spin_us()));
   auto last_progress = Clock::now();
   bool send_aligned = !send_shm, recv_aligned = !recv_shm;
   RingSleep sleep;

@@ -15,7 +15,6 @@
 #include <chrono>
 #include <thread>
 
-#include "socket_tuning.h"
 
 namespace tfring {
 namespace {
@@ -46,13 +45,12 @@ std::string SockaddrToString(const sockaddr_storage& addr) {
   return std::string(host) + ":" + std::to_string(port);
 }
 
-// Waits for `events` on fd. Spins (non-blocking polls) for the configured spin time first:
-// a blocked thread takes 30-120 us to wake on these machines, a spin catches short waits.
+// Waits for `events` on fd. Spins (non-blocking polls) for `spin_us` first: a blocked
+// thread takes 30-120 us to wake on these machines, a spin catches short waits.
 // Returns OK when ready, kTimeout / kAborted otherwise.
-Status WaitFd(int fd, short events, Deadline deadline, const std::atomic<bool>* abort,
+Status WaitFd(int fd, short events, int spin_us, Deadline deadline, const std::atomic<bool>* abort,
               const std::string& label, const char* what) {
   pollfd p{fd, events, 0};
-  const int spin_us = SocketSpinMicros();
   if (spin_us > 0) {
     auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
     while (std::chrono::steady_clock::now() < spin_until) {
@@ -183,7 +181,7 @@ Status Socket::SendAll(const void* data, size_t size, Deadline deadline,
       continue;
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      TFRING_RETURN_IF_ERROR(WaitFd(fd_.get(), POLLOUT, deadline, abort, label_, "send to"));
+      TFRING_RETURN_IF_ERROR(WaitFd(fd_.get(), POLLOUT, spin_us_, deadline, abort, label_, "send to"));
       continue;
     }
     if (abort && abort->load()) return Status::Aborted("send to " + label_ + " aborted: tfring is shutting down");
@@ -219,7 +217,7 @@ Status Socket::RecvAll(void* data, size_t size, Deadline deadline,
       continue;
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      TFRING_RETURN_IF_ERROR(WaitFd(fd_.get(), POLLIN, deadline, abort, label_, "receive from"));
+      TFRING_RETURN_IF_ERROR(WaitFd(fd_.get(), POLLIN, spin_us_, deadline, abort, label_, "receive from"));
       continue;
     }
     if (abort && abort->load()) return Status::Aborted("receive from " + label_ + " aborted: tfring is shutting down");
@@ -326,7 +324,7 @@ Status Listener::Accept(Deadline deadline, Socket* out, const std::atomic<bool>*
       return Status::OK();
     }
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) {
-      TFRING_RETURN_IF_ERROR(WaitFd(fd_.get(), POLLIN, deadline, abort, "on port " +
+      TFRING_RETURN_IF_ERROR(WaitFd(fd_.get(), POLLIN, 0, deadline, abort, "on port " +
                                     std::to_string(port_), "accept a connection"));
       continue;
     }

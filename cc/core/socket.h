@@ -66,6 +66,13 @@ class Socket {
   int fd() const { return fd_.get(); }
   const std::string& label() const { return label_; }
   void set_label(std::string label) { label_ = std::move(label); }
+  // How long (microseconds) a blocked send or receive spins (non-blocking polls) before it
+  // sleeps in poll(): a blocked thread takes 30-120 us to wake on these machines. 0 (the
+  // default): never. The Communicator sets TFRING_SPIN_US on the connections whose waits
+  // are on a collective's path (data and control); store, heartbeat and init connections
+  // keep 0. Set before the socket is in use (not thread-safe).
+  int spin_us() const { return spin_us_; }
+  void set_spin_us(int micros) { spin_us_ = micros < 0 ? 0 : micros; }
   // "ip:port" of the local end (used to advertise the interface that reached the store).
   std::string LocalAddress() const;
   std::string PeerAddress() const;
@@ -74,6 +81,7 @@ class Socket {
   Status Lost(const char* what, int err) const;
   UniqueFd fd_;
   std::string label_ = "peer";
+  int spin_us_ = 0;
 };
 
 class Listener {
