@@ -4,11 +4,26 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 
 #include "algorithm.h"
 #include "logging.h"
 
 namespace tfring {
+
+namespace {
+
+bool CheckLogLevel(const std::string& text, std::string* error) {
+  LogSpec spec;
+  return ParseLogSpec(text, &spec, error);
+}
+
+bool CheckAlgorithmPins(const std::string& text, std::string* error) {
+  std::map<OpType, Algorithm> pins;
+  return ParseAlgorithmPins(text, &pins, error);
+}
+
+}  // namespace
 
 const std::vector<ParamSpec>& ParamTable() {
   static const std::vector<ParamSpec> kTable = {
@@ -102,7 +117,8 @@ const std::vector<ParamSpec>& ParamTable() {
        "'allreduce=ring,broadcast=hierarchical' (allreduce: ring, recursive_doubling, "
        "hierarchical; allgather and reducescatter: ring, hierarchical; broadcast: chain, "
        "hierarchical; each also auto). A pin that cannot run on the job (hierarchical on one host, on a process set) "
-       "leaves the choice to the table. Every rank must use the same value."},
+       "leaves the choice to the table. Every rank must use the same value.",
+       nullptr, CheckAlgorithmPins},
       {"TFRING_SHM", ParamType::kBool, "1", 0, 0,
        "Move data between ranks on the same host through shared memory (0 = always TCP)."},
       {"TFRING_SHM_CONTROL", ParamType::kBool, "1", 0, 0,
@@ -128,7 +144,8 @@ const std::vector<ParamSpec>& ParamTable() {
        "Rank 0 writes a Chrome-trace/Perfetto JSON timeline of every collective to this path."},
       {"TFRING_LOG_LEVEL", ParamType::kString, "warning", 0, 0,
        "Log level: trace, debug, info, warning, error (any case; fatal reads as error); per subsystem as LEVEL,SUBSYSTEM=LEVEL,... "
-       "(subsystems: runtime, transport, store, stall, gpu, nccl), e.g. warning,transport=debug."},
+       "(subsystems: runtime, transport, store, stall, gpu, nccl), e.g. warning,transport=debug.",
+       nullptr, CheckLogLevel},
       // GPU (NCCL backend; read from the environment when the libraries are first loaded).
       {"TFRING_NCCL_LIBRARY", ParamType::kString, "", 0, 0,
        "Path of libnccl.so.2 for GPU tensors (default: an already loaded copy, the pip package "
@@ -205,18 +222,11 @@ Status Validate(const ParamSpec& spec, const std::string& text, const std::strin
       }
       return bad("expected " + expected);
     }
-    case ParamType::kString:
-      if (std::string(spec.name) == "TFRING_ALGORITHM") {
-        std::map<OpType, Algorithm> pins;
-        std::string error;
-        if (!ParseAlgorithmPins(text, &pins, &error)) return bad(error);
-      }
-      if (std::string(spec.name) == "TFRING_LOG_LEVEL") {
-        LogSpec log_spec;
-        std::string error;
-        if (!ParseLogSpec(text, &log_spec, &error)) return bad(error);
-      }
+    case ParamType::kString: {
+      std::string error;
+      if (spec.check != nullptr && !spec.check(text, &error)) return bad(error);
       return Status::OK();
+    }
   }
   return Status::OK();
 }

@@ -26,6 +26,9 @@ struct ParamSpec {
   double max_value;
   const char* description;
   const char* choices = nullptr;  // kEnum: the accepted values, '|'-separated ("auto|0|1")
+  // kString with a syntax of its own: false, with `error` saying why, for a bad value
+  // (null: any text).
+  bool (*check)(const std::string& text, std::string* error) = nullptr;
 };
 
 // The accepted values of a kEnum setting, in table order (empty for other types).

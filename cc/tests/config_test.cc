@@ -44,6 +44,7 @@ TEST_F(ConfigTest, TableIsWellFormed) {
     } else {
       EXPECT_TRUE(choices.empty()) << name;
     }
+    if (spec.check != nullptr) EXPECT_EQ(spec.type, ParamType::kString) << name << ": a syntax check on a typed value";
   }
   for (const char* needed : {"TFRING_RANK", "TFRING_SIZE", "TFRING_TIMEOUT_S",
                              "TFRING_START_TIMEOUT_S", "TFRING_FUSION_THRESHOLD",
