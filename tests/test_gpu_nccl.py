@@ -210,6 +210,9 @@ def test_allreduce_in_place_and_empty(one_rank):
     same = _core.allreduce_async(x, "inplace", int(tfring.Sum), 1.0, 1.0, True).wait()
     assert same is x
     np.testing.assert_array_equal(x.to_numpy(), np.arange(10, dtype=np.float32))
+    assert tfring.allreduce(x, op=tfring.Sum, name="inplace.out", out=x) is x  # out=array: in place, as NumPy
+    with pytest.raises(TypeError, match="tensor 'other.out': out= on a GPU array must be that array itself"):
+        tfring.allreduce(x, op=tfring.Sum, name="other.out", out=_to_gpu(np.zeros(10, np.float32)))
     empty = tfring.allreduce(_to_gpu(np.zeros((0, 4), np.float32)), op=tfring.Sum, name="empty")
     assert empty.shape == (0, 4)
 

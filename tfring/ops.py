@@ -61,7 +61,8 @@ def allreduce(array, *, op=Average, name=None, prescale_factor=1.0, postscale_fa
     and dtype that receives the result (and is returned), or ``array`` itself to reduce in
     place; it saves allocating and page-faulting a new array per call (a training loop
     reducing the same buffers every step). It must not be touched until the call returns
-    (``*_async``: until ``wait()`` returns).
+    (``*_async``: until ``wait()`` returns). For a GPU array (CuPy, a ``DeviceBuffer``...)
+    ``out`` may only be ``array`` itself: reduced in place on the device.
 
     Every collective here takes ``process_set=`` (a registered ``ProcessSet``; None: every
     rank): only the set's members call it, ranks and sizes are the set's (Average divides by

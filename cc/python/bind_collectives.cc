@@ -283,8 +283,13 @@ py::object HostOutput(const CollectiveAttrs& attrs, const py::array& a, const py
 std::unique_ptr<Handle> SubmitTensor(const py::object& obj, const std::string& name, const CollectiveAttrs& attrs,
                                      bool inplace = false, const py::object& out_obj = py::none()) {
   if (python::IsDeviceArray(obj)) {
-    if (!out_obj.is_none()) throw py::type_error("out= is for NumPy arrays; GPU arrays take inplace=True");
-    return SubmitDeviceArray(obj, name, attrs, inplace);
+    // A GPU result is a new DeviceBuffer or, with out= the array itself, the input reduced
+    // in place (what out=array means for NumPy too); any other GPU out= is refused.
+    if (!out_obj.is_none() && !out_obj.is(obj)) {
+      throw py::type_error("tensor '" + name + "': out= on a GPU array must be that array itself (the result "
+                           "is written in place); leave out= unset to get a new DeviceBuffer");
+    }
+    return SubmitDeviceArray(obj, name, attrs, inplace || !out_obj.is_none());
   }
   py::array a = CheckedArray(obj, name);
   Submission s;
