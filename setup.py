@@ -151,6 +151,11 @@ class BuildTfring(build_ext):
         os.makedirs(pkg_dir, exist_ok=True)
         obj_root = os.path.join(ROOT, "build", "obj")
 
+        # A toolchain that links its C++ runtime statically (as some custom GCCs do) would
+        # otherwise export a private libstdc++ from our libraries; mixed with the process's
+        # own copy, locale ids disagree and the first `ostream << number` crashes (seen on a
+        # GPU machine's /opt/gcc). Symbols of static archives stay inside each library.
+        private_archives = ["-Wl,--exclude-libs,ALL"]
         core_lib = os.path.join(pkg_dir, "libtfring_core.so")
         with_nccl = _with_nccl()
         if with_nccl == "1":
@@ -159,7 +164,7 @@ class BuildTfring(build_ext):
         core_objs = _compile_all(core_sources, os.path.join(obj_root, "core"), BASE_FLAGS)
         # -ldl: the NCCL backend opens libnccl/libcudart at run time (no link-time CUDA).
         _run([CXX, "-shared", "-o", core_lib] + core_objs +
-             ["-lcrypto", "-ldl", "-pthread", "-Wl,-soname,libtfring_core.so"])
+             ["-lcrypto", "-ldl", "-pthread", "-Wl,-soname,libtfring_core.so"] + private_archives)
 
         import pybind11
 
@@ -167,14 +172,14 @@ class BuildTfring(build_ext):
                                  "-I" + sysconfig.get_paths()["include"]]
         py_objs = _compile_all(PY_SOURCES, os.path.join(obj_root, "python"), py_flags)
         _run([CXX, "-shared", "-o", out_path] + py_objs +
-             ["-L" + pkg_dir, "-ltfring_core", "-Wl,-rpath,$ORIGIN", "-pthread"])
+             ["-L" + pkg_dir, "-ltfring_core", "-Wl,-rpath,$ORIGIN", "-pthread"] + private_archives)
 
         tf = _tf_flags()
         if tf is not None and TF_SOURCES:
             tf_compile, tf_link = tf
             tf_objs = _compile_all(TF_SOURCES, os.path.join(obj_root, "tf"), BASE_FLAGS + tf_compile)
             _run([CXX, "-shared", "-o", os.path.join(pkg_dir, "libtfring_tf_ops.so")] + tf_objs +
-                 ["-L" + pkg_dir, "-ltfring_core", "-Wl,-rpath,$ORIGIN", "-pthread"] + tf_link)
+                 ["-L" + pkg_dir, "-ltfring_core", "-Wl,-rpath,$ORIGIN", "-pthread"] + tf_link + private_archives)
             # GPU kernels: a separate library, loaded by tfring.tensorflow only when TF sees a
             # GPU. It needs TF's headers only (no CUDA headers: see cc/tf_gpu/stream_order.h).
             gpu_lib = os.path.join(pkg_dir, "libtfring_tf_gpu_ops.so")
@@ -182,7 +187,7 @@ class BuildTfring(build_ext):
                 gpu_objs = _compile_all(TF_GPU_SOURCES, os.path.join(obj_root, "tf_gpu"), BASE_FLAGS + tf_compile)
                 _run([CXX, "-shared", "-o", gpu_lib] + gpu_objs +
                      ["-L" + pkg_dir, "-ltfring_tf_ops", "-ltfring_core", "-Wl,-rpath,$ORIGIN", "-pthread"] +
-                     tf_link)
+                     tf_link + private_archives)
             elif os.path.exists(gpu_lib):
                 os.remove(gpu_lib)  # never leave a stale GPU library beside a new build
 

@@ -55,6 +55,19 @@ def test_nccl_backend_is_built_in_without_link_time_cuda():
     assert "tfring::gpu::NcclBackend::Execute" in defined
 
 
+def test_libraries_export_no_private_cxx_runtime():
+    # A toolchain that links libstdc++ statically must not leak it out of our libraries:
+    # two exported copies in one process disagree on locale ids and crash at the first
+    # `ostream << number` (seen with a GPU machine's /opt/gcc; setup.py: --exclude-libs).
+    libs = [CORE_LIB, _core.__file__]
+    for lib in libs:
+        exported = subprocess.run(["nm", "-D", "-C", "--defined-only", lib], check=True, capture_output=True,
+                                  text=True).stdout
+        leaked = [line for line in exported.splitlines()
+                  if re.search(r" (std::locale::|std::ios_base::Init|execute_native_thread_routine|__cxa_throw$)", line)]
+        assert not leaked, f"{lib} exports the C++ runtime: {leaked[:5]}"
+
+
 def test_abi_declarations_match_vendor_headers():
     flags = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gpu_headers.py"), "flags"],
                            check=False, capture_output=True, text=True)

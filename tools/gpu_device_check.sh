@@ -73,7 +73,7 @@ except Exception as e:
     print("RANK", tfring.rank(), f"after {time.time() - t0:.1f}s:", type(e).__name__, str(e)[:600], flush=True)
 tfring.shutdown()
 PY
-TFRING_TIMEOUT_S=30 timeout 90 $PY -m tfring.runner.launch -np 2 $PY /tmp/two_on_one.py 2>&1 | tail -25
+PYTHONPATH=$PWD TFRING_TIMEOUT_S=30 timeout 90 $PY -m tfring.runner.launch -np 2 $PY /tmp/two_on_one.py 2>&1 | tail -25
 echo "launcher exit: ${PIPESTATUS[0]}"
 
 step "benchmarks/gpu_collectives.py"
