@@ -48,6 +48,7 @@ def _submit(rng, i, x):
         scaled = x.dtype.kind == "f" and op in (tfring.Sum, tfring.Average) and rng.random() < 0.3
         pre, post = (0.5, 4.0) if scaled else (1.0, 1.0)
         expected = (x.astype(np.float64) * pre * post).astype(x.dtype) if scaled else x
+        kind = f"allreduce op={int(op)}" + (" scaled" if scaled else "")
         return tfring.allreduce_async(gpu, op=op, name=name, prescale_factor=pre, postscale_factor=post), expected, kind
     if kind == "allgather":
         return tfring.allgather_async(gpu, name=name), x, kind
@@ -84,7 +85,13 @@ def soak(seconds, max_elements, seed):
             ok = got.shape == expected.shape and (np.array_equal(got, expected) if expected.dtype.kind != "f"
                                                   else np.allclose(got, expected, rtol=tol, atol=tol))
             if not ok and len(failures) < 10:
-                failures.append(f"{kind} {expected.dtype} {expected.shape}: got shape {got.shape}")
+                detail = f"shape {got.shape}"
+                if got.shape == expected.shape:
+                    bad = np.flatnonzero(~np.isclose(got, expected, rtol=tol, atol=tol)) if expected.dtype.kind == "f" \
+                        else np.flatnonzero(got != expected)
+                    detail = (f"{bad.size} of {got.size} elements wrong, first at {bad[0]}: "
+                              f"{got.flat[bad[0]]} != {expected.flat[bad[0]]}")
+                failures.append(f"{kind} {expected.dtype} {expected.shape}: {detail}")
         batches += 1
         tensors += len(batch)
     return {"seconds": seconds, "batches": batches, "tensors": tensors, "bytes": nbytes,

@@ -198,8 +198,11 @@ def test_allreduce_one_rank(one_rank, dtype, op):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
-def test_allreduce_scale_factors_one_rank(one_rank, dtype):
-    x = _data((1000,), dtype, 2)
+@pytest.mark.parametrize("elements", [1000, 3 << 20])
+def test_allreduce_scale_factors_one_rank(one_rank, dtype, elements):
+    # 3M elements: the input's host-to-device copy is still landing when a premultiplied
+    # sum (a kernel on tfring's stream) would read it, unless the copy is waited for.
+    x = _data((elements,), dtype, 2)
     out = tfring.allreduce(_to_gpu(x), op=tfring.Sum, prescale_factor=3.0, postscale_factor=0.5, name="scaled")
     tol = 1e-2 if dtype == np.float16 else 1e-6
     np.testing.assert_allclose(out.to_numpy().astype(np.float64), x.astype(np.float64) * 1.5, rtol=tol, atol=tol)

@@ -78,7 +78,7 @@ class GpuSupport {
   virtual void Free(int device, void* ptr) = 0;
   virtual Status PointerDevice(const void* ptr, int* device) = 0;
   virtual Status StreamSynchronize(void* stream) = 0;  // a cudaStream_t of any library
-  virtual Status Copy(void* dst, const void* src, size_t bytes) = 0;  // any direction
+  virtual Status Copy(void* dst, const void* src, size_t bytes) = 0;  // any direction; landed on return
 };
 
 // The registered GPU support, or nullptr when tfring was built without it.

@@ -127,7 +127,12 @@ class NcclGpuSupport : public GpuSupport {
     if (bytes == 0) return Status::OK();
     const CudaApi* cuda = nullptr;
     TFRING_RETURN_IF_ERROR(LoadCuda(&cuda));
-    return CudaStatus(*cuda, cuda->cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
+    TFRING_RETURN_IF_ERROR(CudaStatus(*cuda, cuda->cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy"));
+    // From pageable host memory cudaMemcpy returns once the data is staged, before the DMA
+    // into the device buffer has finished, and tfring's NCCL stream does not wait for the
+    // legacy default stream that copy runs on. Found on an H200: a premultiplied
+    // allreduce (a kernel) read a half-written input. Wait for the copy to land.
+    return CudaStatus(*cuda, cuda->cudaStreamSynchronize(nullptr), "cudaStreamSynchronize (after cudaMemcpy)");
   }
 };
 
