@@ -198,11 +198,14 @@ def test_allreduce_one_rank(one_rank, dtype, op):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
-@pytest.mark.parametrize("elements", [1000, 3 << 20])
+@pytest.mark.parametrize("elements", [1000, 13740, (3 << 20) + 7])
 def test_allreduce_scale_factors_one_rank(one_rank, dtype, elements):
-    # 3M elements: the input's host-to-device copy is still landing when a premultiplied
-    # sum (a kernel on tfring's stream) would read it, unless the copy is waited for.
+    # NCCL's one-rank kernel for premultiplied sums and averages leaves up to 31 tail
+    # elements unwritten unless the call is < 16 KiB or a multiple of it (13740 and 3M+7
+    # elements are neither; tests/fake_gpu emulates the kernel). Large inputs also check
+    # that the host-to-device copy has landed before a kernel on tfring's stream reads it.
     x = _data((elements,), dtype, 2)
+    np.testing.assert_array_equal(tfring.allreduce(_to_gpu(x), op=tfring.Average, name="avg").to_numpy(), x)
     out = tfring.allreduce(_to_gpu(x), op=tfring.Sum, prescale_factor=3.0, postscale_factor=0.5, name="scaled")
     tol = 1e-2 if dtype == np.float16 else 1e-6
     np.testing.assert_allclose(out.to_numpy().astype(np.float64), x.astype(np.float64) * 1.5, rtol=tol, atol=tol)

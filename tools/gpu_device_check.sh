@@ -7,7 +7,8 @@
 #   3. gpu_abi.h against the machine's own cuda_runtime_api.h and nccl.h;
 #   4. the `gpu` tests of tests/test_gpu_nccl.py against the real libraries;
 #   5. two ranks on ONE GPU: what a user who starts too many processes sees (bounded);
-#   6. benchmarks/gpu_collectives.py (tfring vs NCCL through CuPy).
+#   6. benchmarks/gpu_collectives.py (tfring vs NCCL through CuPy);
+#   7. benchmarks/gpu_soak.py: randomized mixed collectives, every result checked.
 # Every step is bounded by `timeout`; the script goes on after a failed step and exits
 # non-zero if any failed.
 set -u
@@ -78,6 +79,9 @@ echo "launcher exit: ${PIPESTATUS[0]}"
 
 step "benchmarks/gpu_collectives.py"
 PYTHONUNBUFFERED=1 timeout 150 $PY benchmarks/gpu_collectives.py --json "$OUT/gpu_collectives.json" || failed+=(bench)
+
+step "benchmarks/gpu_soak.py (randomized mixed collectives, checked)"
+PYTHONUNBUFFERED=1 timeout 90 $PY benchmarks/gpu_soak.py --seconds ${SOAK_SECONDS:-40} --json "$OUT/gpu_soak.json" || failed+=(soak)
 
 step "done; failed steps: ${failed[*]:-none}"
 [ ${#failed[@]} = 0 ]

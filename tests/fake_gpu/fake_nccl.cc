@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -292,14 +293,30 @@ std::vector<Record> Parse(const std::string& bundle) {
   return out;
 }
 
+// Real NCCL (2.28.9, seen on an H200) runs a one-rank premultiplied sum or average in one
+// kernel (oneRankReduce) whose min(32, ceil(bytes / 16 KiB)) blocks each take
+// floor(n / blocks) elements rounded up to 16 bytes: the tail past blocks * that share is
+// never written. Emulated, so that the CPU tests catch tfring handing NCCL such a call.
+size_t OneRankKernelWrites(size_t n, size_t element_size) {
+  const size_t bytes = n * element_size;
+  if (bytes == 0) return 0;
+  const size_t blocks = std::min<size_t>(32, (bytes + (16u << 10) - 1) / (16u << 10));
+  const size_t pack = 16 / element_size;
+  const size_t share = (n / blocks + pack - 1) / pack * pack;
+  return std::min(n, blocks * share);
+}
+
 // One rank: every call is the identity on its own contribution (times a premul factor).
 int RunAlone(const Call& k) {
   double factor;
   if (!PremulFactor(k.op, &factor)) return kInvalidArgument;
   if (k.PointToPoint()) return kInvalidUsage;  // no peers
   if ((k.kind == Call::kReduce || k.kind == Call::kBroadcast) && k.peer != 0) return kInvalidArgument;
-  if (k.count) std::memmove(k.recv, k.send, k.Bytes());
-  if (factor != 1.0) Scale(k.recv, k.count, k.type, factor);
+  const bool reduction = k.kind == Call::kAllReduce || k.kind == Call::kReduce || k.kind == Call::kReduceScatter;
+  const bool kernel = reduction && (factor != 1.0 || k.op == kAvg);
+  const size_t written = kernel ? OneRankKernelWrites(k.count, TypeSize(k.type)) : k.count;
+  if (written) std::memmove(k.recv, k.send, written * TypeSize(k.type));
+  if (factor != 1.0) Scale(k.recv, written, k.type, factor);
   return kSuccess;
 }
 

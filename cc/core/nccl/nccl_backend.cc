@@ -30,6 +30,23 @@ Scalar MakeScalar(ncclDataType_t t, double v) {
   return s;
 }
 
+// NCCL's one-rank reduction kernel (oneRankReduce: premultiplied sums and averages on a
+// communicator of one rank; seen with NCCL 2.28.9 on an H200) gives each of its
+// min(32, ceil(bytes / 16 KiB)) blocks floor(n / blocks) elements rounded up to 16 bytes and
+// never writes the tail past blocks * that share: up to 31 elements of the result kept
+// whatever the output held. A call of under 16 KiB, or of a whole number of 16 KiB, is
+// shared out exactly, so such a reduction is issued as at most two calls: the largest whole
+// number of 16 KiB, then the rest. `call(offset, count)` (in elements) issues one call.
+template <typename Call>
+Status ForEachExactPiece(size_t elements, size_t element_size, bool one_rank_kernel, Call call) {
+  constexpr size_t kPieceBytes = 16u << 10;
+  const size_t bytes = elements * element_size;
+  if (!one_rank_kernel || bytes < kPieceBytes || bytes % kPieceBytes == 0) return call(0, elements);
+  const size_t head = bytes / kPieceBytes * kPieceBytes / element_size;  // element sizes divide 16 KiB
+  TFRING_RETURN_IF_ERROR(call(0, head));
+  return call(head, elements - head);
+}
+
 }  // namespace
 
 ncclDataType_t NcclType(DataType dtype) {
@@ -77,11 +94,13 @@ Status MapReduction(DataType dtype, ReduceOp op, double prescale, double postsca
                                    " GPU tensors are not supported by the NCCL backend; use a floating "
                                    "type or reduce on the CPU");
     }
-    red.op = op == ReduceOp::kAverage ? ncclAvg : ncclSum;  // ncclAvg: sum, then divide (truncates)
+    // ncclAvg: sum, then divide (truncates). Over one rank it is the identity: a plain sum
+    // (NCCL's one-rank averaging kernel drops tail elements: see ForEachExactPiece).
+    red.op = op == ReduceOp::kAverage && size > 1 ? ncclAvg : ncclSum;
   } else {
     double factor = prescale * postscale * (op == ReduceOp::kAverage ? 1.0 / size : 1.0);
     if (op == ReduceOp::kAverage && !scaled) {
-      red.op = ncclAvg;
+      red.op = size > 1 ? ncclAvg : ncclSum;  // over one rank: the identity, as above
     } else if (factor == 1.0) {
       red.op = ncclSum;
     } else {
@@ -195,10 +214,18 @@ Status NcclBackend::Allreduce(NcclComm& c, const Response& r, const std::vector<
   TFRING_RETURN_IF_ERROR(MapReduction(r.dtype, r.reduce_op, r.prescale, r.postscale, ctx_.size, &red));
   ncclRedOp_t op;
   TFRING_RETURN_IF_ERROR(AcquireOp(c, red, &op));
+  const bool one_rank_kernel = ctx_.size == 1 && red.premul;
+  auto all_reduce = [&](const void* in, void* out) {
+    return ForEachExactPiece(total, es, one_rank_kernel, [&](size_t offset, size_t count) {
+      return c.Check(nccl_.ncclAllReduce(static_cast<const char*>(in) + offset * es,
+                                         static_cast<char*>(out) + offset * es, count, red.dtype, op, c.comm(),
+                                         c.stream()),
+                     "ncclAllReduce");
+    });
+  };
   Status st;
   if (group.size() == 1) {
-    Submission& s = *group[0];
-    st = c.Check(nccl_.ncclAllReduce(s.input, s.output, total, red.dtype, op, c.comm(), c.stream()), "ncclAllReduce");
+    st = all_reduce(group[0]->input, group[0]->output);
   } else {
     char* buf = nullptr;
     st = c.FusionBuffer(total * es, &buf);
@@ -209,7 +236,7 @@ Status NcclBackend::Allreduce(NcclComm& c, const Response& r, const std::vector<
       st = c.CopyAsync(buf + offset, s->input, bytes);
       offset += bytes;
     }
-    if (st.ok()) st = c.Check(nccl_.ncclAllReduce(buf, buf, total, red.dtype, op, c.comm(), c.stream()), "ncclAllReduce");
+    if (st.ok()) st = all_reduce(buf, buf);
     offset = 0;
     for (Submission* s : group) {
       if (!st.ok()) break;
@@ -302,8 +329,11 @@ Status NcclBackend::Reducescatter(NcclComm& c, const Response& r, Submission& s)
   Status st;
   const char* in = static_cast<const char*>(s.input);
   if (equal) {
-    st = c.Check(nccl_.ncclReduceScatter(in, s.output, counts[0], red.dtype, op, c.comm(), c.stream()),
-                 "ncclReduceScatter");
+    st = ForEachExactPiece(counts[0], es, n == 1 && red.premul, [&](size_t offset, size_t count) {
+      return c.Check(nccl_.ncclReduceScatter(in + offset * es, static_cast<char*>(s.output) + offset * es, count,
+                                             red.dtype, op, c.comm(), c.stream()),
+                     "ncclReduceScatter");
+    });
   } else {
     st = Grouped(c, "ncclGroupEnd (reducescatter as grouped ncclReduce)", [&]() -> Status {
       for (int p = 0; p < n; ++p) {
