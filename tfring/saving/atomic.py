@@ -10,6 +10,7 @@ Remote paths (``scheme://...``) cannot be renamed atomically: they are written i
 Blocking: plain file I/O on the calling thread. Not thread-safe for one destination.
 """
 
+import errno
 import glob
 import os
 import shutil
@@ -128,24 +129,41 @@ def atomic_write_directory(path, write):
         write(path)
         return
     tmp = _temp_name(path, "")
-    old = None
+    olds = []  # directories this call moved aside, removed once its own is in place
     try:
         write(tmp)
         for root, _, files in os.walk(tmp):
             for name in files:
                 fsync_path(os.path.join(root, name))
         _announce(path)
-        if os.path.lexists(path):
-            old = _temp_name(path, ".old")
-            os.replace(path, old)
-        os.replace(tmp, path)
+        _swap_in_directory(tmp, path, olds)
     except BaseException:
         _remove(tmp)
-        if old is not None and not os.path.lexists(path):
-            os.replace(old, path)
-            old = None
+        if olds and not os.path.lexists(path):
+            os.replace(olds.pop(), path)
         raise
     finally:
-        if old is not None:
+        for old in olds:
             _remove(old)
     fsync_path(os.path.dirname(path) or ".")
+
+
+def _swap_in_directory(tmp, path, olds, attempts=20):
+    """Renames ``tmp`` to ``path``, moving whatever is at ``path`` aside into ``olds``.
+    Another process may put its own copy at ``path`` between the two renames (two ranks
+    saving the same checkpoint): then this one moves that aside too and tries again, so the
+    last writer's complete copy wins and neither fails with "Directory not empty"."""
+    for attempt in range(attempts):
+        if os.path.lexists(path):
+            old = _temp_name(path, ".old")
+            try:
+                os.replace(path, old)
+                olds.append(old)
+            except FileNotFoundError:  # the other writer moved it aside first
+                pass
+        try:
+            os.replace(tmp, path)
+            return
+        except OSError as e:
+            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST) or attempt == attempts - 1:
+                raise

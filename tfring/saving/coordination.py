@@ -12,7 +12,9 @@ Saves are matched per path: a rank's n-th save of path P pairs with the writer's
 of P. To tell a shared path from a per-rank one (``f"ckpt-{rank}.keras"``, or the
 per-worker temporary directories of ``MultiWorkerMirroredStrategy`` scripts), each rank
 also counts its coordinated saves: when the writer's k-th save has another path than this
-rank's k-th, the path is this rank's own and this rank writes it itself (atomically), then
+rank's k-th (and, once that save is done, the writer does not start this path within a
+grace: a save only the writer made earlier puts its count ahead), the path is this rank's
+own and this rank writes it itself (atomically), then
 waits for the writer's k-th save to complete: a ``MultiWorkerMirroredStrategy`` script
 saves its own temporary copy on a non-chief worker and reads the chief's file right after
 (TF's multi-worker tutorial), which ``MultiWorkerMirroredStrategy``'s collective saves
@@ -39,6 +41,8 @@ OWN = "own"  # a path only this rank saves: written here, nothing published
 LOCAL = "local"  # local_save(): written here, no coordination at all
 
 _POLL_S = 0.05
+_OWN_GRACE_S = 0.5  # after the writer's save at this count is done, for it to start this path
+_OWN_WAIT_S = 3.0  # at most, before a rank concludes that its path is its own
 _local = threading.local()
 _lock = threading.Lock()
 _per_path = {}  # (writer, path) -> saves so far
@@ -169,9 +173,17 @@ def coordinated_save(path, what, writer=0):
 
 def _decide(store, writer, rank, key, n, k, what):
     """``(WAITER, None)`` when the writer makes this save too, ``(OWN, {"path", "n"} of the
-    writer's k-th save)`` when its k-th save is another path."""
+    writer's k-th save)`` when its k-th save is another path.
+
+    The writer's k-th save having another path is not proof at once: a save that only the
+    writer made earlier (``if rank == 0: model.save(...)``) puts its count ahead, and it may
+    be about to start this very path. So OWN is decided only once the writer's k-th save is
+    done and ``_OWN_GRACE_S`` more went by without this path starting, or after
+    ``_OWN_WAIT_S`` in all (the writer's save may need this rank's body to finish)."""
     deadline = time.monotonic() + _timeout()
     theirs = None
+    other_seen = None  # when the writer's k-th save was first seen to be another path
+    done_seen = None  # when that save was first seen done
     while True:
         broken = _job_broken_error()
         try:  # a writer that started this save and then ended still decides it
@@ -188,7 +200,12 @@ def _decide(store, writer, rank, key, n, k, what):
             raw = store.try_get(f"{writer}/#{k}", 0.001)
             theirs = json.loads(raw) if raw is not None else None
         if theirs is not None and theirs["path"] != key:
-            return OWN, theirs
+            now = time.monotonic()
+            other_seen = other_seen or now
+            if done_seen is None and store.try_get(f"done/{writer}/{theirs['path']}/{theirs['n']}", 0.001):
+                done_seen = now
+            if (done_seen is not None and now - done_seen > _OWN_GRACE_S) or now - other_seen > _OWN_WAIT_S:
+                return OWN, theirs
         if time.monotonic() > deadline:
             raise errors.TimeoutError(
                 f"rank {rank}: the {_describe(what, key)} waits for rank {writer}, which writes every "
