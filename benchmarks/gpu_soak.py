@@ -23,8 +23,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import tfring  # noqa: E402
-from tfring import _core  # noqa: E402
+import tfring
+from tfring import _core
 
 DTYPES = [np.float32, np.float16, np.float64, np.int32, np.int64, np.uint8]
 REDUCE_OPS = [tfring.Sum, tfring.Average, tfring.Max, tfring.Min]
