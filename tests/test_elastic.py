@@ -106,7 +106,13 @@ def test_a_frozen_worker_is_killed_after_the_peer_timeout_and_the_job_goes_on(tm
     report = format_job_output(result.stdout, result.stderr)
     assert re.search(r"worker w1 \(rank 1 of 3 in generation 1, host 127\.0\.0\.2, pid \d+\) has been stopped by "
                      r"SIGSTOP for [\d.]+ s; killing it", result.stderr), report
-    assert "generation 2: 2 worker(s) (lost rank 1 on host 127.0.0.2)" in result.stderr, report
+    # The driver kills w1 after 3 s stopped and the survivors find it silent after 3 s
+    # (the same peer timeout): either event may re-form the job first, so the generation's
+    # reason is one of the two; the loss and the blacklisting are reported either way.
+    assert re.search(r"generation 2: 2 worker\(s\) \((lost rank 1 on host 127\.0\.0\.2|a worker found generation 1 "
+                     r"broken)\); ranks 0=w0@127\.0\.0\.1, 1=w2@127\.0\.0\.3", result.stderr), report
+    assert re.search(r"lost worker w1 \(rank 1 of 3 in generation 1, host 127\.0\.0\.2, pid \d+\): it was killed by "
+                     r"signal 9 \(SIGKILL\); host 127\.0\.0\.2 blacklisted", result.stderr), report
     finals = _finals(result)
     assert sorted(finals) == ["w0", "w2"], report
     assert {f[1:] for f in finals.values()} == {(2, 3, 28)}, report  # 12 + epochs 1 and 2 in full
