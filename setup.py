@@ -47,6 +47,15 @@ def _run(cmd):
     subprocess.check_call(cmd)
 
 
+def _link_shared(out, objs, libs):
+    """Links the shared library `out`. Every library keeps the symbols of static archives
+    inside itself (--exclude-libs): a toolchain that links its C++ runtime statically (as
+    some custom GCCs do) would otherwise export a private libstdc++ from each library, and
+    two copies in one process disagree on locale ids, crashing the first `ostream << number`
+    (seen on a GPU machine's /opt/gcc)."""
+    _run([CXX, "-shared", "-o", out] + objs + libs + ["-pthread", "-Wl,--exclude-libs,ALL"])
+
+
 def _newest_header_mtime():
     return max((os.path.getmtime(h) for h in HEADERS), default=0)
 
@@ -151,11 +160,6 @@ class BuildTfring(build_ext):
         os.makedirs(pkg_dir, exist_ok=True)
         obj_root = os.path.join(ROOT, "build", "obj")
 
-        # A toolchain that links its C++ runtime statically (as some custom GCCs do) would
-        # otherwise export a private libstdc++ from our libraries; mixed with the process's
-        # own copy, locale ids disagree and the first `ostream << number` crashes (seen on a
-        # GPU machine's /opt/gcc). Symbols of static archives stay inside each library.
-        private_archives = ["-Wl,--exclude-libs,ALL"]
         core_lib = os.path.join(pkg_dir, "libtfring_core.so")
         with_nccl = _with_nccl()
         if with_nccl == "1":
@@ -163,31 +167,28 @@ class BuildTfring(build_ext):
         core_sources = CORE_SOURCES + (NCCL_SOURCES if with_nccl != "0" else [])
         core_objs = _compile_all(core_sources, os.path.join(obj_root, "core"), BASE_FLAGS)
         # -ldl: the NCCL backend opens libnccl/libcudart at run time (no link-time CUDA).
-        _run([CXX, "-shared", "-o", core_lib] + core_objs +
-             ["-lcrypto", "-ldl", "-pthread", "-Wl,-soname,libtfring_core.so"] + private_archives)
+        _link_shared(core_lib, core_objs, ["-lcrypto", "-ldl", "-Wl,-soname,libtfring_core.so"])
 
         import pybind11
 
         py_flags = BASE_FLAGS + ["-fvisibility=hidden", "-I" + pybind11.get_include(),
                                  "-I" + sysconfig.get_paths()["include"]]
         py_objs = _compile_all(PY_SOURCES, os.path.join(obj_root, "python"), py_flags)
-        _run([CXX, "-shared", "-o", out_path] + py_objs +
-             ["-L" + pkg_dir, "-ltfring_core", "-Wl,-rpath,$ORIGIN", "-pthread"] + private_archives)
+        _link_shared(out_path, py_objs, ["-L" + pkg_dir, "-ltfring_core", "-Wl,-rpath,$ORIGIN"])
 
         tf = _tf_flags()
         if tf is not None and TF_SOURCES:
             tf_compile, tf_link = tf
             tf_objs = _compile_all(TF_SOURCES, os.path.join(obj_root, "tf"), BASE_FLAGS + tf_compile)
-            _run([CXX, "-shared", "-o", os.path.join(pkg_dir, "libtfring_tf_ops.so")] + tf_objs +
-                 ["-L" + pkg_dir, "-ltfring_core", "-Wl,-rpath,$ORIGIN", "-pthread"] + tf_link + private_archives)
+            _link_shared(os.path.join(pkg_dir, "libtfring_tf_ops.so"), tf_objs,
+                         ["-L" + pkg_dir, "-ltfring_core", "-Wl,-rpath,$ORIGIN"] + tf_link)
             # GPU kernels: a separate library, loaded by tfring.tensorflow only when TF sees a
             # GPU. It needs TF's headers only (no CUDA headers: see cc/tf_gpu/stream_order.h).
             gpu_lib = os.path.join(pkg_dir, "libtfring_tf_gpu_ops.so")
             if TF_GPU_SOURCES and (with_nccl == "1" or (with_nccl == "auto" and _tf_is_cuda_build())):
                 gpu_objs = _compile_all(TF_GPU_SOURCES, os.path.join(obj_root, "tf_gpu"), BASE_FLAGS + tf_compile)
-                _run([CXX, "-shared", "-o", gpu_lib] + gpu_objs +
-                     ["-L" + pkg_dir, "-ltfring_tf_ops", "-ltfring_core", "-Wl,-rpath,$ORIGIN", "-pthread"] +
-                     tf_link + private_archives)
+                _link_shared(gpu_lib, gpu_objs,
+                             ["-L" + pkg_dir, "-ltfring_tf_ops", "-ltfring_core", "-Wl,-rpath,$ORIGIN"] + tf_link)
             elif os.path.exists(gpu_lib):
                 os.remove(gpu_lib)  # never leave a stale GPU library beside a new build
 

@@ -38,10 +38,10 @@ Scalar MakeScalar(ncclDataType_t t, double v) {
 // shared out exactly, so such a reduction is issued as at most two calls: the largest whole
 // number of 16 KiB, then the rest. `call(offset, count)` (in elements) issues one call.
 template <typename Call>
-Status ForEachExactPiece(size_t elements, size_t element_size, bool one_rank_kernel, Call call) {
+Status ForEachExactPiece(size_t elements, size_t element_size, const NcclReduction& red, Call call) {
   constexpr size_t kPieceBytes = 16u << 10;
   const size_t bytes = elements * element_size;
-  if (!one_rank_kernel || bytes < kPieceBytes || bytes % kPieceBytes == 0) return call(0, elements);
+  if (!red.one_rank_kernel || bytes < kPieceBytes || bytes % kPieceBytes == 0) return call(0, elements);
   const size_t head = bytes / kPieceBytes * kPieceBytes / element_size;  // element sizes divide 16 KiB
   TFRING_RETURN_IF_ERROR(call(0, head));
   return call(head, elements - head);
@@ -107,6 +107,7 @@ Status MapReduction(DataType dtype, ReduceOp op, double prescale, double postsca
       red.op = ncclSum;
       red.premul = true;  // sum(factor * x_i) == factor * sum(x_i)
       red.scalar = factor;
+      red.one_rank_kernel = size == 1;
     }
   }
   *out = red;
@@ -214,9 +215,8 @@ Status NcclBackend::Allreduce(NcclComm& c, const Response& r, const std::vector<
   TFRING_RETURN_IF_ERROR(MapReduction(r.dtype, r.reduce_op, r.prescale, r.postscale, ctx_.size, &red));
   ncclRedOp_t op;
   TFRING_RETURN_IF_ERROR(AcquireOp(c, red, &op));
-  const bool one_rank_kernel = ctx_.size == 1 && red.premul;
   auto all_reduce = [&](const void* in, void* out) {
-    return ForEachExactPiece(total, es, one_rank_kernel, [&](size_t offset, size_t count) {
+    return ForEachExactPiece(total, es, red, [&](size_t offset, size_t count) {
       return c.Check(nccl_.ncclAllReduce(static_cast<const char*>(in) + offset * es,
                                          static_cast<char*>(out) + offset * es, count, red.dtype, op, c.comm(),
                                          c.stream()),
@@ -329,7 +329,7 @@ Status NcclBackend::Reducescatter(NcclComm& c, const Response& r, Submission& s)
   Status st;
   const char* in = static_cast<const char*>(s.input);
   if (equal) {
-    st = ForEachExactPiece(counts[0], es, n == 1 && red.premul, [&](size_t offset, size_t count) {
+    st = ForEachExactPiece(counts[0], es, red, [&](size_t offset, size_t count) {
       return c.Check(nccl_.ncclReduceScatter(in + offset * es, static_cast<char*>(s.output) + offset * es, count,
                                              red.dtype, op, c.comm(), c.stream()),
                      "ncclReduceScatter");

@@ -36,6 +36,9 @@ struct NcclReduction {
   ncclRedOp_t op = ncclSum;
   bool premul = false;  // use ncclRedOpCreatePreMulSum(scalar)
   double scalar = 1.0;
+  // A premultiplied sum on one rank: NCCL runs it in its one-rank kernel, whose calls must
+  // be split exactly (nccl_backend.cc, ForEachExactPiece).
+  bool one_rank_kernel = false;
 };
 
 // How NCCL computes `op` over `dtype` with the given factors among `size` ranks;
