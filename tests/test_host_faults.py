@@ -183,6 +183,13 @@ def test_a_partition_blames_the_side_without_rank_0():
     assert blame.root_cause(failures).rank == 4
 
 
+def _report(result, text):
+    """The fault round, every line of the elastic driver (what it saw, in order: the lines
+    that the assertions look for are among them) and the end of the job's output."""
+    driver = "\n".join(line for line in text.splitlines() if line.startswith("tfringrun:"))
+    return f"{result}\n--- the driver's lines:\n{driver}\n--- the end of the output:\n{text[-6000:]}"
+
+
 def test_an_elastic_job_loses_a_host_goes_on_smaller_and_takes_it_back(lab, tmp_path):
     # 3 hosts x 2 slots, a commit every 10 steps; host 2 is killed and the discovery script
     # stops listing it, then lists it again: the survivors go on at 4 ranks from the last
@@ -194,7 +201,7 @@ def test_an_elastic_job_loses_a_host_goes_on_smaller_and_takes_it_back(lab, tmp_
         code = job.finish(timeout_s=30)
         text = job.text()
     left = faults.leftovers()
-    report = f"{r}\n{text[-6000:]}"
+    report = _report(r, text)
     assert code == 0, report
     assert re.search(rf"tfringrun: lost worker w[45] \(rank [45] of 6 in generation 1, host {faults.log[0].name}",
                      text), report
@@ -227,7 +234,7 @@ def test_a_partition_the_discovery_script_does_not_see_costs_the_peer_timeout_on
         r = host_soak.fault_round(job, kind, VICTIM, unlist=False)
         code = job.finish(timeout_s=30)
         text = job.text()
-    report = f"{r}\n{text[-6000:]}"
+    report = _report(r, text)
     assert code == 0, report
     assert r["to_first_commit_s"] < BOUND_S, report
     assert re.search(r"lost worker w[45] \(rank [45] of 6 in generation 1, .*\): it was reported lost by rank 0 of "
