@@ -49,6 +49,7 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
   comm->rank_ = opt.rank;
   comm->size_ = opt.size;
   comm->timeout_s_ = opt.timeout_s;
+  comm->control_tree_ = ControlTree(opt.rank, opt.size, opt.control_fanout);
   comm->data_.resize(opt.size);
   comm->control_.resize(opt.size);
   comm->control_shm_.resize(opt.size);
@@ -61,9 +62,10 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
     return Status::OK();
   }
   Deadline deadline = Deadline::After(opt.start_timeout_s);
-  // A socket per peer, and at rank 0 a control and a heartbeat socket per peer as well.
-  const long connections = (opt.size - 1) * (opt.rank == 0 ? 2L : 1L) + (opt.rank == 0 ? 0 : 1) +
-                            static_cast<long>(HeartbeatPeers(opt.rank, opt.size).size()) + 1;
+  // A data socket per peer, a control socket per control-tree neighbour, a heartbeat
+  // socket per ring neighbour, and the listener.
+  const long connections = (opt.size - 1) + static_cast<long>(comm->control_tree_.neighbours().size()) +
+                           static_cast<long>(HeartbeatPeers(opt.rank, opt.size).size()) + 1;
   TFRING_RETURN_IF_ERROR(EnsureDescriptorLimit(
       connections, ("rank " + std::to_string(opt.rank) + " of a job of " + std::to_string(opt.size)).c_str()));
   Listener listener;
@@ -114,9 +116,8 @@ Status Communicator::ExchangeRoster(const CommunicatorOptions& opt, int port, St
   return Status::OK();
 }
 
-// Every rank connects to every lower rank (data) and to its lower ring neighbours
-// (heartbeats), and on other ranks than 0 to rank 0 for control, while a thread accepts
-// the rest. Blocking, bounded by
+// Every rank connects to every lower rank (data), to its lower ring neighbours
+// (heartbeats) and to its control-tree parent, while a thread accepts the rest. Blocking, bounded by
 // `deadline`; a timeout names the ranks whose connections never came.
 Status Communicator::ConnectMesh(const CommunicatorOptions& opt, const std::vector<RosterEntry>& roster,
                                  Listener& listener, Deadline deadline) {
@@ -140,7 +141,8 @@ Status Communicator::ConnectMesh(const CommunicatorOptions& opt, const std::vect
   for (int peer = 0; peer < opt.rank && connect_status.ok(); ++peer) {
     connect_status = connect_to(peer, kData, &data_[peer].socket);
   }
-  if (connect_status.ok() && opt.rank != 0) connect_status = connect_to(0, kControl, &control_[0]);
+  const int parent = control_tree_.parent();
+  if (connect_status.ok() && parent >= 0) connect_status = connect_to(parent, kControl, &control_[parent]);
   for (int peer : HeartbeatPeers(opt.rank, opt.size)) {
     if (connect_status.ok() && peer < opt.rank) connect_status = connect_to(peer, kHeartbeat, &heartbeat_[peer]);
   }
@@ -157,7 +159,7 @@ Status Communicator::ConnectMesh(const CommunicatorOptions& opt, const std::vect
 }
 
 // Accepts the data connections of higher ranks, the heartbeat connections of higher ring
-// neighbours and, on rank 0, every rank's control connection. Strangers and hellos of
+// neighbours and the control connections of this rank's control-tree children. Strangers and hellos of
 // another init session are refused (and logged); they do not count.
 Status Communicator::AcceptPeers(const CommunicatorOptions& opt, Listener& listener, Deadline deadline) {
   std::vector<int> heartbeats_in;  // higher ring neighbours
@@ -167,7 +169,8 @@ Status Communicator::AcceptPeers(const CommunicatorOptions& opt, Listener& liste
   auto watches = [&](int peer) {
     return std::find(heartbeats_in.begin(), heartbeats_in.end(), peer) != heartbeats_in.end();
   };
-  const int expected = (opt.size - 1 - opt.rank) + (opt.rank == 0 ? opt.size - 1 : 0) +
+  const std::vector<int> children = control_tree_.children();
+  const int expected = (opt.size - 1 - opt.rank) + static_cast<int>(children.size()) +
                        static_cast<int>(heartbeats_in.size());
   for (int accepted = 0; accepted < expected;) {
     Socket s;
@@ -177,7 +180,7 @@ Status Communicator::AcceptPeers(const CommunicatorOptions& opt, Listener& liste
       for (int p = opt.rank + 1; p < opt.size; ++p) {
         if (!data_[p].socket.valid()) missing.insert(p);
       }
-      for (int p = 1; opt.rank == 0 && p < opt.size; ++p) {
+      for (int p : children) {
         if (!control_[p].valid()) missing.insert(p);
       }
       for (int p : heartbeats_in) {
@@ -210,7 +213,7 @@ Status Communicator::AcceptPeers(const CommunicatorOptions& opt, Listener& liste
     Socket* dest = nullptr;
     if (valid && channel == kData && peer > opt.rank && !data_[peer].socket.valid()) {
       dest = &data_[peer].socket;
-    } else if (valid && channel == kControl && opt.rank == 0 && !control_[peer].valid()) {
+    } else if (valid && channel == kControl && control_tree_.ParentOf(peer) == opt.rank && !control_[peer].valid()) {
       dest = &control_[peer];
     } else if (valid && channel == kHeartbeat && watches(peer) && !heartbeat_[peer].valid()) {
       dest = &heartbeat_[peer];
@@ -290,7 +293,7 @@ Status Communicator::ConnectSharedMemory(const CommunicatorOptions& opt, Store& 
   if (cma && !local.empty()) AllowCmaReaders();
   // Each receiver creates its rings and publishes their names; each sender opens them and
   // says so; the receiver then unlinks the names (nothing stays in /dev/shm after a crash).
-  // Control rings exist between rank 0 and the ranks on its host only (the control star).
+  // Control rings exist between control-tree neighbours on this host only.
   struct Ring {
     int peer;
     bool control;  // a control ring (else data); its names and keys start with "c"
@@ -301,7 +304,7 @@ Status Communicator::ConnectSharedMemory(const CommunicatorOptions& opt, Store& 
   std::vector<Ring> rings;
   for (int p : local) {
     rings.push_back(Ring{p, false, &data_[p].rx, &data_[p].tx, opt.shm_ring_bytes});
-    if (opt.shm_control && (rank_ == 0 || p == 0)) {
+    if (opt.shm_control && control_tree_.IsNeighbour(p)) {
       rings.push_back(Ring{p, true, &control_shm_[p].rx, &control_shm_[p].tx, kControlRingBytes});
     }
   }

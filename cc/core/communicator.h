@@ -6,18 +6,19 @@
 //     Between local ranks, large sends can be single-copy (cma.h, link.h): the receiver reads
 //     them from the sender's buffer. Create() probes each direction once; a pair where the
 //     kernel refuses (EPERM: Yama ptrace_scope, containers) stays on the rings.
-//   * control: a star around rank 0 carrying coordinator messages (requests up, responses
-//     down), kept apart from data so a request never interleaves with a payload. Between
-//     rank 0 and a rank on its host, a pair of shared-memory message rings as well
-//     (control_shm_tx/rx; control_channel.h decides what goes where).
+//   * control: the edges of the control tree (control_tree.h: each rank to its parent and
+//     its children, TFRING_CONTROL_FANOUT of them at most) carrying coordinator messages
+//     (requests up, responses down), kept apart from data so a request never interleaves
+//     with a payload. Between tree neighbours on one host, a pair of shared-memory message
+//     rings as well (control_shm_tx/rx; control_channel.h decides what goes where).
 //   * heartbeat: a ring (each rank and its two neighbours), owned by the liveness thread
 //     (liveness.h), so beats never wait behind a payload or the background thread. Every TCP connection also
 //     carries kernel keepalives and a user timeout of peer_timeout_s (a cut network is
 //     noticed inside a transfer too).
 //
 // Built by Create(): every rank listens, exchanges its address, host id and settings through
-// the store (roster.h: O(n) store requests), connects to every lower rank (and to rank 0
-// for control and heartbeats), and accepts the rest. Every connection is
+// the store (roster.h: O(n) store requests), connects to every lower rank (and to its
+// control-tree parent and lower heartbeat neighbours), and accepts the rest. Every connection is
 // authenticated with the job secret; strangers are logged and refused. Blocking, bounded by
 // start_timeout_s; a timeout names the ranks that never connected.
 // Thread-safety: only the runtime's background thread uses the sockets; Abort() may be
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "config.h"
+#include "control_tree.h"
 #include "link.h"
 #include "roster.h"
 #include "socket.h"
@@ -65,6 +67,7 @@ struct CommunicatorOptions {
   size_t cma_min_bytes = 1 << 20;             // ... of at least this many bytes
   double peer_timeout_s = 30;                 // TCP keepalive / user timeout (0 = kernel default)
   std::string hostname;                       // told to the peers watching this rank
+  int control_fanout = 4;                     // children per rank in the control tree (0: star)
   int spin_us = 0;                            // data and control waits spin first (Socket::spin_us)
   // Names this init of the job (the store prefix of its rendezvous): a hello from another
   // session, e.g. a process of an elastic job's earlier generation, is refused.
@@ -94,10 +97,12 @@ class Communicator {
   // Background thread only, like the links.
   uint64_t bytes_sent() const;
   uint64_t bytes_received() const;
-  Socket& control_to_root() { return control_[0]; }      // rank != 0
-  Socket& control_from(int peer) { return control_[peer]; }  // rank == 0
-  // The shared-memory control rings to / from `peer` (rank 0 and a rank on its host, with
-  // shm and shm_control on), else null. Background thread only.
+  // The control tree (control_tree.h). Const after Create(); any thread.
+  const ControlTree& control_tree() const { return control_tree_; }
+  // The control connection to a control-tree neighbour (parent or child).
+  Socket& control(int peer) { return control_[peer]; }
+  // The shared-memory control rings to / from `peer` (a control-tree neighbour on this
+  // host, with shm and shm_control on), else null. Background thread only.
   ShmRing* control_shm_tx(int peer) { return control_shm_[peer].tx.get(); }
   ShmRing* control_shm_rx(int peer) { return control_shm_[peer].rx.get(); }
   // heartbeat(p) for each p of HeartbeatPeers(rank, size). Liveness thread only.
@@ -146,6 +151,7 @@ class Communicator {
   int rank_ = 0;
   int size_ = 1;
   double timeout_s_ = 30;
+  ControlTree control_tree_{0, 1, 0};
   // Create()'s steps (communicator.cc).
   Status ExchangeRoster(const CommunicatorOptions& options, int port, Store& store, Deadline deadline,
                         std::vector<RosterEntry>* roster);

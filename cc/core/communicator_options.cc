@@ -53,6 +53,7 @@ std::string MustMatch(const Config& c, bool shm, bool shm_control) {
     out += std::string(name) + "=" + std::to_string(c.Bool(name)) + ";";
   }
   out += "TFRING_ALGORITHM=" + c.String("TFRING_ALGORITHM") + ";";
+  out += "TFRING_CONTROL_FANOUT=" + std::to_string(c.Int("TFRING_CONTROL_FANOUT")) + ";";
   out += "TFRING_SHM=" + std::to_string(shm) + ";";
   out += "TFRING_SHM_CONTROL=" + std::to_string(shm && shm_control);
   return out;
@@ -78,6 +79,7 @@ CommunicatorOptions CommunicatorOptions::FromConfig(const Config& c) {
   opt.peer_timeout_s = c.Float("TFRING_PEER_TIMEOUT_S");
   opt.hostname = Hostname();
   opt.spin_us = static_cast<int>(c.Int("TFRING_SPIN_US"));
+  opt.control_fanout = static_cast<int>(c.Int("TFRING_CONTROL_FANOUT"));
   return opt;
 }
 

@@ -75,6 +75,11 @@ const std::vector<ParamSpec>& ParamTable() {
        "How many tensors get a cache id, so that repeating them (a training step) negotiates "
        "one bit per tensor instead of the whole request (0 = no cache). Rank 0 keeps each "
        "rank's request per id (~150 bytes)."},
+      {"TFRING_CONTROL_FANOUT", ParamType::kInt, "4", 0, 1 << 20,
+       "Children per rank in the control tree that carries negotiation (requests up to rank 0, "
+       "responses down): rank 0 exchanges messages with this many ranks per step whatever the "
+       "job's size, and a cached step costs every rank one message each way. 0: a star, every "
+       "rank talks to rank 0 directly. Every rank must use the same value."},
       {"TFRING_CYCLE_TIME_MS", ParamType::kFloat, "1", 0, 10000,
        "While more tensors are still arriving, how long the coordinator waits to fuse them "
        "with those already ready (ms)."},

@@ -25,27 +25,34 @@ ControlChannel::ControlChannel(int rank, int size, Communicator* comm, double ti
                                StatsRecorder* stats)
     : rank_(rank), size_(size), comm_(comm), timeout_s_(timeout_s), stats_(stats) {
   if (size_ == 1) return;
-  if (rank_ == 0) {
-    for (int p = 1; p < size_; ++p) peers_.push_back(p);
-  } else {
-    peers_.push_back(0);
-  }
+  const ControlTree& tree = comm_->control_tree();
+  parent_ = tree.parent();
+  children_ = tree.children();
+  peers_ = tree.neighbours();
   order_.resize(static_cast<size_t>(size_));
 }
 
-Socket& ControlChannel::SocketOf(int peer) {
-  return rank_ == 0 ? comm_->control_from(peer) : comm_->control_to_root();
-}
+Socket& ControlChannel::SocketOf(int peer) { return comm_->control(peer); }
 
-Status ControlChannel::Send(const ControlMessage& message) {
-  if (peers_.empty()) return Status::OK();
+Status ControlChannel::SendToParent(const ControlMessage& message) {
+  if (parent_ < 0) return Status::Internal("rank 0 has no parent in the control tree to send to");
   const std::string bytes = EncodeControl(message);
   stats_->Update([&](RuntimeStats& s) {
-    s.control_bytes_sent += static_cast<int64_t>(bytes.size() * peers_.size());
-    s.control_messages_sent += static_cast<int64_t>(peers_.size());
+    s.control_bytes_sent += static_cast<int64_t>(bytes.size());
+    s.control_messages_sent += 1;
+  });
+  return SendOne(parent_, bytes, Deadline::After(timeout_s_));
+}
+
+Status ControlChannel::SendToChildren(const ControlMessage& message) {
+  if (children_.empty()) return Status::OK();
+  const std::string bytes = EncodeControl(message);
+  stats_->Update([&](RuntimeStats& s) {
+    s.control_bytes_sent += static_cast<int64_t>(bytes.size() * children_.size());
+    s.control_messages_sent += static_cast<int64_t>(children_.size());
   });
   const Deadline deadline = Deadline::After(timeout_s_);
-  for (int p : peers_) TFRING_RETURN_IF_ERROR(SendOne(p, bytes, deadline));
+  for (int p : children_) TFRING_RETURN_IF_ERROR(SendOne(p, bytes, deadline));
   return Status::OK();
 }
 
@@ -76,18 +83,13 @@ void ControlChannel::Tell(const ControlMessage& message) {
 Status ControlChannel::Greet(double timeout_s) {
   if (peers_.empty()) return Status::OK();
   Deadline deadline = Deadline::After(timeout_s);
-  if (rank_ != 0) {
-    ControlMessage hello;
-    hello.kind = ControlKind::kHello;
-    return SocketOf(0).SendMessage(WithSeq(0, EncodeControl(hello)), deadline, comm_->abort_flag());
-  }
-  std::vector<int> waiting = peers_;
+  std::vector<int> waiting = children_;
   while (!waiting.empty()) {
     if (deadline.expired()) {
       std::string ranks;
       for (int p : waiting) ranks += (ranks.empty() ? "" : ", ") + std::to_string(p);
-      return Status::Timeout("rank(s) " + ranks + " did not finish init within " + std::to_string(timeout_s) +
-                             " s (TFRING_START_TIMEOUT_S)");
+      return Status::Timeout("rank(s) " + ranks + " (or a rank below them in the control tree) did not finish "
+                             "init within " + std::to_string(timeout_s) + " s (TFRING_START_TIMEOUT_S)");
     }
     std::vector<pollfd> fds;
     for (int p : waiting) fds.push_back(pollfd{SocketOf(p).fd(), POLLIN, 0});
@@ -103,7 +105,10 @@ Status ControlChannel::Greet(double timeout_s) {
       waiting.erase(waiting.begin() + static_cast<long>(i));
     }
   }
-  return Status::OK();
+  if (parent_ < 0) return Status::OK();
+  ControlMessage hello;
+  hello.kind = ControlKind::kHello;
+  return SocketOf(parent_).SendMessage(WithSeq(0, EncodeControl(hello)), deadline, comm_->abort_flag());
 }
 
 void ControlChannel::AppendPollFds(std::vector<pollfd>* fds) const {

@@ -1,8 +1,8 @@
-// ControlChannel: the negotiation star over the Communicator's control connections. Rank 0
-// talks to every other rank; every other rank talks to rank 0 only. Messages are
+// ControlChannel: the negotiation tree over the Communicator's control connections
+// (control_tree.h): each rank talks to its parent and its children. Messages are
 // ControlMessages (messages.h), encoded here and decoded here, so callers never see bytes.
 //
-// Two paths per peer, one ordered stream. Between rank 0 and a rank on its host a message
+// Two paths per peer, one ordered stream. Between tree neighbours on one host a message
 // goes through a shared-memory ring (Communicator::control_shm_tx/rx) when it fits there,
 // and through the TCP connection otherwise. Each message carries a per-direction sequence
 // number, so the receiver hands them out in send order whichever path each took. The
@@ -35,22 +35,28 @@ class ControlChannel {
   // call is a no-op.
   ControlChannel(int rank, int size, Communicator* comm, double timeout_s, StatsRecorder* stats);
 
-  // The ranks this rank exchanges control messages with: 1..n-1 on rank 0, {0} elsewhere.
+  // The ranks this rank exchanges control messages with: its tree neighbours, parent first.
   const std::vector<int>& peers() const { return peers_; }
+  int parent() const { return parent_; }  // -1 on rank 0
+  const std::vector<int>& children() const { return children_; }
 
-  // Rank != 0: one message to rank 0. Rank 0: the same message to every other rank.
-  // Blocking, bounded by timeout_s; a lost peer or an abort returns its error.
-  Status Send(const ControlMessage& message);
+  // One message to the parent (not on rank 0). Blocking, bounded by timeout_s; a lost peer
+  // or an abort returns its error.
+  Status SendToParent(const ControlMessage& message);
+  // The same message to every child (none: a no-op). Blocking, bounded as SendToParent.
+  Status SendToChildren(const ControlMessage& message);
 
   // Best effort within a second, even after the communicator was aborted: how a failing or
-  // leaving rank tells its peers why. Errors are ignored (a peer may already be gone).
+  // leaving rank tells its tree neighbours why (each passes it on: Job::Fail). Errors are
+  // ignored (a peer may already be gone).
   void Tell(const ControlMessage& message);
 
-  // Init's last step, before the background thread starts. Every other rank sends one
-  // kHello once it is connected and done with the store; rank 0 returns once it has each
-  // (so a rank 0 that serves the store and exits right after init never cuts off a rank
-  // still waiting for a store reply). Blocking, bounded by `timeout_s` (kTimeout names the
-  // ranks that never said hello). Not counted in the stats.
+  // Init's last step, before the background thread starts. Every rank waits for one kHello
+  // from each child, then sends its own to its parent: a hello says that its whole subtree
+  // is connected and done with the store, and rank 0 returns once every rank is (so a rank
+  // 0 that serves the store and exits right after init never cuts off a rank still waiting
+  // for a store reply). Blocking, bounded by `timeout_s` (kTimeout names the children that
+  // never said hello, for themselves or a rank below them). Not counted in the stats.
   Status Greet(double timeout_s);
 
   // One pollfd (POLLIN) per peer, in peers() order, appended to `fds`.
@@ -77,7 +83,8 @@ class ControlChannel {
   uint64_t reordered() const { return reordered_; }
 
   // After a failed transfer: listens for up to `window_s` for the abort a failing peer sends
-  // (rank 0 relays them; a peer's shutdown notice counts as its DepartureMessage). True
+  // (tree neighbours pass them on; a neighbour's shutdown notice counts as its
+  // DepartureMessage). True
   // with `*abort` filled when one came; otherwise false, with
   // `*closed_peer` the first peer whose connection closed meanwhile (-1 for none).
   bool AwaitAbort(double window_s, ControlMessage* abort, int* closed_peer);
@@ -107,6 +114,8 @@ class ControlChannel {
   const double timeout_s_;
   StatsRecorder* stats_;
   std::vector<int> peers_;
+  int parent_ = -1;
+  std::vector<int> children_;
   std::vector<PeerOrder> order_;  // by peer
   uint64_t shm_messages_sent_ = 0;
   uint64_t reordered_ = 0;

@@ -5,6 +5,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "logging.h"
 #include "memory_store.h"
 #include "validate_submission.h"
@@ -20,6 +22,17 @@ std::string HostOf(const std::string& host_port) {
   std::string h = host_port.substr(0, colon);
   if (h.size() >= 2 && h.front() == '[') h = h.substr(1, h.size() - 2);
   return h;
+}
+
+// How long a relay may hold a cache id that part of its subtree submitted before rank 0
+// hears rank by rank who did (RequestRelay): a second, or a quarter of the stall limits,
+// so that the stall inspector always knows the missing ranks in time.
+double RelayDetailAfter(const Config& c) {
+  double s = 1.0;
+  for (const char* limit : {"TFRING_STALL_WARNING_S", "TFRING_STALL_SHUTDOWN_S"}) {
+    if (c.Float(limit) > 0) s = std::min(s, c.Float(limit) / 4);
+  }
+  return s;
 }
 
 }  // namespace
@@ -153,6 +166,8 @@ Status Job::BuildWorkers() {
   Negotiator::Wiring nw;
   nw.rank = id_.rank;
   nw.cycle_s = cycle_s_;
+  nw.tree = &comm_->control_tree();
+  nw.relay_detail_after_s = RelayDetailAfter(c);
   nw.control = control_.get();
   nw.executor = executor_.get();
   nw.timeline = &timeline_;
@@ -319,7 +334,7 @@ void Job::WaitForWork() {
   if (!is_broken) control_->AppendPollFds(&fds);
   int timeout_ms = kIdleWakeMs;
   if (!is_broken) {
-    const int cycle_ms = negotiator_->MillisUntilCycleEnds();
+    const int cycle_ms = negotiator_->MillisUntilDue();
     if (cycle_ms >= 0) timeout_ms = cycle_ms;
   }
   // A short spin catches work that arrives within microseconds (a blocked thread takes

@@ -34,6 +34,28 @@ void EncodeRequest(WireWriter& w, const Request& r) {
   w.I32(r.process_set_id);
 }
 
+void EncodeIdBits(WireWriter& w, const std::vector<int32_t>& ids) {
+  std::string bits;
+  for (int32_t id : ids) {
+    const size_t byte = static_cast<size_t>(id) / 8;
+    if (bits.size() <= byte) bits.resize(byte + 1, '\0');
+    bits[byte] = static_cast<char>(bits[byte] | (1 << (id % 8)));
+  }
+  w.Str(bits);
+}
+
+bool DecodeIdBits(WireReader& rd, std::vector<int32_t>* ids) {
+  const std::string bits = rd.Str();
+  ids->clear();
+  if (bits.size() > kMaxCacheIdBytes) return false;
+  for (size_t byte = 0; byte < bits.size(); ++byte) {
+    for (int bit = 0; bit < 8; ++bit) {
+      if (bits[byte] & (1 << bit)) ids->push_back(static_cast<int32_t>(byte * 8 + bit));
+    }
+  }
+  return rd.ok();
+}
+
 bool DecodeRequest(WireReader& rd, int world_size, Request* r) {
   r->name = rd.Str();
   int op = rd.U8(), dtype = rd.U8(), reduce = rd.U8();
@@ -225,15 +247,15 @@ std::string EncodeControl(const ControlMessage& m) {
     case ControlKind::kRequests:
       w.U32(static_cast<uint32_t>(m.requests.size()));
       for (const auto& r : m.requests) EncodeRequest(w, r);
-      {
-        std::string bits;
-        for (int32_t id : m.cached_requests) {
-          const size_t byte = static_cast<size_t>(id) / 8;
-          if (bits.size() <= byte) bits.resize(byte + 1, '\0');
-          bits[byte] = static_cast<char>(bits[byte] | (1 << (id % 8)));
-        }
-        w.Str(bits);
+      EncodeIdBits(w, m.cached_requests);
+      w.U32(static_cast<uint32_t>(m.relayed.size()));
+      for (const auto& from : m.relayed) {
+        w.I32(from.rank);
+        w.U32(static_cast<uint32_t>(from.requests.size()));
+        for (const auto& r : from.requests) EncodeRequest(w, r);
+        EncodeIdBits(w, from.cached);
       }
+      EncodeIdBits(w, m.subtree_cached);
       break;
     case ControlKind::kResponses:
       w.U32(static_cast<uint32_t>(m.responses.size()));
@@ -263,6 +285,8 @@ Status DecodeControl(const std::string& bytes, int world_size, ControlMessage* m
   m->kind = static_cast<ControlKind>(kind);
   m->requests.clear();
   m->cached_requests.clear();
+  m->relayed.clear();
+  m->subtree_cached.clear();
   m->responses.clear();
   switch (m->kind) {
     case ControlKind::kRequests: {
@@ -271,14 +295,18 @@ Status DecodeControl(const std::string& bytes, int world_size, ControlMessage* m
       for (auto& r : m->requests) {
         if (!DecodeRequest(rd, world_size, &r)) return bad("invalid request");
       }
-      const std::string bits = rd.Str();
-      if (bits.size() > kMaxCacheIdBytes) return bad("cache id bit vector too long");
-      m->cached_requests.clear();
-      for (size_t byte = 0; byte < bits.size(); ++byte) {
-        for (int bit = 0; bit < 8; ++bit) {
-          if (bits[byte] & (1 << bit)) m->cached_requests.push_back(static_cast<int32_t>(byte * 8 + bit));
+      if (!DecodeIdBits(rd, &m->cached_requests)) return bad("cache id bit vector too long");
+      m->relayed.resize(rd.Count(12));  // rank, count, bit vector length
+      for (auto& from : m->relayed) {
+        from.rank = rd.I32();
+        if (!rd.ok() || from.rank < 0 || from.rank >= world_size) return bad("invalid relayed rank");
+        from.requests.resize(rd.Count(40));
+        for (auto& r : from.requests) {
+          if (!DecodeRequest(rd, world_size, &r)) return bad("invalid request");
         }
+        if (!DecodeIdBits(rd, &from.cached)) return bad("cache id bit vector too long");
       }
+      if (!DecodeIdBits(rd, &m->subtree_cached)) return bad("cache id bit vector too long");
       break;
     }
     case ControlKind::kResponses: {

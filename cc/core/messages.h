@@ -1,7 +1,8 @@
 // Coordinator messages and their wire format.
 //
-// Requests flow from every rank to rank 0 on the control channel; rank 0 answers every rank
-// with the same ordered ResponseList, which every rank executes in that order.
+// Requests flow up the control tree (control_tree.h) to rank 0, each rank passing on its
+// subtree's; rank 0 answers every rank, down the same tree, with the same ordered
+// responses, which every rank executes in that order.
 // Decode* never trusts its input (it is fuzzed): a malformed buffer yields kInvalidArgument.
 #pragma once
 
@@ -99,12 +100,27 @@ enum class ControlKind : uint8_t {
   kHello = 5,      // rank -> 0, once, last step of init: connected and done with the store
 };
 
+// kRequests: what one rank below the sender in the control tree submitted, passed on.
+struct RankRequests {
+  int32_t rank = 0;
+  std::vector<Request> requests;
+  std::vector<int32_t> cached;  // cache ids, increasing (a bit vector on the wire)
+};
+
 struct ControlMessage {
   ControlKind kind = ControlKind::kRequests;
+  // kRequests: the sender's own requests, in full ...
   std::vector<Request> requests;
-  // kRequests: requests sent as cache ids (response_cache.h); a bit vector on the wire,
-  // so they decode in increasing order.
+  // ... and sent as cache ids (response_cache.h), reported one by one (a cache id is
+  // normally reported in subtree_cached instead); a bit vector on the wire, so they decode
+  // in increasing order.
   std::vector<int32_t> cached_requests;
+  // kRequests: the same for ranks below the sender, which it passes on (request_relay.h).
+  std::vector<RankRequests> relayed;
+  // kRequests: cache ids that every rank of the sender's subtree (the sender included)
+  // has submitted and that were not reported rank by rank: one bit each, however many
+  // ranks lie below. Increasing.
+  std::vector<int32_t> subtree_cached;
   std::vector<Response> responses;
   // kAbort: the rank whose failure broke the job (relays keep it), and the cause as that
   // rank states it, the sentence every rank fails with ("rank 2 failed: ..." -- a rank

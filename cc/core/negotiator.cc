@@ -15,29 +15,39 @@ double SecondsSince(std::chrono::steady_clock::time_point t) {
 
 Negotiator::Negotiator(const Wiring& wiring, std::unique_ptr<Coordinator> coordinator,
                        std::unique_ptr<StallInspector> stall_inspector)
-    : w_(wiring), coordinator_(std::move(coordinator)), stall_inspector_(std::move(stall_inspector)) {}
+    : w_(wiring), coordinator_(std::move(coordinator)), stall_inspector_(std::move(stall_inspector)) {
+  if (w_.tree == nullptr || w_.tree->size() == 1) return;
+  if (w_.rank == 0) {
+    for (int c : w_.tree->children()) subtree_of_child_[c] = w_.tree->SubtreeOf(c);
+  } else {
+    relay_ = std::make_unique<RequestRelay>(*w_.tree, w_.relay_detail_after_s,
+                                            [this](int32_t id) { return request_cache_.NameOf(id); });
+  }
+}
 
 void Negotiator::Announce(std::deque<Submission> batch) {
   if (batch.empty()) return;
-  ControlMessage msg;
-  msg.kind = ControlKind::kRequests;
   const auto now = Clock::now();
   for (auto& s : batch) {
     if (w_.rank == 0) {
       w_.timeline->Mark(s.request.name, "RANK_READY 0", now);
       coordinator_->Add(0, s.request, now);
-    } else {
+    } else if (relay_ != nullptr) {
       const int32_t id = request_cache_.Lookup(s.request);
       if (id >= 0) {
-        msg.cached_requests.push_back(id);
+        relay_->AddOwnCached(id, now);
       } else {
-        msg.requests.push_back(s.request);
+        relay_->AddOwn(s.request);
       }
     }
     w_.executor->Add(std::move(s), now);
   }
-  if (w_.rank == 0) return;
-  Status st = w_.control->Send(msg);
+  FlushRelay();
+}
+
+void Negotiator::FlushRelay() {
+  if (relay_ == nullptr || !relay_->HasMessage()) return;
+  Status st = w_.control->SendToParent(relay_->TakeMessage());
   if (!st.ok()) w_.events->FailTransfer(st);
 }
 
@@ -47,7 +57,12 @@ void Negotiator::Negotiate() {
     w_.events->Fail(st);
     return;
   }
-  if (w_.rank != 0 || w_.events->broken()) return;
+  if (w_.events->broken()) return;
+  if (w_.rank != 0) {
+    if (relay_ != nullptr) relay_->Age(Clock::now());
+    FlushRelay();
+    return;
+  }
   MaybeRespond();
   if (w_.events->broken()) return;
   st = stall_inspector_->Inspect(*coordinator_);
@@ -58,18 +73,10 @@ Status Negotiator::HandleControl(int from, ControlMessage& msg) {
   const auto received = Clock::now();
   switch (msg.kind) {
     case ControlKind::kRequests:
-      if (w_.rank != 0) break;
-      for (const auto& r : msg.requests) {
-        auto now = Clock::now();
-        w_.timeline->Mark(r.name, "RANK_READY " + std::to_string(from), now);
-        coordinator_->Add(from, r, now);
-      }
-      for (int32_t id : msg.cached_requests) {
-        TFRING_RETURN_IF_ERROR(coordinator_->AddCached(from, id));
-      }
-      return Status::OK();
-    case ControlKind::kShutdown:  // rank 0 hears of a departure: the abort that stands for it
-      if (w_.rank != 0) break;
+      if (w_.rank == 0) return AddRequests(from, msg);
+      if (relay_ == nullptr) break;
+      return relay_->AddFromChild(from, msg, received);
+    case ControlKind::kShutdown:  // a neighbour's departure: the abort that stands for it
       msg = DepartureMessage(from);
       [[fallthrough]];
     case ControlKind::kAbort: {
@@ -83,14 +90,62 @@ Status Negotiator::HandleControl(int from, ControlMessage& msg) {
       return cause;
     }
     case ControlKind::kResponses:
-      if (w_.rank == 0) break;
-      for (auto& r : msg.responses) TFRING_RETURN_IF_ERROR(Schedule(std::move(r), received));
-      return Status::OK();
+      if (w_.rank == 0 || from != w_.control->parent()) break;
+      return TakeResponses(msg);
     case ControlKind::kHello:  // consumed by Init (ControlChannel::Greet)
       break;
   }
   return Status::Internal("unexpected control message kind " + std::to_string(int(msg.kind)) +
                           " from rank " + std::to_string(from));
+}
+
+Status Negotiator::AddRequests(int child, const ControlMessage& msg) {
+  auto subtree = subtree_of_child_.find(child);
+  if (subtree == subtree_of_child_.end()) {
+    return Status::Internal("rank 0 got requests from rank " + std::to_string(child) +
+                            ", which is not its child in the control tree");
+  }
+  const std::vector<int>& ranks = subtree->second;
+  auto add = [&](int origin, const std::vector<Request>& requests, const std::vector<int32_t>& cached) -> Status {
+    for (const auto& r : requests) {
+      const auto now = Clock::now();
+      w_.timeline->Mark(r.name, "RANK_READY " + std::to_string(origin), now);
+      coordinator_->Add(origin, r, now);
+    }
+    for (int32_t id : cached) TFRING_RETURN_IF_ERROR(coordinator_->AddCached(origin, id));
+    return Status::OK();
+  };
+  TFRING_RETURN_IF_ERROR(add(child, msg.requests, msg.cached_requests));
+  for (const auto& from : msg.relayed) {
+    if (from.rank == child || !std::binary_search(ranks.begin(), ranks.end(), from.rank)) {
+      return Status::Internal("rank " + std::to_string(child) + " passed on requests of rank " +
+                              std::to_string(from.rank) + ", which is not below it in the control tree");
+    }
+    TFRING_RETURN_IF_ERROR(add(from.rank, from.requests, from.cached));
+  }
+  for (int32_t id : msg.subtree_cached) {
+    for (int r : ranks) TFRING_RETURN_IF_ERROR(coordinator_->AddCached(r, id));
+  }
+  return Status::OK();
+}
+
+Status Negotiator::TakeResponses(ControlMessage& msg) {
+  const auto received = Clock::now();
+  Status st = w_.control->SendToChildren(msg);  // before scheduling: the children start sooner
+  if (!st.ok()) {
+    w_.events->FailTransfer(st);
+    return st;
+  }
+  for (auto& r : msg.responses) {
+    if (relay_ != nullptr) {
+      if (r.kind == Response::Kind::kCollective && r.op == OpType::kJoin) relay_->JoinEnded();
+      for (size_t i = 0; i < r.names.size(); ++i) {
+        if (!r.names[i].empty()) relay_->Answered(r.names[i]);  // a name sent as an id was not sent in full
+      }
+    }
+    TFRING_RETURN_IF_ERROR(Schedule(std::move(r), received));
+  }
+  return Status::OK();
 }
 
 void Negotiator::MaybeRespond() {
@@ -103,7 +158,7 @@ void Negotiator::MaybeRespond() {
   msg.kind = ControlKind::kResponses;
   msg.responses = coordinator_->TakeReady();
   const auto decided = Clock::now();
-  Status st = w_.control->Send(msg);
+  Status st = w_.control->SendToChildren(msg);
   if (!st.ok()) {
     w_.events->FailTransfer(st);
     return;
@@ -117,7 +172,8 @@ void Negotiator::MaybeRespond() {
   }
 }
 
-int Negotiator::MillisUntilCycleEnds() const {
+int Negotiator::MillisUntilDue() const {
+  if (relay_ != nullptr) return relay_->MillisUntilAging(Clock::now());
   if (w_.rank != 0 || !coordinator_->HasReady() || first_ready_at_ == Clock::time_point{}) return -1;
   const double left = w_.cycle_s - SecondsSince(first_ready_at_);
   return left <= 0 ? 0 : std::max(1, static_cast<int>(left * 1000));

@@ -1,20 +1,24 @@
 // Negotiator: how this rank agrees with the others on what runs next.
 //
 // Every rank tells rank 0 which tensors it has ready (requests, or the cache ids of
-// requests rank 0 has seen before); rank 0's Coordinator decides when a tensor is ready on
-// every rank, fuses and validates, and answers every rank with the same ordered responses;
-// each rank checks a response against what it submitted and hands it to the Executor.
+// requests rank 0 has seen before), up the control tree (control_tree.h): a rank passes on
+// its subtree's requests with its own, cache ids combined into one bit per subtree
+// (request_relay.h). Rank 0's Coordinator decides when a tensor is ready on every rank,
+// fuses and validates, and answers with the same ordered responses, which every rank
+// passes on to its children; each rank checks a response against what it submitted and
+// hands it to the Executor.
 // Rank 0 also runs the stall inspector (tensors some ranks never submit) and waits up to
 // TFRING_CYCLE_TIME_MS to fuse more while other tensors are still arriving.
 //
 // Threads: background thread only (the job's loop), every method and field. The negotiator
 // is the one writer of the coordinator, the stall inspector, the request cache and the
 // pending departure; it reports failures to the job through JobEvents and never touches
-// the job's queue or failure state.
+// the job's queue or failure state. The relay (ranks other than 0) is its own as well.
 #pragma once
 
 #include <chrono>
 #include <deque>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -22,6 +26,7 @@
 #include "coordinator.h"
 #include "executor.h"
 #include "job_events.h"
+#include "request_relay.h"
 #include "response_cache.h"
 #include "runtime_stats.h"
 #include "stall_inspector.h"
@@ -40,6 +45,10 @@ class Negotiator {
   struct Wiring {
     int rank = 0;
     double cycle_s = 0.001;  // TFRING_CYCLE_TIME_MS
+    // How long a relay combines a cache id that part of its subtree has submitted before it
+    // reports it rank by rank (RequestRelay).
+    double relay_detail_after_s = 1.0;
+    const ControlTree* tree = nullptr;  // the communicator's
     ControlChannel* control = nullptr;
     Executor* executor = nullptr;
     Timeline* timeline = nullptr;
@@ -49,12 +58,13 @@ class Negotiator {
   Negotiator(const Wiring& wiring, std::unique_ptr<Coordinator> coordinator,
              std::unique_ptr<StallInspector> stall_inspector);
 
-  // Announces newly drained submissions (rank 0: to its coordinator; others: one message
-  // up the control channel) and gives them to the executor.
+  // Announces newly drained submissions (rank 0: to its coordinator; others: to the relay,
+  // which sends what it can to the parent) and gives them to the executor.
   void Announce(std::deque<Submission> batch);
-  // Reads every waiting control message and, on rank 0, answers what is ready and inspects
-  // stalls. Failures go to the job (JobEvents); an orderly departure read while responses
-  // were still scheduled is kept for TakeDeparture.
+  // Reads every waiting control message (responses: passed on to the children first) and,
+  // on rank 0, answers what is ready and inspects stalls; elsewhere sends the parent what
+  // the relay has. Failures go to the job (JobEvents); an orderly departure read while
+  // responses were still scheduled is kept for TakeDeparture.
   void Negotiate();
   // A peer's orderly shutdown (an abort with kPrecondition) read while responses that came
   // before it were still scheduled here: those run first (the peer did its part of them
@@ -62,12 +72,20 @@ class Negotiator {
   // loop fails the job with it. OK when there is none.
   const Status& departure() const { return departure_; }
   int departure_origin() const { return departure_origin_; }
-  // Milliseconds until rank 0's fusion cycle ends with ready tensors unanswered, -1 when
-  // no such deadline runs (the loop may sleep until new input).
-  int MillisUntilCycleEnds() const;
+  // Milliseconds until the negotiator must run without new input: rank 0's fusion cycle
+  // ends with ready tensors unanswered, or the relay reports an incomplete cache id rank by
+  // rank. -1 when no such deadline runs (the loop may sleep until new input).
+  int MillisUntilDue() const;
 
  private:
   Status HandleControl(int from_rank, ControlMessage& message);
+  // Rank 0: a child's requests (its own, those it passes on, its subtree's cache ids) into
+  // the coordinator.
+  Status AddRequests(int child, const ControlMessage& message);
+  // Ranks other than 0: responses from the parent, passed on, then scheduled.
+  Status TakeResponses(ControlMessage& message);
+  // Ranks other than 0: what the relay has, to the parent.
+  void FlushRelay();
   void MaybeRespond();
   // Accepts a negotiated response for execution: fills names sent as cache ids, checks
   // that this rank submitted every tensor it names, learns new cache ids.
@@ -77,6 +95,8 @@ class Negotiator {
   std::unique_ptr<Coordinator> coordinator_;        // rank 0
   std::unique_ptr<StallInspector> stall_inspector_;  // rank 0
   RequestCache request_cache_;  // this rank's requests under rank 0's cache ids
+  std::unique_ptr<RequestRelay> relay_;  // ranks other than 0
+  std::map<int, std::vector<int>> subtree_of_child_;  // rank 0
   Status departure_;
   int departure_origin_ = -1;
   Clock::time_point first_ready_at_{};  // rank 0: when the oldest unanswered ready tensor appeared

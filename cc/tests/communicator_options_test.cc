@@ -45,8 +45,8 @@ TEST(CommunicatorOptionsTest, SpinReachesTheDataAndControlConnectionsOnly) {
   for (int r = 0; r < 3; ++r) mesh[r].SetSpinMicros(25);
   EXPECT_EQ(mesh[0].data(1).socket.spin_us(), 25);
   EXPECT_EQ(mesh[2].data(0).socket.spin_us(), 25);
-  EXPECT_EQ(mesh[1].control_to_root().spin_us(), 25);
-  EXPECT_EQ(mesh[0].control_from(2).spin_us(), 25);
+  EXPECT_EQ(mesh[1].control(0).spin_us(), 25);
+  EXPECT_EQ(mesh[0].control(2).spin_us(), 25);
   EXPECT_EQ(mesh[0].heartbeat(1).spin_us(), 0) << "the liveness thread never spins";
   mesh[1].SetSpinMicros(0);
   EXPECT_EQ(mesh[1].data(0).socket.spin_us(), 0);

@@ -42,13 +42,19 @@ class ControlChannelShmTest : public ::testing::Test {
   std::optional<ControlChannel> root_, worker_;
 };
 
-TEST(ControlChannelTest, PeersFormAStarAroundRankZero) {
+TEST(ControlChannelTest, PeersAreTheControlTreeNeighbours) {
   Mesh mesh;
   ASSERT_TRUE(MakeMesh(MeshOptions{.size = 3}, &mesh).ok());
   StatsRecorder stats;
   EXPECT_EQ(ControlChannel(0, 3, &mesh[0], 5, &stats).peers(), (std::vector<int>{1, 2}));
   EXPECT_EQ(ControlChannel(2, 3, &mesh[2], 5, &stats).peers(), (std::vector<int>{0}));
   EXPECT_TRUE(ControlChannel(0, 1, nullptr, 5, &stats).peers().empty());
+  Mesh chain;  // fanout 1: 0 - 1 - 2
+  ASSERT_TRUE(MakeMesh(MeshOptions{.size = 3, .control_fanout = 1}, &chain).ok());
+  EXPECT_EQ(ControlChannel(0, 3, &chain[0], 5, &stats).peers(), (std::vector<int>{1}));
+  EXPECT_EQ(ControlChannel(1, 3, &chain[1], 5, &stats).peers(), (std::vector<int>{0, 2}));
+  EXPECT_EQ(ControlChannel(2, 3, &chain[2], 5, &stats).peers(), (std::vector<int>{1}));
+  EXPECT_FALSE(chain[0].control(2).valid()) << "no control connection between ranks that are not neighbours";
 }
 
 TEST(ControlChannelTest, RequestsGoUpAndResponsesReachEveryRankWithTheBytesCounted) {
@@ -58,7 +64,7 @@ TEST(ControlChannelTest, RequestsGoUpAndResponsesReachEveryRankWithTheBytesCount
   auto statuses = RunRanks(3, 20, [&](int r) -> Status {
     ControlChannel channel(r, 3, &mesh[r], 5, &stats[r]);
     if (r != 0) {
-      TFRING_RETURN_IF_ERROR(channel.Send(Requests("t" + std::to_string(r))));
+      TFRING_RETURN_IF_ERROR(channel.SendToParent(Requests("t" + std::to_string(r))));
       bool got = false;
       for (int i = 0; i < 200 && !got; ++i) {
         TFRING_RETURN_IF_ERROR(channel.Receive(50, [&](int from, ControlMessage& m) {
@@ -86,7 +92,7 @@ TEST(ControlChannelTest, RequestsGoUpAndResponsesReachEveryRankWithTheBytesCount
     responses.kind = ControlKind::kResponses;
     responses.responses.emplace_back();
     responses.responses[0].names = {"t1"};
-    return channel.Send(responses);
+    return channel.SendToChildren(responses);
   });
   ExpectAllOk(statuses, "control round");
   const RuntimeStats root = stats[0].Snapshot();
@@ -169,7 +175,7 @@ TEST(ControlChannelTest, GreetReturnsOnRankZeroOnceEveryRankSaidHello) {
     TFRING_RETURN_IF_ERROR(channel.Greet(5));
     if (r == 0 && SecondsSince(start) < 0.15) return Status::Internal("rank 0 did not wait for rank 2");
     // The channel works normally afterwards: the hello was consumed.
-    if (r == 1) return channel.Send(Requests("after"));
+    if (r == 1) return channel.SendToParent(Requests("after"));
     if (r == 0) {
       bool got = false;
       for (int i = 0; i < 100 && !got; ++i) {
@@ -204,7 +210,7 @@ TEST(ControlChannelTest, SharedMemoryAndTcpMessagesArriveInSendOrder) {
   Mesh mesh;
   ASSERT_TRUE(MakeMesh(MeshOptions{.size = 3, .shm = true}, &mesh).ok());
   ASSERT_NE(mesh[1].control_shm_tx(0), nullptr);
-  EXPECT_EQ(mesh[1].control_shm_tx(2), nullptr) << "only the star around rank 0 has control rings";
+  EXPECT_EQ(mesh[1].control_shm_tx(2), nullptr) << "control rings join control-tree neighbours only";
   ControlMessage big = Requests("big");
   for (int i = 0; i < 4000; ++i) {  // ~400 KB encoded: more than a control ring holds
     big.requests.push_back(big.requests[0]);
@@ -218,7 +224,7 @@ TEST(ControlChannelTest, SharedMemoryAndTcpMessagesArriveInSendOrder) {
     ControlChannel channel(r, 3, &mesh[r], 5, &stats[r]);
     if (r != 0) {
       for (const ControlMessage& m : {Requests("a"), big, Requests("b"), Requests("c"), big, Requests("d")}) {
-        TFRING_RETURN_IF_ERROR(channel.Send(m));
+        TFRING_RETURN_IF_ERROR(channel.SendToParent(m));
       }
       through_shm[r] = channel.shm_messages_sent();
       senders_done.fetch_add(1);
@@ -251,7 +257,7 @@ TEST(ControlChannelTest, SharedMemoryAndTcpMessagesArriveInSendOrder) {
 TEST_F(ControlChannelShmTest, AnAbortDoesNotOvertakeMessagesAlreadyInTheRing) {
   ControlChannel& root = this->root();
   ControlChannel& worker = this->worker();
-  ASSERT_TRUE(worker.Send(Requests("last")).ok());
+  ASSERT_TRUE(worker.SendToParent(Requests("last")).ok());
   worker.Tell(AbortMessage(1, ErrorCode::kAborted, "rank 1 exited"));
   ASSERT_EQ(worker.shm_messages_sent(), 1u);
   std::string seen;
@@ -271,7 +277,7 @@ TEST_F(ControlChannelShmTest, AMessageInSharedMemoryWakesASleepingReader) {
   ControlChannel& worker = this->worker();
   std::thread late([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    EXPECT_TRUE(worker.Send(Requests("late")).ok());
+    EXPECT_TRUE(worker.SendToParent(Requests("late")).ok());
   });
   const auto start = std::chrono::steady_clock::now();
   int got = 0;
@@ -294,7 +300,7 @@ TEST(ControlChannelTest, WithoutSharedMemoryControlEverythingTakesTcp) {
   StatsRecorder stats;
   ControlChannel root(0, 2, &mesh[0], 5, &stats);
   ControlChannel worker(1, 2, &mesh[1], 5, &stats);
-  ASSERT_TRUE(worker.Send(Requests("tcp")).ok());
+  ASSERT_TRUE(worker.SendToParent(Requests("tcp")).ok());
   int got = 0;
   for (int i = 0; i < 100 && got == 0; ++i) {
     ASSERT_TRUE(root.Receive(50, [&](int, ControlMessage&) { ++got; return Status::OK(); }).ok());

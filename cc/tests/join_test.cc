@@ -111,12 +111,12 @@ Submission Join(const std::string& name, int32_t* out) {
   return s;
 }
 
-class JoinJobTest : public ::testing::TestWithParam<bool> {};  // shared memory?
+class JoinJobTest : public ::testing::TestWithParam<JobSetup> {};
 
 // Rank r has 3 - r batches: after its last one it joins, and the others go on with its
 // zeros; every join returns the last rank to join (rank 0, which has the most data).
 TEST_P(JoinJobTest, RanksWithFewerBatchesJoinAndTheOthersReduceWithoutThem) {
-  ThreadedJob job(3, {{"TFRING_SHM", GetParam() ? "1" : "0"}});
+  ThreadedJob job(3, SetupOverrides(GetParam()));
   TFRING_ASSERT_OK(job.InitAll());
   const int64_t n = 6;
   std::vector<int32_t*> last(3);
@@ -153,7 +153,7 @@ TEST_P(JoinJobTest, RanksWithFewerBatchesJoinAndTheOthersReduceWithoutThem) {
 }
 
 TEST_P(JoinJobTest, ABroadcastWhileARankHasJoinedFailsOnTheOthersAndTheJobGoesOn) {
-  ThreadedJob job(2, {{"TFRING_SHM", GetParam() ? "1" : "0"}});
+  ThreadedJob job(2, SetupOverrides(GetParam()));
   TFRING_ASSERT_OK(job.InitAll());
   int32_t* last = job.Alloc<int32_t>(1);
   Completion joined = Submit(job[1], Join("join.0", last));
@@ -176,8 +176,7 @@ TEST_P(JoinJobTest, ABroadcastWhileARankHasJoinedFailsOnTheOthersAndTheJobGoesOn
   ExpectAllreduceWorks(job, "after");
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, JoinJobTest, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "shm" : "tcp"; });
+INSTANTIATE_TEST_SUITE_P(Transports, JoinJobTest, JobSetups(), SetupName);
 
 }  // namespace
 }  // namespace tfring

@@ -182,14 +182,22 @@ TEST(MessagesTest, EmptyListsAndExtremeValuesRoundTrip) {
 // ResNet-50 has 161 gradient tensors: a steady-state step's requests, all cached, fit in a
 // bit vector of 21 bytes; in full they take ~100 bytes each.
 TEST(MessagesTest, CachedRequestsTravelAsABitVector) {
-  ControlMessage step;
+  ControlMessage step;  // a cached step of 161 tensors, for a whole subtree
   step.kind = ControlKind::kRequests;
-  for (int32_t id = 0; id < 161; ++id) step.cached_requests.push_back(id);
-  const std::string bytes = EncodeControl(step);
-  EXPECT_LE(bytes.size(), 4u + 1 + 4 + 4 + 21);  // magic, kind, 0 requests, bit vector
+  for (int32_t id = 0; id < 161; ++id) step.subtree_cached.push_back(id);
+  std::string bytes = EncodeControl(step);
+  // magic, kind, 0 requests, no own ids, 0 relayed, the bit vector
+  EXPECT_LE(bytes.size(), 4u + 1 + 4 + 4 + 4 + 4 + 21);
   ControlMessage back;
   ASSERT_TRUE(DecodeControl(bytes, kWorld, &back).ok());
+  EXPECT_EQ(back.subtree_cached, step.subtree_cached);
+  EXPECT_TRUE(back.cached_requests.empty());
+  step.cached_requests.swap(step.subtree_cached);  // the same ids, reported as the sender's own
+  bytes = EncodeControl(step);
+  EXPECT_LE(bytes.size(), 4u + 1 + 4 + 4 + 21 + 4 + 4);
+  ASSERT_TRUE(DecodeControl(bytes, kWorld, &back).ok());
   EXPECT_EQ(back.cached_requests, step.cached_requests);
+  EXPECT_TRUE(back.subtree_cached.empty());
 
   Response r;  // a fused response naming 161 known tensors: 5 bytes per name
   for (int32_t id = 0; id < 161; ++id) AppendName(&r, "model/dense_" + std::to_string(id) + "/kernel", id, false);
@@ -201,6 +209,36 @@ TEST(MessagesTest, CachedRequestsTravelAsABitVector) {
   ASSERT_EQ(back.responses[0].names.size(), 161u);
   EXPECT_EQ(back.responses[0].names[7], "") << "known ids travel without their names";
   EXPECT_EQ(CacheIdAt(back.responses[0], 7), 7);
+}
+
+TEST(MessagesTest, RelayedRequestsKeepTheirRanks) {
+  auto named = [](const std::string& name) {
+    Request r;
+    r.name = name;
+    r.shape = {2};
+    return r;
+  };
+  ControlMessage m;
+  m.kind = ControlKind::kRequests;
+  m.requests.push_back(named("own"));
+  m.relayed.resize(2);
+  m.relayed[0].rank = 3;
+  m.relayed[0].requests.push_back(named("from3"));
+  m.relayed[1].rank = 2;
+  m.relayed[1].cached = {1, 9};
+  m.subtree_cached = {4};
+  ControlMessage back;
+  ASSERT_TRUE(DecodeControl(EncodeControl(m), kWorld, &back).ok());
+  ASSERT_EQ(back.requests.size(), 1u);
+  ASSERT_EQ(back.relayed.size(), 2u);
+  EXPECT_EQ(back.relayed[0].rank, 3);
+  ASSERT_EQ(back.relayed[0].requests.size(), 1u);
+  EXPECT_EQ(back.relayed[0].requests[0].name, "from3");
+  EXPECT_EQ(back.relayed[1].rank, 2);
+  EXPECT_EQ(back.relayed[1].cached, (std::vector<int32_t>{1, 9}));
+  EXPECT_EQ(back.subtree_cached, (std::vector<int32_t>{4}));
+  m.relayed[0].rank = kWorld;  // no such rank
+  EXPECT_EQ(DecodeControl(EncodeControl(m), kWorld, &back).code(), ErrorCode::kInvalidArgument);
 }
 
 TEST(MessagesTest, AppendNameKeepsCacheIdsParallel) {

@@ -177,11 +177,24 @@ void RunSteps(ThreadedJob& job, int steps, int tensors, int64_t n = 16) {
   }
 }
 
-class CachedJobTest : public ::testing::TestWithParam<int> {};  // world size
+// A world size, and the control tree's fanout (0: the star; 1: a chain; 2 at 5 ranks: rank
+// 1 combines the ids of two children).
+struct CachedSetup {
+  int size;
+  int fanout;
+};
+class CachedJobTest : public ::testing::TestWithParam<CachedSetup> {
+ protected:
+  int Size() const { return GetParam().size; }
+  std::map<std::string, std::string> Settings(std::map<std::string, std::string> extra = {}) const {
+    extra["TFRING_CONTROL_FANOUT"] = std::to_string(GetParam().fanout);
+    return extra;
+  }
+};
 
 TEST_P(CachedJobTest, SteadyStepsNegotiateByIdWithCorrectResults) {
   constexpr int kTensors = 20, kSteps = 6;
-  ThreadedJob job(GetParam());
+  ThreadedJob job(Size(), Settings());
   TFRING_ASSERT_OK(job.InitAll());
   RunSteps(job, 1, kTensors);
   std::vector<RuntimeStats> first;
@@ -210,14 +223,14 @@ TEST_P(CachedJobTest, SteadyStepsNegotiateByIdWithCorrectResults) {
 }
 
 TEST_P(CachedJobTest, CapacityZeroTurnsTheCacheOff) {
-  ThreadedJob job(GetParam(), {{"TFRING_CACHE_CAPACITY", "0"}});
+  ThreadedJob job(Size(), Settings({{"TFRING_CACHE_CAPACITY", "0"}}));
   TFRING_ASSERT_OK(job.InitAll());
   RunSteps(job, 3, 5);
   for (int r = 0; r < job.size(); ++r) EXPECT_EQ(job[r].stats().cached_tensors, 0) << "rank " << r;
 }
 
 TEST_P(CachedJobTest, SmallCapacityCachesTheFirstTensorsOnly) {
-  ThreadedJob job(GetParam(), {{"TFRING_CACHE_CAPACITY", "3"}});
+  ThreadedJob job(Size(), Settings({{"TFRING_CACHE_CAPACITY", "3"}}));
   TFRING_ASSERT_OK(job.InitAll());
   RunSteps(job, 4, 8);
   // Which 3 of the 8 get ids depends on readiness order; 3 per later step are cached.
@@ -225,8 +238,8 @@ TEST_P(CachedJobTest, SmallCapacityCachesTheFirstTensorsOnly) {
 }
 
 TEST_P(CachedJobTest, AShapeChangeAfterCachingIsAMismatchNamingTheRanks) {
-  if (GetParam() < 2) GTEST_SKIP() << "needs two ranks to disagree";
-  ThreadedJob job(GetParam());
+  if (Size() < 2) GTEST_SKIP() << "needs two ranks to disagree";
+  ThreadedJob job(Size(), Settings());
   TFRING_ASSERT_OK(job.InitAll());
   RunSteps(job, 2, 1);  // "grad_0" with 16 elements, cached
   std::vector<Completion> done;
@@ -248,8 +261,40 @@ TEST_P(CachedJobTest, AShapeChangeAfterCachingIsAMismatchNamingTheRanks) {
   for (int r = 0; r < job.size(); ++r) EXPECT_EQ(job[r].stats().cached_tensors, 4) << "rank " << r;
 }
 
-INSTANTIATE_TEST_SUITE_P(WorldSizes, CachedJobTest, ::testing::Values(1, 2, 3),
-                         [](const ::testing::TestParamInfo<int>& info) { return "np" + std::to_string(info.param); });
+// A cached tensor that one rank never submits: the relays above it hold the others' ids
+// combined, then report them rank by rank (a quarter of the stall limit later), so that
+// the stall names exactly the missing rank, wherever it sits in the tree.
+TEST_P(CachedJobTest, AStalledCachedTensorNamesExactlyTheMissingRank) {
+  if (Size() < 3) GTEST_SKIP() << "needs a rank between rank 0 and the missing one, or beside it";
+  const int missing = Size() - 2;  // in a chain: a relay, with a rank below it that did submit
+  ThreadedJob job(Size(), Settings({{"TFRING_STALL_SHUTDOWN_S", "1"}}));
+  TFRING_ASSERT_OK(job.InitAll());
+  RunSteps(job, 2, 1);  // "grad_0", cached
+  std::vector<Completion> done(static_cast<size_t>(Size()));
+  std::string submitted;
+  for (int r = 0; r < Size(); ++r) {
+    if (r == missing) continue;
+    submitted += (submitted.empty() ? "" : ", ") + std::to_string(r);
+    done[r] = testing_util::Submit(
+        job[r], testing_util::Allreduce("grad_0", FilledInput(job, r, 16), job.Alloc<float>(16), 16));
+  }
+  for (int r = 0; r < Size(); ++r) {
+    if (r == missing) continue;
+    Status st = done[r].Wait(kOpTimeoutS);
+    EXPECT_TRUE(testing_util::HasError(st, ErrorCode::kTimeout,
+                                       {"'grad_0'", "submitted by rank(s) " + submitted,
+                                        "missing from rank(s) " + std::to_string(missing)}))
+        << "rank " << r << ": " << st.ToString();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, CachedJobTest,
+                         ::testing::Values(CachedSetup{1, 0}, CachedSetup{2, 0}, CachedSetup{3, 0}, CachedSetup{4, 1},
+                                           CachedSetup{5, 2}),
+                         [](const ::testing::TestParamInfo<CachedSetup>& info) {
+                           return "np" + std::to_string(info.param.size) +
+                                  (info.param.fanout ? "_fanout" + std::to_string(info.param.fanout) : "");
+                         });
 
 }  // namespace
 }  // namespace tfring

@@ -26,6 +26,24 @@ inline constexpr double kOpTimeoutS = 15;  // generous bound on any one completi
 
 inline std::atomic<int> g_job_counter{0};
 
+// How a multi-rank test job carries its traffic: shared memory or TCP, and the control
+// tree's fanout (control_tree.h; 0: the star around rank 0; 1: a chain, in which every
+// rank passes on the requests and responses of the ranks after it).
+struct JobSetup {
+  bool shm = false;
+  int control_fanout = 0;
+};
+inline std::map<std::string, std::string> SetupOverrides(const JobSetup& setup) {
+  return {{"TFRING_SHM", setup.shm ? "1" : "0"}, {"TFRING_CONTROL_FANOUT", std::to_string(setup.control_fanout)}};
+}
+inline std::string SetupName(const ::testing::TestParamInfo<JobSetup>& info) {
+  return std::string(info.param.shm ? "shm" : "tcp") + (info.param.control_fanout == 1 ? "_chain" : "");
+}
+// TCP and shared memory with the star, and shared memory with the chain.
+inline auto JobSetups() {
+  return ::testing::Values(JobSetup{false, 0}, JobSetup{true, 0}, JobSetup{true, 1});
+}
+
 // A job of `size` Runtime objects. Buffers handed to the runtime are owned by the ThreadedJob and
 // freed only after every rank has shut down (so a failing test never leaves the background
 // thread writing into freed memory).

@@ -19,6 +19,10 @@
 namespace tfring {
 namespace {
 
+using testing_util::JobSetup;
+using testing_util::JobSetups;
+using testing_util::SetupName;
+using testing_util::SetupOverrides;
 using testing_util::Allreduce;
 using testing_util::Completion;
 using testing_util::ExpectAllOk;
@@ -116,11 +120,9 @@ TEST(RuntimeLifecycleTest, InitShutdownInitAgain) {
 
 // ---- negotiation and fusion --------------------------------------------------------
 
-class RuntimeJobTest : public ::testing::TestWithParam<bool> {  // shared memory?
+class RuntimeJobTest : public ::testing::TestWithParam<JobSetup> {
  protected:
-  std::map<std::string, std::string> Transport() const {
-    return {{"TFRING_SHM", GetParam() ? "1" : "0"}};
-  }
+  std::map<std::string, std::string> Transport() const { return SetupOverrides(GetParam()); }
 };
 
 TEST_P(RuntimeJobTest, RanksEnqueueInDifferentOrders) {
@@ -274,7 +276,7 @@ TEST_P(RuntimeJobTest, GroupReducesLargeTensorsInPlaceAndPacksTheRest) {
 // TFRING_SHM_CONTROL on would wait at init for control rings its peer never opens. Without
 // shared memory TFRING_SHM_CONTROL changes nothing, and a rank may differ in it.
 TEST_P(RuntimeJobTest, SettingsThatDifferBetweenRanksFailInit) {
-  const bool shm = GetParam();
+  const bool shm = GetParam().shm;
   for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
            {"TFRING_FUSION_IN_PLACE_BYTES", "1024"}, {"TFRING_SHM_CONTROL", "0"}}) {
     ThreadedJob job(3, Transport(), [&](int r, std::map<std::string, std::string>& o) {
@@ -507,8 +509,8 @@ TEST_P(RuntimeJobTest, LocalArgumentErrorsAreImmediate) {
 
 // `leaver` shuts down while the others wait in an op it will never submit; they must fail
 // within seconds with an error naming it, and the leaver's own pending op must fail too.
-void CheckShutdownOfOneRank(bool shm, int leaver) {
-  ThreadedJob job(3, {{"TFRING_SHM", shm ? "1" : "0"}});
+void CheckShutdownOfOneRank(const JobSetup& setup, int leaver) {
+  ThreadedJob job(3, SetupOverrides(setup));
   TFRING_ASSERT_OK(job.InitAll());
   std::vector<Completion> waiting(3);
   for (int r = 0; r < 3; ++r) {
@@ -697,8 +699,7 @@ TEST_P(RuntimeJobTest, StallWarningNamesTheMissingRanks) {
   EXPECT_NE(err.find("TFRING_STALL_WARNING_S"), std::string::npos) << err;
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, RuntimeJobTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "shm" : "tcp"; });
+INSTANTIATE_TEST_SUITE_P(Transports, RuntimeJobTest, JobSetups(), SetupName);
 
 }  // namespace
 }  // namespace tfring
