@@ -11,12 +11,13 @@ from benchmarks.scale import jobs, model, report
 # ---------------------------------------------------------------- the model against the code
 
 N = 4
+FANOUT = 2  # a control tree, not the star: rank 0's children are 1 and 2, rank 1's is 3
 
 
 @pytest.fixture(scope="module")
 def probe_row():
     job = jobs.launch(N, ["--latency-iters", 20, "--warmup", 3, "--steps", 8, "--idle-s", 2.2], shm=False,
-                      timeout_s=60)
+                      timeout_s=60, env={"TFRING_CONTROL_FANOUT": str(FANOUT)})
     return job, jobs.summarize(job)
 
 
@@ -24,12 +25,14 @@ def probe_row():
 @pytest.mark.timeout(90)
 def test_descriptors_are_the_models(probe_row):
     job, row = probe_row
-    # data mesh, control star, two heartbeat neighbours, the store
-    assert row["rank0_sockets"] == model.rank0_sockets_today(N) == 2 * (N - 1) + 2 + 1
-    assert row["rank0_fds"] == model.rank0_fds_today(N), job["ranks"][0]["fds"]
-    for rank in job["ranks"][1:]:
-        assert rank["fds"]["by_kind"]["socket"] == model.worker_sockets_today(N)
-        assert rank["fds"]["total"] == model.worker_fds_today(N), rank["fds"]
+    # data mesh, two control children, two heartbeat neighbours, the store
+    assert row["rank0_sockets"] == model.rank0_sockets_today(N, fanout=FANOUT) == (N - 1) + 2 + 2 + 1
+    assert row["rank0_fds"] == model.rank0_fds_today(N, fanout=FANOUT), job["ranks"][0]["fds"]
+    for r, rank in enumerate(job["ranks"][1:], start=1):
+        # data mesh, a parent, rank 1's child 3, heartbeats, the store
+        assert rank["fds"]["by_kind"]["socket"] == model.worker_sockets_today(N, rank=r, fanout=FANOUT) == (
+            (N - 1) + 1 + (1 if r == 1 else 0) + 2 + 1), r
+        assert rank["fds"]["total"] == model.worker_fds_today(N, rank=r, fanout=FANOUT), rank["fds"]
 
 
 @pytest.mark.multiprocess
@@ -38,9 +41,10 @@ def test_control_messages_per_cached_step_are_the_models(probe_row):
     job, _ = probe_row
     step = job["ranks"][0]["step"]["per_step"]
     assert step["cached_tensors"] == 150  # the cache knew every tensor: a steady-state step
-    # rank 0 answers each other rank once per cycle that runs a collective
+    # rank 0 answers each of its 2 control children once per cycle that runs a collective
     assert step["control_messages_sent"] == pytest.approx(
-        model.rank0_control_messages_today(N, step["collectives"]), abs=1e-9)
+        model.rank0_control_messages_today(N, step["collectives"], fanout=FANOUT), abs=1e-9)
+    assert step["control_messages_sent"] == 2 * step["collectives"]
     assert step["collectives"] >= 1
 
 

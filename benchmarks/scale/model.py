@@ -36,8 +36,22 @@ def heartbeat_interval_s(peer_timeout_s=30.0):
 
 # The control plane the code runs today. The lab's result files record the one they ran on
 # ("control_plane"; absent = "star", the runs recorded before the heartbeat ring and the
-# roster exchange): the fits read each file with its own design's counts.
-CONTROL_PLANE = "ring"
+# roster exchange; "ring": heartbeat ring, negotiation still a star; "tree": negotiation
+# over the control tree of cc/core/control_tree.h as well): the fits read each file with
+# its own design's counts.
+CONTROL_PLANE = "tree"
+CONTROL_FANOUT = 4  # TFRING_CONTROL_FANOUT's default
+
+
+def control_children(n, rank=0, design=CONTROL_PLANE, fanout=CONTROL_FANOUT):
+    """Control connections a rank accepts: rank 0's n-1 in the star designs; in the tree
+    (ControlTree: children of r are r*F+1 .. r*F+F) its children below n."""
+    if n <= 1:
+        return 0
+    if design != "tree" or fanout <= 0 or fanout >= n - 1:
+        return n - 1 if rank == 0 else 0
+    first = rank * fanout + 1
+    return max(0, min(first + fanout, n) - first)
 
 
 def heartbeat_peers(n, design=CONTROL_PLANE):
@@ -50,18 +64,22 @@ def heartbeat_peers(n, design=CONTROL_PLANE):
     return 1 if n == 2 else 2
 
 
-def rank0_sockets_today(n, design=CONTROL_PLANE):
-    """Rank 0's sockets after init: the data mesh (n-1), the control star (n-1), its
-    heartbeat peers and its store connection (cc/core/communicator.cc)."""
-    return 2 * (n - 1) + heartbeat_peers(n, design) + 1 if n > 1 else 0
-
-
-def worker_sockets_today(n, design=CONTROL_PLANE):
-    """Any other rank's: data mesh (n-1), control to rank 0, its heartbeat peers (rank 0
-    alone in the star), the store."""
+def rank0_sockets_today(n, design=CONTROL_PLANE, fanout=CONTROL_FANOUT):
+    """Rank 0's sockets after init: the data mesh (n-1), its control children (n-1 in the
+    star), its heartbeat peers and its store connection (cc/core/communicator.cc)."""
     if n <= 1:
         return 0
-    return (n - 1) + 1 + (1 if design == "star" else heartbeat_peers(n)) + 1
+    return (n - 1) + control_children(n, 0, design, fanout) + heartbeat_peers(n, design) + 1
+
+
+def worker_sockets_today(n, design=CONTROL_PLANE, rank=None, fanout=CONTROL_FANOUT):
+    """Any other rank's: data mesh (n-1), control to its parent (rank 0 in the star) and
+    from its children (``rank``: None = a leaf), its heartbeat peers (rank 0 alone in the
+    star), the store."""
+    if n <= 1:
+        return 0
+    children = control_children(n, rank, design, fanout) if rank else 0
+    return (n - 1) + 1 + children + (1 if design == "star" else heartbeat_peers(n)) + 1
 
 
 # A rank started by tfringrun holds 3 standard streams (stdin /dev/null, stdout and stderr
@@ -70,19 +88,19 @@ def worker_sockets_today(n, design=CONTROL_PLANE):
 OTHER_FDS = 3 + 2
 
 
-def rank0_fds_today(n):
-    return rank0_sockets_today(n) + OTHER_FDS
+def rank0_fds_today(n, fanout=CONTROL_FANOUT):
+    return rank0_sockets_today(n, fanout=fanout) + OTHER_FDS
 
 
-def worker_fds_today(n):
-    return worker_sockets_today(n) + OTHER_FDS
+def worker_fds_today(n, rank=None, fanout=CONTROL_FANOUT):
+    return worker_sockets_today(n, rank=rank, fanout=fanout) + OTHER_FDS
 
 
-def rank0_control_messages_today(n, cycles_per_step):
-    """Rank 0 answers every other rank once per negotiation cycle that schedules work, and
-    each such cycle runs one (fused) collective: messages = (n-1) x collectives per step
-    (exact in every lab run)."""
-    return (n - 1) * cycles_per_step
+def rank0_control_messages_today(n, cycles_per_step, design=CONTROL_PLANE, fanout=CONTROL_FANOUT):
+    """Rank 0 answers each control child (every other rank in the star) once per
+    negotiation cycle that schedules work, and each such cycle runs one (fused) collective:
+    messages = children x collectives per step (exact in every lab run)."""
+    return control_children(n, 0, design, fanout) * cycles_per_step
 
 
 def store_requests_today(n, local_size=1, shm=False, design=CONTROL_PLANE):
@@ -229,7 +247,7 @@ class Model:
 
         design = local.get("control_plane", "star")
         base0 = round(float(np.median([r["rank0_fds"] - rank0_sockets_today(n, design) for n, r in tcp])))
-        base1 = round(float(np.median([r["other_fds_max"] - worker_sockets_today(n, design) for n, r in tcp])))
+        base1 = round(float(np.median([r["other_fds_max"] - worker_sockets_today(n, design, rank=1) for n, r in tcp])))
         msgs0 = fit(ns, col(tcp, "rank0_control_messages_per_step"), [ONE, PEERS])
         bytes0 = fit(ns, col(tcp, "rank0_control_bytes_per_step"), [ONE, PEERS])
         worker_msgs = float(np.mean([r["other_control_messages_per_step_mean"] for n, r in tcp if n > 2]
@@ -302,7 +320,7 @@ class Model:
             "rank0_control_bytes_per_step": self.rank0_bytes[0] + self.rank0_bytes[1] * (n - 1),
             "rank0_cpu_s_per_step": self.rank0_cpu[0] + self.rank0_cpu[1] * (n - 1),
             "rank0_fds": rank0_sockets_today(n) + self.base_fds_rank0,
-            "worker_fds": worker_sockets_today(n) + self.base_fds_worker,
+            "worker_fds": worker_sockets_today(n, rank=1) + self.base_fds_worker,
             "latency_8b_s": negotiation_s + ring_steps(n) * a.hop_s,
             "heartbeat_rank0_frames_per_s": 2 * frames,  # sent + received
             "heartbeat_rank0_bytes_per_s": 2 * frames * HEARTBEAT_FRAME_BYTES,
