@@ -119,7 +119,7 @@ def _synthetic_local(cpu=(2e-3, 3e-4), hop=50e-6, cycles=1.25, init=(0.1, 2e-5, 
         row = {
             "rank0_fds": model.rank0_sockets_today(n, "star") + model.OTHER_FDS,
             "other_fds_max": model.worker_sockets_today(n, "star") + model.OTHER_FDS,
-            "rank0_control_messages_per_step": model.rank0_control_messages_today(n, cycles),
+            "rank0_control_messages_per_step": model.rank0_control_messages_today(n, cycles, design="star"),
             "rank0_control_bytes_per_step": 2000 * (n - 1) * cycles,
             "other_control_messages_per_step_mean": 4.0, "other_control_bytes_per_step_mean": 100.0,
             "rank0_cpu_s_per_step": cpu[0] + cpu[1] * (n - 1),
@@ -143,17 +143,17 @@ def test_model_fitted_on_synthetic_lab_data():
     assert m.crash_detect_s == pytest.approx(0.02)
     assert m.init_fixed_s == pytest.approx(0.1 + 2e-5 * 11 + 0.01)  # init() at 2 ranks
     today, new = m.today(1024), m.redesign(1024)
-    # today: data mesh and control star (n-1 each), 2 heartbeat neighbours, the store
-    assert today["rank0_fds"] == 2 * 1023 + 2 + 1 + model.OTHER_FDS > m.assumptions.ulimit_fds
+    # today: data mesh (n-1), 4 control children, 2 heartbeat neighbours, the store
+    assert today["rank0_fds"] == 1023 + 4 + 2 + 1 + model.OTHER_FDS > m.assumptions.ulimit_fds
     assert new["rank0_fds"] < m.assumptions.ulimit_fds
     assert today["rank0_control_messages_per_step"] == pytest.approx(1023 * 1.25)
     assert new["rank0_control_messages_per_step"] == pytest.approx(1.25 * 10)  # log2 n per cycle
     assert today["latency_8b_s"] > new["latency_8b_s"]
     # the ring: a ping to each of 2 neighbours and a pong to each of theirs, sent and received
     assert today["heartbeat_rank0_frames_per_s"] == 8 and new["heartbeat_rank0_frames_per_s"] == 4
-    # the limits in the order a growing job meets them: descriptors cross ulimit at 2n + 6 > 1024 (n = 510)
+    # the limits in the order a growing job meets them: descriptors cross ulimit at n + 11 > 1024 (n = 1014)
     limits = {row[0]: row[4] for row in model.first_limit(m)}
-    assert limits["rank 0's open descriptors"] == 510
+    assert limits["rank 0's open descriptors"] == 1014
     assert model.crossing(m, "rank0_fds", 1024, "redesign") is None
 
 

@@ -199,8 +199,10 @@ def main():
     stats0 = tfring.stats()
     sockets0 = socket_bytes() if rank == 0 else None
     t0 = time.monotonic()
-    # The workers stay idle 1 s longer, so rank 0's second reading never sees their next request.
-    time.sleep(args.idle_s + (0 if rank == 0 else 1.0))
+    # The workers stay idle 1 s longer, so rank 0's second reading never sees their next
+    # request; they read their own counters 0.5 s before rank 0 ends, so that a relay's
+    # reading never sees a request it passes on for a rank below it (control tree) either.
+    time.sleep(args.idle_s if rank == 0 else max(0.0, args.idle_s - 0.5))
     if rank == 0:
         sockets1, elapsed = socket_bytes(), time.monotonic() - t0
         common = set(sockets0) & set(sockets1)
@@ -211,6 +213,8 @@ def main():
                           "sockets_that_moved": sum(1 for k in common if sockets1[k] != sockets0[k])}
     result.setdefault("idle", {})["control_messages_sent"] = (
         tfring.stats()["control_messages_sent"] - stats0["control_messages_sent"])
+    if rank != 0:
+        time.sleep(1.5)
     barrier(tfring, "idle.end")
 
     # big: bandwidth-bound allreduces
