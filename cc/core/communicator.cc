@@ -50,6 +50,13 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
   comm->size_ = opt.size;
   comm->timeout_s_ = opt.timeout_s;
   comm->control_tree_ = ControlTree(opt.rank, opt.size, opt.control_fanout);
+  comm->secret_ = opt.secret;
+  comm->session_ = opt.session;
+  comm->own_hostname_ = opt.hostname;
+  comm->peer_timeout_s_ = opt.peer_timeout_s;
+  comm->spin_us_ = opt.spin_us;
+  comm->lazy_data_ = opt.lazy_data && opt.size > 1;
+  comm->lazy_tried_.assign(opt.size, false);
   comm->data_.resize(opt.size);
   comm->control_.resize(opt.size);
   comm->control_shm_.resize(opt.size);
@@ -78,17 +85,12 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
   TFRING_RETURN_IF_ERROR(comm->ExchangeRoster(opt, listener.port(), store, deadline, &roster));
   TFRING_RETURN_IF_ERROR(comm->ConnectMesh(opt, roster, listener, deadline));
   comm->SetSpinMicros(opt.spin_us);
-  // Errors on a data connection to another host name that host and its other ranks:
-  // "rank 5 (host h2, with rank 4; 10.0.0.4:41234)".
-  for (int p = 0; p < opt.size; ++p) {
-    Socket& s = comm->data_[p].socket;
-    const std::string peer = comm->DescribePeer(p), label = s.label();
-    const size_t open = label.find(" (");
-    if (s.valid() && peer.back() == ')' && open != std::string::npos) {
-      s.set_label(peer.substr(0, peer.size() - 1) + "; " + label.substr(open + 2));
-    }
-  }
+  for (int p = 0; p < opt.size; ++p) comm->LabelData(p);
   if (opt.shm) TFRING_RETURN_IF_ERROR(comm->ConnectSharedMemory(opt, store, deadline));
+  if (comm->lazy_data_) {
+    Communicator* c = comm.get();
+    comm->park_.Start(std::move(listener), [c](Socket& s) { return c->AdmitData(s); }, opt.rank);
+  }
   *out = std::move(comm);
   return Status::OK();
 }
@@ -121,24 +123,13 @@ Status Communicator::ExchangeRoster(const CommunicatorOptions& opt, int port, St
 // `deadline`; a timeout names the ranks whose connections never came.
 Status Communicator::ConnectMesh(const CommunicatorOptions& opt, const std::vector<RosterEntry>& roster,
                                  Listener& listener, Deadline deadline) {
+  addresses_.clear();
+  for (const RosterEntry& e : roster) addresses_.push_back(e.address);
   Status accept_status;
   std::thread acceptor([&] { accept_status = AcceptPeers(opt, listener, deadline); });
-  auto connect_to = [&](int peer, Channel channel, Socket* dest) -> Status {
-    const std::string& addr = roster[static_cast<size_t>(peer)].address;
-    std::string host;
-    int port = 0;
-    TFRING_RETURN_IF_ERROR(ParseHostPort(addr, "address of rank " + std::to_string(peer), &host, &port));
-    Socket s;
-    TFRING_RETURN_IF_ERROR(Socket::Connect(host, port, deadline, &s));
-    s.set_label("rank " + std::to_string(peer) + " (" + addr + Suffix(channel));
-    TFRING_RETURN_IF_ERROR(AuthenticateAsClient(s, opt.secret, Deadline::After(kHelloTimeoutS)));
-    TFRING_RETURN_IF_ERROR(
-        s.SendMessage(Hello(channel, opt.rank, opt.session, opt.hostname), Deadline::After(kHelloTimeoutS)));
-    *dest = std::move(s);
-    return Status::OK();
-  };
+  auto connect_to = [&](int peer, Channel channel, Socket* dest) { return Dial(peer, channel, deadline, dest); };
   Status connect_status;
-  for (int peer = 0; peer < opt.rank && connect_status.ok(); ++peer) {
+  for (int peer = 0; !lazy_data_ && peer < opt.rank && connect_status.ok(); ++peer) {
     connect_status = connect_to(peer, kData, &data_[peer].socket);
   }
   const int parent = control_tree_.parent();
@@ -170,14 +161,14 @@ Status Communicator::AcceptPeers(const CommunicatorOptions& opt, Listener& liste
     return std::find(heartbeats_in.begin(), heartbeats_in.end(), peer) != heartbeats_in.end();
   };
   const std::vector<int> children = control_tree_.children();
-  const int expected = (opt.size - 1 - opt.rank) + static_cast<int>(children.size()) +
-                       static_cast<int>(heartbeats_in.size());
+  const int data_in = lazy_data_ ? 0 : opt.size - 1 - opt.rank;  // lazily: ConnectionPark, later
+  const int expected = data_in + static_cast<int>(children.size()) + static_cast<int>(heartbeats_in.size());
   for (int accepted = 0; accepted < expected;) {
     Socket s;
     Status st = listener.Accept(deadline, &s);
     if (!st.ok()) {
       std::set<int> missing;  // peers whose connection never came
-      for (int p = opt.rank + 1; p < opt.size; ++p) {
+      for (int p = opt.rank + 1; !lazy_data_ && p < opt.size; ++p) {
         if (!data_[p].socket.valid()) missing.insert(p);
       }
       for (int p : children) {
@@ -211,7 +202,7 @@ Status Communicator::AcceptPeers(const CommunicatorOptions& opt, Listener& liste
     }
     const bool valid = r.ok() && r.AtEnd() && peer >= 0 && peer < opt.size && peer != opt.rank;
     Socket* dest = nullptr;
-    if (valid && channel == kData && peer > opt.rank && !data_[peer].socket.valid()) {
+    if (valid && channel == kData && !lazy_data_ && peer > opt.rank && !data_[peer].socket.valid()) {
       dest = &data_[peer].socket;
     } else if (valid && channel == kControl && control_tree_.ParentOf(peer) == opt.rank && !control_[peer].valid()) {
       dest = &control_[peer];
@@ -236,7 +227,93 @@ Status Communicator::AcceptPeers(const CommunicatorOptions& opt, Listener& liste
 // is left in /dev/shm, even after a crash). Single-copy: the reader of each ring probes
 // whether it can read the writer's memory and publishes the answer; the writer posts large
 // sends only where the answer is yes (both sides always take part, whatever their mode).
+Status Communicator::Dial(int peer, uint8_t channel, Deadline deadline, Socket* out) {
+  const std::string& addr = addresses_[static_cast<size_t>(peer)];
+  std::string host;
+  int port = 0;
+  TFRING_RETURN_IF_ERROR(ParseHostPort(addr, "address of rank " + std::to_string(peer), &host, &port));
+  Socket s;
+  TFRING_RETURN_IF_ERROR(Socket::Connect(host, port, deadline, &s));
+  s.set_label("rank " + std::to_string(peer) + " (" + addr + Suffix(static_cast<Channel>(channel)));
+  TFRING_RETURN_IF_ERROR(AuthenticateAsClient(s, secret_, Deadline::After(kHelloTimeoutS)));
+  TFRING_RETURN_IF_ERROR(s.SendMessage(Hello(static_cast<Channel>(channel), rank_, session_, own_hostname_),
+                                       Deadline::After(kHelloTimeoutS)));
+  *out = std::move(s);
+  return Status::OK();
+}
+
+// Errors on a data connection to another host name that host and its other ranks:
+// "rank 5 (host h2, with rank 4; 10.0.0.4:41234)".
+void Communicator::LabelData(int p) {
+  Socket& s = data_[p].socket;
+  const std::string peer = DescribePeer(p), label = s.label();
+  const size_t open = label.find(" (");
+  if (s.valid() && peer.back() == ')' && open != std::string::npos) {
+    s.set_label(peer.substr(0, peer.size() - 1) + "; " + label.substr(open + 2));
+  }
+}
+
+void Communicator::ConnectLazily(int peer) {
+  if (peer == rank_ || peer < 0 || peer >= size_ || lazy_tried_[peer] || aborted_.load()) return;
+  lazy_tried_[peer] = true;
+  const Deadline deadline = Deadline::After(timeout_s_);
+  Socket s;
+  Status st;
+  if (park_.BeginDial(peer, &s)) {  // not parked yet: dial it (connection_park.h)
+    st = Dial(peer, kData, deadline, &s);
+    std::string verdict;
+    if (st.ok()) st = s.RecvMessage(&verdict, 1, Deadline::After(kHelloTimeoutS), &aborted_);
+    if (st.ok() && verdict != std::string(1, ConnectionPark::kAccept)) {
+      s = Socket();  // declined: the peer dialled too, and the lower rank's connection wins
+      st = verdict == std::string(1, ConnectionPark::kDecline)
+               ? park_.Take(peer, deadline, &aborted_, &s)
+               : Status::Internal("rank " + std::to_string(peer) + " answered a data connection with '" + verdict + "'");
+    }
+  }
+  Link& link = data_[peer];
+  if (!st.ok()) {
+    TFRING_LOG(LogLevel::kDebug, "transport", "no data connection with rank " << peer << ": " << st.message());
+    link.socket.set_label(DescribePeer(peer) + " (no data connection: " + st.message() + ")");
+    return;
+  }
+  s.SetPeerTimeout(peer_timeout_s_);
+  s.set_spin_us(spin_us_);
+  link.socket = std::move(s);
+  LabelData(peer);
+}
+
+// The ConnectionPark's thread. Reads only what Create() fixed.
+int Communicator::AdmitData(Socket& s) {
+  Status st = AuthenticateAsServer(s, secret_, Deadline::After(kHelloTimeoutS));
+  std::string hello;
+  if (st.ok()) st = s.RecvMessage(&hello, kMaxHelloBytes, Deadline::After(kHelloTimeoutS));
+  if (!st.ok()) {
+    TFRING_LOG(LogLevel::kWarning, "transport", "refused " << s.label() << ": " << st.message());
+    return -1;
+  }
+  WireReader r(hello);
+  const uint8_t channel = r.U8();
+  const int peer = r.I32();
+  const std::string session = r.Str();
+  if (!r.ok() || !r.AtEnd() || channel != kData || session != session_ || peer < 0 || peer == rank_ ||
+      peer >= size_) {
+    TFRING_LOG(LogLevel::kWarning, "transport",
+               "refused " << s.label() << ": unexpected data hello (channel " << int(channel) << ", rank " << peer
+                          << ", session '" << session << "')");
+    return -1;
+  }
+  s.set_label("rank " + std::to_string(peer) + " (" + s.PeerAddress() + ")");
+  return peer;
+}
+
+int Communicator::data_connections() const {
+  int n = 0;
+  for (const auto& l : data_) n += l.socket.valid() ? 1 : 0;
+  return n;
+}
+
 void Communicator::SetSpinMicros(int micros) {
+  spin_us_ = micros;
   for (int p = 0; p < size_; ++p) {
     data_[p].socket.set_spin_us(micros);
     control_[p].set_spin_us(micros);
@@ -390,6 +467,7 @@ int Communicator::cma_peers() const {
 void Communicator::Abort() {
   if (shut_down_.exchange(true)) return;
   aborted_.store(true);
+  park_.Stop();
   WakeRingSleepers();
   for (auto& l : data_) l.socket.Shutdown();
   for (auto& s : control_) s.Shutdown();

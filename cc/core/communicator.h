@@ -1,8 +1,11 @@
 // Communicator: this rank's authenticated connections to every other rank of the job.
 //
-//   * data(peer): one Link per peer (full mesh) carrying only collective payloads, in the
-//     order the coordinator fixed for every rank: TCP, plus shared-memory rings when the
-//     peer is on the same host (same host id) and shared memory is enabled.
+//   * data(peer): one Link per peer carrying only collective payloads, in the order the
+//     coordinator fixed for every rank: TCP, plus shared-memory rings when the peer is on
+//     the same host (same host id) and shared memory is enabled. A full mesh made at
+//     Create(), or (lazy_data) each TCP connection made when a collective first uses it:
+//     a rank then holds sockets only to the peers its algorithms talk to (ring neighbours,
+//     recursive-doubling partners, its host's ranks...), not n-1 (connection_park.h).
 //     Between local ranks, large sends can be single-copy (cma.h, link.h): the receiver reads
 //     them from the sender's buffer. Create() probes each direction once; a pair where the
 //     kernel refuses (EPERM: Yama ptrace_scope, containers) stays on the rings.
@@ -32,6 +35,7 @@
 #include <vector>
 
 #include "config.h"
+#include "connection_park.h"
 #include "control_tree.h"
 #include "link.h"
 #include "roster.h"
@@ -67,6 +71,9 @@ struct CommunicatorOptions {
   size_t cma_min_bytes = 1 << 20;             // ... of at least this many bytes
   double peer_timeout_s = 30;                 // TCP keepalive / user timeout (0 = kernel default)
   std::string hostname;                       // told to the peers watching this rank
+  // Data connections made on first use instead of a full mesh at Create()
+  // (TFRING_DATA_CONNECTIONS). The shared-memory rings are still made at Create().
+  bool lazy_data = false;
   int control_fanout = 4;                     // children per rank in the control tree (0: star)
   int spin_us = 0;                            // data and control waits spin first (Socket::spin_us)
   // Names this init of the job (the store prefix of its rendezvous): a hello from another
@@ -90,7 +97,17 @@ class Communicator {
   int left() const { return (rank_ + size_ - 1) % size_; }
   double timeout_s() const { return timeout_s_; }
 
-  Link& data(int peer) { return data_[peer]; }
+  // With lazy_data, the first call for a peer makes its TCP connection (this rank dials it,
+  // or takes the one the peer dialled from its ConnectionPark), bounded by timeout_s; a connection
+  // that cannot be made leaves the link without a socket, labelled with why, and the
+  // transfer on it fails naming the peer. Background thread only.
+  Link& data(int peer) {
+    Link& link = data_[peer];
+    if (lazy_data_ && !link.socket.valid()) ConnectLazily(peer);
+    return link;
+  }
+  // Data connections open now (TCP sockets; tests and the scale lab).
+  int data_connections() const;
   int shm_peers() const;  // how many peers are reached through shared memory
   int cma_peers() const;  // how many of them this rank reads single-copy from
   // Payload bytes sent to / received from all peers so far (sum of the links' counters).
@@ -148,6 +165,14 @@ class Communicator {
 
  private:
   void WakeRingSleepers();  // ends transfers asleep on a shared-memory ring (link.cc)
+  // A connection to `peer`'s listener on `channel`, authenticated and introduced.
+  Status Dial(int peer, uint8_t channel, Deadline deadline, Socket* out);
+  // Lazy data connections: makes data_[peer]'s socket (once per peer), and admits the
+  // peers' data connections on the ConnectionPark's thread (-1: refused).
+  void ConnectLazily(int peer);
+  int AdmitData(Socket& s);
+  void LabelData(int peer);  // "rank 5 (host h2, with rank 4; 10.0.0.4:41234)"
+
   int rank_ = 0;
   int size_ = 1;
   double timeout_s_ = 30;
@@ -173,6 +198,14 @@ class Communicator {
   std::atomic<bool> aborted_{false};
   std::atomic<bool> shut_down_{false};  // Abort() closed the connections
   std::vector<char> scratch_;
+  // What Dial() and the lazy connections need after Create() (const from then on).
+  std::string secret_, session_, own_hostname_;
+  std::vector<std::string> addresses_;  // by rank, from the roster
+  double peer_timeout_s_ = 30;
+  int spin_us_ = 0;
+  bool lazy_data_ = false;
+  std::vector<bool> lazy_tried_;  // by peer: ConnectLazily ran (background thread)
+  ConnectionPark park_;  // last: its thread calls AdmitData, which reads the fields above
 };
 
 // Group: the ranks a collective runs on, as the algorithms (collectives.h, adasum.h) see

@@ -36,6 +36,10 @@ std::string HostId(int64_t cross_rank) {
   return Hostname() + "/" + boot + "/" + std::to_string(cross_rank);
 }
 
+// TFRING_DATA_CONNECTIONS=auto: a full mesh up to this many ranks (its n-1 sockets cost
+// little there, and every collective's first call pays no connection), lazily beyond.
+constexpr int kFullMeshUpToRanks = 8;
+
 CmaMode CmaModeOf(const std::string& value) {  // the accepted values: config.cc
   if (value == "auto") return CmaMode::kAuto;
   return value == "1" || value == "true" ? CmaMode::kOn : CmaMode::kOff;
@@ -54,6 +58,7 @@ std::string MustMatch(const Config& c, bool shm, bool shm_control) {
   }
   out += "TFRING_ALGORITHM=" + c.String("TFRING_ALGORITHM") + ";";
   out += "TFRING_CONTROL_FANOUT=" + std::to_string(c.Int("TFRING_CONTROL_FANOUT")) + ";";
+  out += "TFRING_DATA_CONNECTIONS=" + c.String("TFRING_DATA_CONNECTIONS") + ";";
   out += "TFRING_SHM=" + std::to_string(shm) + ";";
   out += "TFRING_SHM_CONTROL=" + std::to_string(shm && shm_control);
   return out;
@@ -80,6 +85,8 @@ CommunicatorOptions CommunicatorOptions::FromConfig(const Config& c) {
   opt.hostname = Hostname();
   opt.spin_us = static_cast<int>(c.Int("TFRING_SPIN_US"));
   opt.control_fanout = static_cast<int>(c.Int("TFRING_CONTROL_FANOUT"));
+  const std::string& connections = c.String("TFRING_DATA_CONNECTIONS");
+  opt.lazy_data = connections == "lazy" || (connections == "auto" && opt.size > kFullMeshUpToRanks);
   return opt;
 }
 

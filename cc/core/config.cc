@@ -75,6 +75,14 @@ const std::vector<ParamSpec>& ParamTable() {
        "How many tensors get a cache id, so that repeating them (a training step) negotiates "
        "one bit per tensor instead of the whole request (0 = no cache). Rank 0 keeps each "
        "rank's request per id (~150 bytes)."},
+      {"TFRING_DATA_CONNECTIONS", ParamType::kEnum, "auto", 0, 0,
+       "When ranks open their TCP data connections. all: a full mesh at init (n-1 sockets per "
+       "rank); lazy: each pair when a collective first needs it, so a rank holds sockets only "
+       "to the peers its algorithms use (ring neighbours, recursive-doubling partners, ...): "
+       "fewer descriptors and a faster init on large jobs, a connection's cost on the first "
+       "collective with each peer. auto (default): all up to 8 ranks, lazy beyond. Every rank "
+       "must use the same value.",
+       "auto|all|lazy"},
       {"TFRING_CONTROL_FANOUT", ParamType::kInt, "4", 0, 1 << 20,
        "Children per rank in the control tree that carries negotiation (requests up to rank 0, "
        "responses down): rank 0 exchanges messages with this many ranks per step whatever the "

@@ -148,16 +148,19 @@ struct MeshParam {
   int size;
   bool shm;
   size_t cma_min_bytes = 0;  // 0: no single-copy sends
+  bool lazy = false;         // data connections made on first use
 };
 
 void PrintTo(const MeshParam& p, std::ostream* os) {
   *os << p.size << " ranks over " << (p.shm ? "shared memory" : "TCP");
   if (p.cma_min_bytes > 0) *os << ", single-copy from " << p.cma_min_bytes << " bytes";
+  if (p.lazy) *os << ", connected lazily";
 }
 
 std::string ParamName(const ::testing::TestParamInfo<MeshParam>& info) {
   return "np" + std::to_string(info.param.size) + (info.param.shm ? "_shm" : "_tcp") +
-         (info.param.cma_min_bytes > 0 ? "_cma" + std::to_string(info.param.cma_min_bytes) : "");
+         (info.param.cma_min_bytes > 0 ? "_cma" + std::to_string(info.param.cma_min_bytes) : "") +
+         (info.param.lazy ? "_lazy" : "");
 }
 
 class CollectivesTest : public ::testing::TestWithParam<MeshParam> {
@@ -168,6 +171,7 @@ class CollectivesTest : public ::testing::TestWithParam<MeshParam> {
     o.shm = GetParam().shm;
     o.shm_ring_bytes = 1 << 14;  // small: large transfers wrap around many times
     o.timeout_s = 20;
+    o.lazy_data = GetParam().lazy;
     if (GetParam().cma_min_bytes > 0) {
       o.cma = CmaMode::kOn;
       o.cma_min_bytes = GetParam().cma_min_bytes;
@@ -190,6 +194,21 @@ class CollectivesTest : public ::testing::TestWithParam<MeshParam> {
   }
   Mesh mesh_;
 };
+
+// Lazily, a mesh starts without data connections and a ring opens only its neighbours'.
+TEST_P(CollectivesTest, LazyConnectionsOpenOnlyWhatTheAlgorithmUses) {
+  if (!GetParam().lazy) GTEST_SKIP() << "a full mesh";
+  for (int r = 0; r < size(); ++r) EXPECT_EQ(mesh_[r].data_connections(), 0) << "rank " << r;
+  std::vector<std::vector<float>> data(size(), std::vector<float>(1 << 16, 1.0f));  // above recursive doubling
+  auto statuses = Run([&](int r, Communicator& comm) {
+    return RingAllreduce(comm, data[r].data(), data[r].size(), DataType::kFloat32, ReduceOp::kSum, 1 << 14);
+  });
+  ExpectAllOk(statuses, "ring allreduce");
+  for (int r = 0; r < size(); ++r) {
+    EXPECT_EQ(data[r][0], static_cast<float>(size()));
+    EXPECT_EQ(mesh_[r].data_connections(), size() == 2 ? 1 : 2) << "rank " << r << ": its two ring neighbours";
+  }
+}
 
 TEST_P(CollectivesTest, Neighbours) {
   for (int r = 0; r < size(); ++r) {
@@ -545,6 +564,9 @@ std::vector<MeshParam> AllMeshes() {
   // Single-copy above 1 KiB (small transfers still take the ring), and for every size.
   for (int n : {2, 3, 4, 5}) out.push_back({n, true, 1024});
   for (int n : {2, 3}) out.push_back({n, true, 1});
+  // Data connections made when a collective first needs them (TFRING_DATA_CONNECTIONS).
+  for (int n : {3, 5, 8}) out.push_back({n, false, 0, true});
+  out.push_back({4, true, 0, true});
   return out;
 }
 

@@ -29,19 +29,26 @@ inline std::atomic<int> g_job_counter{0};
 // How a multi-rank test job carries its traffic: shared memory or TCP, and the control
 // tree's fanout (control_tree.h; 0: the star around rank 0; 1: a chain, in which every
 // rank passes on the requests and responses of the ranks after it).
+// And when data connections are made (TFRING_DATA_CONNECTIONS: a full mesh, or lazily).
 struct JobSetup {
   bool shm = false;
   int control_fanout = 0;
+  bool lazy = false;
 };
 inline std::map<std::string, std::string> SetupOverrides(const JobSetup& setup) {
-  return {{"TFRING_SHM", setup.shm ? "1" : "0"}, {"TFRING_CONTROL_FANOUT", std::to_string(setup.control_fanout)}};
+  return {{"TFRING_SHM", setup.shm ? "1" : "0"},
+          {"TFRING_CONTROL_FANOUT", std::to_string(setup.control_fanout)},
+          {"TFRING_DATA_CONNECTIONS", setup.lazy ? "lazy" : "all"}};
 }
 inline std::string SetupName(const ::testing::TestParamInfo<JobSetup>& info) {
-  return std::string(info.param.shm ? "shm" : "tcp") + (info.param.control_fanout == 1 ? "_chain" : "");
+  return std::string(info.param.shm ? "shm" : "tcp") + (info.param.control_fanout == 1 ? "_chain" : "") +
+         (info.param.lazy ? "_lazy" : "");
 }
-// TCP and shared memory with the star, and shared memory with the chain.
+// TCP and shared memory with the star and a full mesh; both with the chain and lazy data
+// connections.
 inline auto JobSetups() {
-  return ::testing::Values(JobSetup{false, 0}, JobSetup{true, 0}, JobSetup{true, 1});
+  return ::testing::Values(JobSetup{false, 0, false}, JobSetup{true, 0, false}, JobSetup{false, 1, true},
+                           JobSetup{true, 1, true});
 }
 
 // A job of `size` Runtime objects. Buffers handed to the runtime are owned by the ThreadedJob and

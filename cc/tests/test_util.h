@@ -124,6 +124,7 @@ struct MeshOptions {
   size_t shm_ring_bytes = 1 << 16;
   bool shm_control = true;
   int control_fanout = 4;  // CommunicatorOptions::control_fanout
+  bool lazy_data = false;  // CommunicatorOptions::lazy_data
   double timeout_s = 10;
   double start_timeout_s = 10;
   CmaMode cma = CmaMode::kOff;  // single-copy sends (shm only)
@@ -154,6 +155,7 @@ inline Status MakeMesh(const MeshOptions& o, Mesh* mesh) {
     opt.shm_ring_bytes = o.shm_ring_bytes;
     opt.shm_control = o.shm_control;
     opt.control_fanout = o.control_fanout;
+    opt.lazy_data = o.lazy_data;
     const int host = o.interleave_hosts ? r % (o.size / o.ranks_per_host) : r / std::max(o.ranks_per_host, 1);
     opt.host_id = o.ranks_per_host > 0 ? "test-host-" + std::to_string(host) : "test-host";
     opt.hostname = "host" + std::to_string(r);
