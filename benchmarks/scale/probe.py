@@ -216,6 +216,10 @@ def main():
     if rank != 0:
         time.sleep(1.5)
     barrier(tfring, "idle.end")
+    # Descriptors again once the latency loop and the steps have run: with lazy data
+    # connections (TFRING_DATA_CONNECTIONS) a rank holds sockets only to the peers its
+    # algorithms used.
+    result["fds_after_work"] = descriptors()
 
     # big: bandwidth-bound allreduces
     result["big"] = {}

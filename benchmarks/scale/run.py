@@ -86,7 +86,8 @@ def run_local(args, progress=lambda results: None):
                 rows.append(r)
                 log(f"np={np_:3} shm={shm:3} run {i}: init {r['init_from_launch_s']:.2f} s, 8B "
                     f"{r['latency_8b_s'] * 1e3:.2f} ms, step {r['step_s'] * 1e3:.1f} ms, rank0 msgs/step "
-                    f"{r['rank0_control_messages_per_step']:.1f}, fds {r['rank0_fds']}, load {r['loadavg_before'][0]:.1f}")
+                    f"{r['rank0_control_messages_per_step']:.1f}, fds {r['rank0_fds']} (after work {r['rank0_fds_after_work']}, "
+                    f"others <= {r['other_fds_after_work_max']}), load {r['loadavg_before'][0]:.1f}")
             kill = None
             if args.kill and shm == "off":
                 job = jobs.launch(np_, ["--kill-rank", np_ - 1, "--kill-after", 100], shm=False,
