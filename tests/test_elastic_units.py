@@ -96,10 +96,13 @@ def test_a_worker_marks_itself_ready_and_joins_the_first_generation_that_include
     assert got["TFRING_RANK"] == "2" and got["TFRING_SIZE"] == "3" and got["TFRING_LOCAL_RANK"] == "1"
     assert got["TFRING_JOB_ID"] == f"{os.environ.get('TFRING_JOB_ID', 'default')}.elastic2"
     assert elastic_worker.joined_generation() == 2 == elastic_worker.current_generation()
-    # A member left out of a later generation is told so (the driver stops such workers).
+    # A member left out of a later generation is told so (the driver stops such workers),
+    # and says it leaves first: its exit is then a departure, not a loss.
     _publish(driver, 3, {"w0": "a"})
+    assert not driver.add(protocol.left_key("w5"), 0)
     with pytest.raises(JobEndedError, match="worker w5 is not part of generation 3"):
         elastic_worker.join_settings(timeout_s=5)
+    assert driver.add(protocol.left_key("w5"), 0) == 1
 
 
 def test_a_waiting_worker_learns_why_the_driver_ended_the_job(elastic_store):

@@ -30,6 +30,9 @@ Keys (all under ``elastic/``):
   ``gen/<g>/<worker>``   JSON assignment of ``worker`` in generation g
   ``joined/<worker>``    counter: how many generations the worker has joined (its
                          rendezvous succeeded); 0 for a worker that never trained
+  ``left/<worker>``      counter: 1 once the worker found itself left out of the newest
+                         generation and leaves (written before it raises JobEndedError):
+                         the driver then takes its exit for a departure, not a loss
   ``finished``           counter: 1 once a worker finished training (the job succeeded),
                          written before ``ended``: a worker that never joined a generation
                          then leaves with exit code 0 instead of raising JobEndedError
@@ -56,6 +59,10 @@ def ready_key(worker):
 
 def joined_key(worker):
     return f"elastic/joined/{worker}"
+
+
+def left_key(worker):
+    return f"elastic/left/{worker}"
 
 
 def broken_key(generation):

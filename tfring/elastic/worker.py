@@ -96,6 +96,7 @@ def join_settings(timeout_s=None):
             except errors.TimeoutError:
                 if _joined == 0:
                     continue  # a new worker: a generation formed before it was ready; wait for the next
+                store.add(protocol.left_key(me), 1)  # a departure, not a loss (the driver reads it at the exit)
                 raise JobEndedError(f"worker {me} is not part of generation {generation} of the job "
                                     "(the driver removed it: its host is no longer listed)") from None
             assignment = protocol.Assignment.decode(data)
