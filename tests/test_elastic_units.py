@@ -413,3 +413,14 @@ def test_a_worker_that_never_joined_when_the_job_finished_leaves_and_the_job_suc
                m.endswith("had not joined the job when it finished; it leaves without training")
                for m in d.messages), report
     assert "has not left" not in report and "after another worker had finished" not in report, report
+
+
+def test_rank_0_reports_the_ranks_a_failed_rendezvous_never_saw():
+    message = ("tfring init on rank 0: no roster entry from rank(s) 2, 3: never started or never reached the "
+               "job's store (4 ranks expected; TFRING_START_TIMEOUT_S)")
+    elastic_worker.note_missing(0, message)
+    assert elastic_worker._lost == [2, 3]
+    elastic_worker.note_missing(1, message)  # only rank 0's view counts (its side holds the job)
+    assert elastic_worker._lost == []
+    elastic_worker.note_missing(0, "rank 1 (host h) has not answered for 3.0 s")
+    assert elastic_worker._lost == []

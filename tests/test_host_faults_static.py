@@ -172,3 +172,54 @@ def test_a_partition_cutting_rank_0s_host_and_the_store_stops_every_rank(lab, tm
         assert re.search(rf"rank {across} \(host ", errors[r][2]), f"rank {r}\n{report}"
         assert errors[r][0] - cut.at < BOUND_S, f"rank {r}\n{report}"
     assert faults.leftovers() == {}, report
+
+
+def test_an_elastic_job_cut_from_rank_0s_host_goes_on_there_only(lab, tmp_path):
+    # tfringrun (the elastic driver and the store) runs on host 0 with w0 and w1; host 0's
+    # link is cut and the discovery script never learns of it. Rank 0's side goes on at 2
+    # ranks; the 4 workers cut off never form a generation of their own (no split brain:
+    # only the driver publishes one, in its store), and they are gone within the peer
+    # timeout + 2 x TFRING_START_TIMEOUT_S + the grace period. (Rank 0 watches only its
+    # ring neighbours, so its verdict names host 2's ranks; host 1's were published again
+    # until their own store client gave up, 37 s here, before a failed rendezvous on rank 0
+    # reported the ranks that never came: worker.note_missing.) Healed, the job takes hosts 1 and
+    # 2 back and ends with every worker holding the same weights, nothing left anywhere.
+    from benchmarks.scale import host_soak
+
+    hosts, faults = lab
+    start_timeout_s = 8.0
+    with host_soak.ElasticHostJob(faults, str(tmp_path), peer_timeout_s=PEER_TIMEOUT_S, extra_args=("--verbose",),
+                                  env={"TFRING_START_TIMEOUT_S": str(start_timeout_s)}) as job:
+        job.proc.kill()  # restarted below, on host 0: the store must be on the cut side
+        job.proc.wait(10)
+        job.cmd = ["ip", "netns", "exec", hosts.names[0], *job.cmd]
+        job.lines.clear()
+        job.start()
+        job.wait_size(6)
+        cut = faults.cut(0)
+        step, _, _ = job.wait_size(2, timeout_s=60)
+        plans = [line for t, line in list(job.lines) if t < cut.at and re.match(r"tfringrun: generation \d+: 6 ", line)]
+        cut_off = set(re.findall(r"\d=(w\d+)@", plans[-1])) - {"w0", "w1"}
+        # The peer timeout (the verdict), a rendezvous that times out on the ranks cut off
+        # (rank 0 reports them missing), their stop TFRING_START_TIMEOUT_S after the
+        # generation without them, the grace period, slack for this loaded VM.
+        bound = PEER_TIMEOUT_S + 2 * start_timeout_s + 2 + 5.0
+        gone = job.wait_for(lambda: all(re.search(rf"worker {w} \(.*\) (exited|was killed)", job.text()) for w in cut_off)
+                            and time.time(), bound, "the cut-off workers' exits")
+        job.wait_size(2, after_step=step + 20)
+        healed = faults.heal(0)
+        sizes_before_heal = {f["size"] for _, f in job.events("RESET") if cut.at < float(f["t"]) < healed.at}
+        job.wait_size(6, timeout_s=90)
+        code = job.finish(timeout_s=30)
+        text = job.text()
+    report = f"cut at {cut.at:.2f}\n" + "\n".join(line for line in text.splitlines() if line.startswith("tfringrun:")) \
+        + "\n--- the end of the output:\n" + text[-5000:]
+    assert code == 0, report
+    assert len(cut_off) == 4, report
+    assert gone - cut.at < bound, report
+    # Every re-formation between the cut and the heal was of rank 0's side.
+    assert sizes_before_heal == {"2"}, report
+    finals = job.finals()
+    assert len(finals) == 6 and {f["size"] for f in finals.values()} == {"6"}, report
+    assert job.weights_identical(), report
+    assert faults.leftovers() == {}, report

@@ -10,6 +10,7 @@ enough workers, plus a margin). Thread-safety: called from ``init()`` only.
 """
 
 import os
+import re
 import sys
 import time
 
@@ -24,6 +25,9 @@ _joined = 0  # the generation this process joined last (0: none)
 _trained = False  # a rendezvous of this process succeeded once (it took part in the job)
 _client = None
 _lost = []  # ranks of the joined generation that this worker, its rank 0, lost (note_lost)
+# The roster's "no roster entry from rank(s) 2, 3 (and N more)": ranks that never reached the
+# store in a rendezvous (roster.cc).
+_MISSING = re.compile(r"no roster entry from rank\(s\) ([\d, ]+)")
 
 
 def worker_id(environ=None):
@@ -122,6 +126,16 @@ def note_lost(rank, message):
     _lost = sorted(blame.lost_ranks(message) - {0}) if rank == 0 else []
 
 
+def note_missing(rank, message):
+    """Like ``note_lost`` for a failed rendezvous: on ``rank`` 0 of the generation, the ranks
+    that ``message`` says never reached the store (a partition that cut them off from the
+    store and rank 0): the driver leaves them out of the next generation instead of
+    publishing them again into rendezvous that wait TFRING_START_TIMEOUT_S for them."""
+    global _lost
+    m = _MISSING.search(message) if rank == 0 else None
+    _lost = sorted({int(r) for r in m.group(1).replace(" ", "").split(",") if r} - {0}) if m else []
+
+
 def report_broken():
     """Tells the driver that the generation this worker joined cannot go on (it lost a
     member, or its rendezvous failed), so it re-forms the job even when no process exited;
@@ -154,6 +168,7 @@ def init_core(core_init):
         except errors.TfringError as e:
             print(f"tfring elastic: the rendezvous of generation {_joined} failed ({describe(e)}); "
                   "waiting for the next one", file=sys.stderr, flush=True)
+            note_missing(int(settings.get("TFRING_RANK", -1)), str(e))
             report_broken()
             continue
         # Before any collective: a peer that finishes has then seen this worker joined, so
