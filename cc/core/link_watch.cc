@@ -95,7 +95,7 @@ bool LinkWatch::Judge() {
   std::vector<LinkSample> samples;
   for (int r = 0; r < size_; ++r) {
     std::string value;
-    if (!store_->Get(Key(r), 0.05, &value).ok()) continue;  // not published yet: judged next time
+    if (!store_->Get(Key(r), 0, &value).ok()) continue;  // not published yet (never waited for): next time
     std::istringstream in(value);
     std::vector<double> now;
     double x;
