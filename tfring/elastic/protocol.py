@@ -23,7 +23,8 @@ Keys (all under ``elastic/``):
   ``broken/<g>/<worker>`` counter: above 0 once that worker reported generation g broken
                          (it is alive and reaches the store), written before ``broken/<g>``
   ``lost/<g>/<rank>``    counter: above 0 when rank 0 of generation g lost that rank (its
-                         error named it); written before ``broken/<g>``. The driver leaves
+                         error named it, or its failed rendezvous never saw the rank reach
+                         the store); written before ``broken/<g>``. The driver leaves
                          such a worker out of the next generation even if its process has not
                          exited (a host frozen or cut off: it cannot take part in a
                          rendezvous), and the workers of its host that did not report
