@@ -70,7 +70,7 @@ LinkWatch::LinkWatch(int rank, int size, Store* store, Communicator* comm, Stats
 }
 
 void LinkWatch::Tick(std::chrono::steady_clock::time_point now) {
-  if (off_ || now < next_) return;
+  if (off_ || now < next_ || comm_->aborted()) return;  // aborted: the store may be what failed
   next_ = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(kPeriodS));
   if (!Publish() || (rank_ == 0 && !Judge())) off_ = true;
 }

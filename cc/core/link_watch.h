@@ -12,6 +12,10 @@
 //
 // Cost: one store write per rank and period; rank 0 also reads `size` keys per period.
 // Threads: the runtime's background thread only (Tick); the store is thread-safe.
+// Limitation: the store calls block that thread. A store that stops answering while the
+// ranks still reach each other (the launcher's host cut off) holds each rank for up to
+// TFRING_TIMEOUT_S once (then the watch is off); a failed job (communicator aborted) makes
+// no store call. Moving them to a thread of their own needs a per-call timeout on Set.
 #pragma once
 
 #include <chrono>
