@@ -96,10 +96,13 @@ def test_a_worker_marks_itself_ready_and_joins_the_first_generation_that_include
     assert got["TFRING_RANK"] == "2" and got["TFRING_SIZE"] == "3" and got["TFRING_LOCAL_RANK"] == "1"
     assert got["TFRING_JOB_ID"] == f"{os.environ.get('TFRING_JOB_ID', 'default')}.elastic2"
     assert elastic_worker.joined_generation() == 2 == elastic_worker.current_generation()
-    # A member left out of a later generation is told so (the driver stops such workers).
+    # A member left out of a later generation is told so (the driver stops such workers),
+    # and says it leaves first: its exit is then a departure, not a loss.
     _publish(driver, 3, {"w0": "a"})
+    assert not driver.add(protocol.left_key("w5"), 0)
     with pytest.raises(JobEndedError, match="worker w5 is not part of generation 3"):
         elastic_worker.join_settings(timeout_s=5)
+    assert driver.add(protocol.left_key("w5"), 0) == 1
 
 
 def test_a_waiting_worker_learns_why_the_driver_ended_the_job(elastic_store):
@@ -410,3 +413,14 @@ def test_a_worker_that_never_joined_when_the_job_finished_leaves_and_the_job_suc
                m.endswith("had not joined the job when it finished; it leaves without training")
                for m in d.messages), report
     assert "has not left" not in report and "after another worker had finished" not in report, report
+
+
+def test_rank_0_reports_the_ranks_a_failed_rendezvous_never_saw():
+    message = ("tfring init on rank 0: no roster entry from rank(s) 2, 3: never started or never reached the "
+               "job's store (4 ranks expected; TFRING_START_TIMEOUT_S)")
+    elastic_worker.note_missing(0, message)
+    assert elastic_worker._lost == [2, 3]
+    elastic_worker.note_missing(1, message)  # only rank 0's view counts (its side holds the job)
+    assert elastic_worker._lost == []
+    elastic_worker.note_missing(0, "rank 1 (host h) has not answered for 3.0 s")
+    assert elastic_worker._lost == []

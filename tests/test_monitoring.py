@@ -19,6 +19,7 @@ STATS_KEYS = {
     "control_messages_sent",
     "negotiation_seconds", "wait_for_slowest_seconds",
     "queue_seconds", "transfer_seconds", "allreduce_transfer_seconds", "execute_seconds", "size",
+    "links", "slow_link_host", "slow_link_ranks", "slow_link_ratio", "slow_link_warnings",
 }
 
 STATS_SCRIPT = """
@@ -85,6 +86,10 @@ def test_interval_metrics_definitions():
     assert (idle["fusion_ratio"], idle["bus_bandwidth_gbps"]) == (0.0, 0.0)
     one = monitoring.interval_metrics({}, dict(after, size=1))
     assert one["bus_bandwidth_gbps"] == 0.0  # nothing crosses a wire with one rank
+    assert (m["slow_link_rank"], m["slow_link_ratio"], m["slow_link_warnings"]) == (-1.0, 0.0, 0.0)
+    slow = monitoring.interval_metrics(before, dict(after, slow_link_ranks=[4, 5], slow_link_ratio=9.5,
+                                                    slow_link_warnings=1))
+    assert (slow["slow_link_rank"], slow["slow_link_ratio"], slow["slow_link_warnings"]) == (4.0, 9.5, 1.0)
 
 
 def _scalars(run_dir):
@@ -123,7 +128,8 @@ def test_keras_callback_and_summary_helper_write_on_rank_0_only(tmp_path):
     fit = _scalars(str(logs / "tfring"))
     epoch_tags = {"tfring/epoch_" + n for n in (
         "bytes_reduced", "bytes_sent", "bus_bandwidth_gbps", "wait_for_slowest_seconds",
-        "negotiation_seconds", "transfer_seconds", "fusion_ratio", "stall_warnings", "collectives")}
+        "negotiation_seconds", "transfer_seconds", "fusion_ratio", "stall_warnings", "collectives",
+        "slow_link_warnings", "slow_link_rank", "slow_link_ratio")}
     assert epoch_tags <= set(fit), sorted(fit)
     assert {t.replace("epoch_", "batch_") for t in epoch_tags} <= set(fit), sorted(fit)
     # 2 epochs of 8 steps, update_freq=4: epochs 0 and 1, batches at steps 4, 8, 12, 16.
@@ -139,6 +145,7 @@ def test_keras_callback_and_summary_helper_write_on_rank_0_only(tmp_path):
     assert all(0 < v < 100 for _, v in fit["tfring/epoch_bus_bandwidth_gbps"])  # GB/s over loopback/shm
     assert all(v >= 0 for _, v in fit["tfring/epoch_wait_for_slowest_seconds"])
     assert all(v == 0 for _, v in fit["tfring/epoch_stall_warnings"])
+    assert all(v == -1 for _, v in fit["tfring/epoch_slow_link_rank"])  # one host: no link between hosts
     # np=2: bytes on the wire equal the bytes reduced (two half-buffer phases)
     assert all(s == b for (_, s), (_, b) in zip(fit["tfring/epoch_bytes_sent"], fit["tfring/epoch_bytes_reduced"]))
 

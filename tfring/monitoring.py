@@ -20,6 +20,7 @@ _DELTAS = (
     "collectives",
     "tensors",
     "stall_warnings",
+    "slow_link_warnings",
     "negotiation_seconds",
     "wait_for_slowest_seconds",
     "transfer_seconds",
@@ -39,7 +40,10 @@ def interval_metrics(before, after):
       ``wait_for_slowest_seconds`` and ``transfer_seconds``; ``fusion_ratio`` (tensors per
       collective in the interval, 0 without collectives) and ``bus_bandwidth_gbps``
       (allreduce bytes x 2(n-1)/n / allreduce transfer seconds, in 1e9 bytes/s; 0 for one
-      rank or no allreduce).
+      rank or no allreduce); ``slow_link_warnings`` (difference) and, as they stand at the
+      end of the interval (rank 0 names the host: link_watch.h), ``slow_link_rank`` (the
+      lowest rank on the host on a slow link, -1 when none is named) and
+      ``slow_link_ratio`` (how many times faster the other links move data, 0 when none).
     """
     def delta(key):
         return float(after.get(key, 0)) - float(before.get(key, 0))
@@ -50,6 +54,9 @@ def interval_metrics(before, after):
     seconds = delta("allreduce_transfer_seconds")
     busbw = out["bytes_reduced"] * 2 * (n - 1) / n / seconds if seconds > 0 and n > 1 else 0.0
     out["bus_bandwidth_gbps"] = busbw / 1e9
+    ranks = after.get("slow_link_ranks") or []
+    out["slow_link_rank"] = float(ranks[0]) if ranks else -1.0
+    out["slow_link_ratio"] = float(after.get("slow_link_ratio", 0.0)) if ranks else 0.0
     return out
 
 

@@ -11,6 +11,9 @@ namespace tfring {
 
 Executor::Executor(const Wiring& wiring) : w_(wiring) {
   cpu_backend_ = std::make_unique<CpuBackend>(MakeBackendContext());
+  if (w_.store != nullptr && w_.size > 1) {
+    link_watch_ = std::make_unique<LinkWatch>(w_.rank, w_.size, w_.store, w_.comm, w_.stats);
+  }
 }
 
 Executor::~Executor() = default;
@@ -158,6 +161,7 @@ Status Executor::Execute(const Response& r, Clock::time_point scheduled_at) {
                                       (r.names.size() > 1 ? " (fused with " + std::to_string(r.names.size() - 1) + " more)" : ""));
   if (w_.timeline->active()) TraceSpans(r, group, scheduled_at, start, sent_before);
   RecordStats(r, group, scheduled_at, start, timings);
+  if (link_watch_) link_watch_->Tick(Clock::now());
   if (r.op == OpType::kJoin) joined_ = false;  // every rank joined: the job is whole again
   for (const auto& name : r.names) Complete(name, Status::OK());
   return Status::OK();
@@ -211,7 +215,30 @@ void Executor::RecordStats(const Response& r, const std::vector<Entry*>& group, 
     s.execute_seconds += execute;
     s.bytes_sent = sent;
     s.bytes_received = received;
+    CopyLinkStats(&s.links);
   });
+}
+
+// Each link's counters (link.h) into `links`; hostnames once. Under the stats lock: the
+// links are the background thread's, which is this one.
+void Executor::CopyLinkStats(std::vector<LinkStats>* links) const {
+  const int n = w_.comm->size();
+  if (links->size() != static_cast<size_t>(n)) {
+    links->assign(n, LinkStats{});
+    for (int p = 0; p < n; ++p) {
+      (*links)[p].host = w_.comm->hostname_of(p);
+      (*links)[p].shared_memory = p != w_.rank && w_.comm->data(p).shm();
+    }
+  }
+  for (int p = 0; p < n; ++p) {
+    if (p == w_.rank) continue;
+    const Link& link = w_.comm->data(p);
+    LinkStats& l = (*links)[p];
+    l.bytes_sent = static_cast<int64_t>(link.bytes_sent);
+    l.bytes_received = static_cast<int64_t>(link.bytes_received);
+    l.send_seconds = static_cast<double>(link.send_flow_ns) * 1e-9;
+    l.recv_seconds = static_cast<double>(link.recv_flow_ns) * 1e-9;
+  }
 }
 
 }  // namespace tfring

@@ -21,6 +21,7 @@
 
 #include "backend.h"
 #include "job_events.h"
+#include "link_watch.h"
 #include "messages.h"
 #include "runtime_stats.h"
 #include "submission.h"
@@ -90,6 +91,7 @@ class Executor {
   Entry JoinedContribution(const Response& response, size_t i) const;
   void TraceSpans(const Response& response, const std::vector<Entry*>& group, Clock::time_point scheduled_at,
                   Clock::time_point start, uint64_t sent_before);
+  void CopyLinkStats(std::vector<LinkStats>* links) const;
   void RecordStats(const Response& response, const std::vector<Entry*>& group, Clock::time_point scheduled_at,
                    Clock::time_point start, const ExecutionTimings& timings);
 
@@ -98,7 +100,8 @@ class Executor {
   std::deque<Scheduled> scheduled_;
   bool joined_ = false;  // this rank's join is pending: it adds zeros to the others' allreduces
   std::unique_ptr<Backend> cpu_backend_;
-  std::unique_ptr<Backend> gpu_backend_;  // created at the first GPU response (device >= 0)
+  std::unique_ptr<Backend> gpu_backend_;
+  std::unique_ptr<LinkWatch> link_watch_;  // null for one rank (no store)  // created at the first GPU response (device >= 0)
 };
 
 }  // namespace tfring

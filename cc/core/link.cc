@@ -165,102 +165,157 @@ class RingSleep {
   ShmRing* writer_ = nullptr;
 };
 
+// One Transfer in progress: its send side (to `to`) and receive side (from `from`), each
+// over shared memory (copied through the ring or posted single-copy) or over TCP, and how
+// it waits when neither moves. Run() is the whole transfer; each step is a member.
+class TransferRun {
+ public:
+  TransferRun(Link& to, const void* send_buf, size_t send_size, Link& from, void* recv_buf, size_t recv_size,
+              Deadline deadline, const std::atomic<bool>* abort, const std::function<void(size_t)>& on_received,
+              const ReduceTarget* reduce)
+      : to_(to), from_(from), sp_(const_cast<char*>(static_cast<const char*>(send_buf))),
+        rp_(static_cast<char*>(recv_buf)), send_size_(send_size), recv_size_(recv_size), deadline_(deadline),
+        abort_(abort), on_received_(on_received), reduce_(reduce),
+        send_shm_(send_size > 0 && to.shm()), recv_shm_(recv_size > 0 && from.shm()),
+        send_post_(send_shm_ && send_size >= to.cma_min_bytes), recv_cma_(recv_shm_ && from.cma_pid > 0),
+        spin_(std::max(to.socket.spin_us(), from.socket.spin_us())),
+        send_aligned_(!send_shm_), recv_aligned_(!recv_shm_) {}
+
+  Status Run() {
+    last_progress_ = Clock::now();
+    while (sent_ < send_size_ || received_ < recv_size_) {
+      if (!send_aligned_) send_aligned_ = to_.tx->TryAlignWrite();
+      if (!recv_aligned_) recv_aligned_ = from_.rx->TryAlignRead();
+      size_t out = 0, in = 0;
+      if (sent_ < send_size_) TFRING_RETURN_IF_ERROR(SendSome(&out));
+      if (received_ < recv_size_) TFRING_RETURN_IF_ERROR(ReceiveSome(&in));
+      if (out > 0 || in > 0) {
+        sleep_.Disarm();
+        last_progress_ = Clock::now();
+        NoteFlow(out, sent_, send_size_, &send_started_, &to_.send_flow_ns);
+        NoteFlow(in, received_, recv_size_, &recv_started_, &from_.recv_flow_ns);
+        continue;
+      }
+      TFRING_RETURN_IF_ERROR(WaitForProgress());
+    }
+    return Status::OK();
+  }
+
+ private:
+  // Moves what it can of the send side without blocking; *n: bytes moved.
+  Status SendSome(size_t* n) {
+    if (send_post_) {
+      if (send_aligned_ && !posted_) {
+        to_.tx->PostBuffer(sp_, send_size_);
+        posted_ = true;
+      }
+      if (posted_) *n = to_.tx->PostRead() - sent_;
+    } else if (send_shm_) {
+      if (send_aligned_) *n = to_.tx->TryWrite(sp_ + sent_, send_size_ - sent_);
+    } else {
+      Status st = TcpStep(to_, true, sp_ + sent_, send_size_ - sent_, n);
+      if (!st.ok()) return LocalAbortOr(st, abort_, to_);
+    }
+    sent_ += *n;
+    to_.bytes_sent += *n;
+    return Status::OK();
+  }
+
+  // Moves (or reduces) what it can of the receive side without blocking; *n: bytes moved.
+  Status ReceiveSome(size_t* n) {
+    if (recv_shm_ && recv_aligned_) {
+      const char* own = reduce_ && reduce_->own ? reduce_->own + received_ : rp_ + received_;
+      *n = reduce_ ? from_.rx->TryReadReduce(rp_ + received_, recv_size_ - received_, reduce_->dtype, reduce_->op, own)
+                   : from_.rx->TryRead(rp_ + received_, recv_size_ - received_);
+      if (*n == 0 && recv_cma_) {
+        TFRING_RETURN_IF_ERROR(CmaStep(from_, rp_ + received_, own, recv_size_ - received_, reduce_, abort_, n));
+      }
+    } else if (!recv_shm_) {
+      Status st = TcpStep(from_, false, rp_ + received_, recv_size_ - received_, n);
+      if (!st.ok()) return LocalAbortOr(st, abort_, from_);
+    }
+    received_ += *n;
+    from_.bytes_received += *n;
+    if (*n > 0 && on_received_) on_received_(received_);
+    return Status::OK();
+  }
+
+  // A side moved `n` bytes (now `done` of `size`) at last_progress_: its flow time (first
+  // to last byte of this transfer, Link::*_flow_ns) starts at its first move and is added
+  // up at its last. A side done in one move adds 0 and costs no clock read.
+  void NoteFlow(size_t n, size_t done, size_t size, Clock::time_point* started, uint64_t* flow_ns) {
+    if (n == 0) return;
+    if (done == n) *started = last_progress_;
+    if (done == size) {
+      *flow_ns += static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(last_progress_ - *started).count());
+    }
+  }
+
+  // Nothing moved on either side: spin, yield, or sleep until something may move (bounded
+  // by the deadline and the abort flag); an error when the transfer cannot go on.
+  Status WaitForProgress() {
+    const auto idle = Clock::now() - last_progress_;
+    if (idle < spin_) return Status::OK();  // short waits: spinning beats a sleep/wake cycle
+    // Yielding (like spinning) only where this rank has a CPU of its own: where ranks
+    // outnumber CPUs (spin 0) it takes the CPU from the rank it waits for.
+    if ((send_shm_ || recv_shm_) && spin_.count() > 0 && idle < kShmYieldWindow) {
+      sched_yield();
+      return Status::OK();
+    }
+    if (abort_ && abort_->load(std::memory_order_relaxed)) {
+      return Status::Aborted("transfer with " + from_.label() + " aborted: tfring is shutting down");
+    }
+    if (deadline_.expired()) {
+      return Status::Timeout("timed out exchanging data with " + to_.label() + " / " + from_.label() +
+                             " (raise TFRING_TIMEOUT_S if peers are merely slow)");
+    }
+    const bool send_waits = sent_ < send_size_, recv_waits = received_ < recv_size_;
+    if ((!send_waits || send_shm_) && (!recv_waits || recv_shm_)) return SleepOnRings(send_waits, recv_waits);
+    // Sleep until a socket can move data, or (shared memory beside TCP) briefly while
+    // watching the sockets for the peer's death.
+    return WatchSockets(to_, send_waits, from_, recv_waits,
+                        (send_shm_ || recv_shm_) ? 1 : deadline_.MillisLeft(kAbortPollMs), abort_);
+  }
+
+  // Every side that waits is a ring: sleep on the rings (futex) until the peer moves them.
+  // Armed first, then one more try (a move between the last try and the arming would
+  // otherwise go unseen).
+  Status SleepOnRings(bool send_waits, bool recv_waits) {
+    if (!sleep_.armed()) {
+      sleep_.Arm(send_waits ? to_.tx.get() : nullptr, recv_waits ? from_.rx.get() : nullptr);
+      return Status::OK();
+    }
+    if (sleep_.Sleep(deadline_.MillisLeft(kShmSleepMs))) return Status::OK();
+    // Nothing moved for kShmSleepMs: a dead peer never moves a ring, so look at its socket.
+    return WatchSockets(to_, send_waits, from_, recv_waits, 0, abort_);
+  }
+
+  Link& to_;
+  Link& from_;
+  char* const sp_;
+  char* const rp_;
+  const size_t send_size_, recv_size_;
+  const Deadline deadline_;
+  const std::atomic<bool>* const abort_;
+  const std::function<void(size_t)>& on_received_;
+  const ReduceTarget* const reduce_;
+  const bool send_shm_, recv_shm_;
+  const bool send_post_;  // single-copy send
+  const bool recv_cma_;   // the peer may post
+  const std::chrono::microseconds spin_;
+  bool send_aligned_, recv_aligned_;
+  bool posted_ = false;
+  size_t sent_ = 0, received_ = 0;
+  Clock::time_point last_progress_, send_started_, recv_started_;
+  RingSleep sleep_;
+};
+
 Status TransferImpl(Link& to, const void* send_buf, size_t send_size, Link& from, void* recv_buf,
                     size_t recv_size, Deadline deadline, const std::atomic<bool>* abort,
                     const std::function<void(size_t)>& on_received, const ReduceTarget* reduce) {
-  char* sp = const_cast<char*>(static_cast<const char*>(send_buf));
-  char* rp = static_cast<char*>(recv_buf);
-  size_t sent = 0, received = 0;
-  const bool send_shm = send_size > 0 && to.shm();
-  const bool recv_shm = recv_size > 0 && from.shm();
-  const bool send_post = send_shm && send_size >= to.cma_min_bytes;  // single-copy send
-  const bool recv_cma = recv_shm && from.cma_pid > 0;                // the peer may post
-  bool posted = false;
-  const auto spin = std::chrono::microseconds(std::max(to.socket.spin_us(), from.socket.spin_us()));
-  auto last_progress = Clock::now();
-  bool send_aligned = !send_shm, recv_aligned = !recv_shm;
-  RingSleep sleep;
-  while (sent < send_size || received < recv_size) {
-    if (!send_aligned) send_aligned = to.tx->TryAlignWrite();
-    if (!recv_aligned) recv_aligned = from.rx->TryAlignRead();
-    bool progressed = false;
-    if (sent < send_size) {
-      size_t n = 0;
-      if (send_post) {
-        if (send_aligned && !posted) {
-          to.tx->PostBuffer(sp, send_size);
-          posted = true;
-        }
-        if (posted) n = to.tx->PostRead() - sent;
-      } else if (send_shm) {
-        if (send_aligned) n = to.tx->TryWrite(sp + sent, send_size - sent);
-      } else {
-        Status st = TcpStep(to, true, sp + sent, send_size - sent, &n);
-        if (!st.ok()) return LocalAbortOr(st, abort, to);
-      }
-      sent += n;
-      to.bytes_sent += n;
-      progressed |= n > 0;
-    }
-    if (received < recv_size) {
-      size_t n = 0;
-      if (recv_shm && recv_aligned) {
-        const char* own = reduce && reduce->own ? reduce->own + received : rp + received;
-        n = reduce ? from.rx->TryReadReduce(rp + received, recv_size - received, reduce->dtype, reduce->op, own)
-                   : from.rx->TryRead(rp + received, recv_size - received);
-        if (n == 0 && recv_cma) {
-          Status st = CmaStep(from, rp + received, own, recv_size - received, reduce, abort, &n);
-          if (!st.ok()) return st;
-        }
-      } else if (!recv_shm) {
-        Status st = TcpStep(from, false, rp + received, recv_size - received, &n);
-        if (!st.ok()) return LocalAbortOr(st, abort, from);
-      }
-      received += n;
-      from.bytes_received += n;
-      progressed |= n > 0;
-      if (n > 0 && on_received) on_received(received);
-    }
-    if (progressed) {
-      sleep.Disarm();
-      last_progress = Clock::now();
-      continue;
-    }
-    const auto idle = Clock::now() - last_progress;
-    if (idle < spin) continue;  // short waits: spinning beats a sleep/wake cycle
-    // Yielding (like spinning) only where this rank has a CPU of its own: where ranks
-    // outnumber CPUs (spin 0) it takes the CPU from the rank it waits for.
-    if ((send_shm || recv_shm) && spin.count() > 0 && idle < kShmYieldWindow) {
-      sched_yield();
-      continue;
-    }
-    if (abort && abort->load(std::memory_order_relaxed)) {
-      return Status::Aborted("transfer with " + from.label() + " aborted: tfring is shutting down");
-    }
-    if (deadline.expired()) {
-      return Status::Timeout("timed out exchanging data with " + to.label() + " / " + from.label() +
-                             " (raise TFRING_TIMEOUT_S if peers are merely slow)");
-    }
-    const bool send_waits = sent < send_size, recv_waits = received < recv_size;
-    if ((!send_waits || send_shm) && (!recv_waits || recv_shm)) {
-      // Every side that waits is a ring: sleep on the rings (futex) until the peer moves
-      // them. Armed first, then one more try (a move between the try above and the arming
-      // would otherwise go unseen).
-      if (!sleep.armed()) {
-        sleep.Arm(send_waits ? to.tx.get() : nullptr, recv_waits ? from.rx.get() : nullptr);
-        continue;
-      }
-      if (sleep.Sleep(deadline.MillisLeft(kShmSleepMs))) continue;
-      // Nothing moved for kShmSleepMs: a dead peer never moves a ring, so look at its socket.
-      TFRING_RETURN_IF_ERROR(WatchSockets(to, send_waits, from, recv_waits, 0, abort));
-      continue;
-    }
-    // Sleep until a socket can move data, or (shared memory beside TCP) briefly while
-    // watching the sockets for the peer's death.
-    TFRING_RETURN_IF_ERROR(WatchSockets(to, send_waits, from, recv_waits,
-                                        (send_shm || recv_shm) ? 1 : deadline.MillisLeft(kAbortPollMs), abort));
-  }
-  return Status::OK();
+  return TransferRun(to, send_buf, send_size, from, recv_buf, recv_size, deadline, abort, on_received, reduce)
+      .Run();
 }
 
 }  // namespace

@@ -35,6 +35,13 @@ struct Link {
   // copies the totals into its stats under its own lock).
   uint64_t bytes_sent = 0;
   uint64_t bytes_received = 0;
+  // Flow time of those bytes: for each transfer, from the first to the last byte of its
+  // send (receive) side on this link, summed (ns). Bytes over flow time is the rate the
+  // link delivered while data moved, without the time the transfer waited before the peer
+  // began to send (a ring's steps wait for the slowest link upstream; this does not count
+  // it). A side that completes in one move adds 0 (a small message has no rate).
+  uint64_t send_flow_ns = 0;
+  uint64_t recv_flow_ns = 0;
   // Single-copy: post sends of at least this many bytes (SIZE_MAX: never), and the peer's
   // pid for reading its posts (0: it never posts).
   size_t cma_min_bytes = SIZE_MAX;

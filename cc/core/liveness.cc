@@ -20,7 +20,7 @@ enum class BeatKind : uint8_t {
   kPing = 1,  // are you there? (sent every interval; answered at once)
   kPong = 2,  // yes
   kBye = 3,   // I am leaving in order: stop watching me
-  kLost = 4,  // a verdict, passed on: rank R (host H) was silent to rank J for S seconds
+  kLost = 4,  // a verdict, passed on: rank R (host H, mates M) was silent to rank J for S seconds
 };
 
 constexpr size_t kMaxBeatMessage = 4096;
@@ -115,8 +115,9 @@ void PeerLiveness::Run() {
       msg.F64(silent);
       msg.Str(w.peer.host);
       msg.I32(rank_);
+      msg.Str(w.peer.mates);
       PassOn(watched, msg.Take(), w.peer.rank, -1);
-      Declare(w.peer.rank, w.peer.host, silent, "has not answered");
+      Declare(w.peer.rank, w.peer.host, w.peer.mates, silent, "has not answered");
     }
   }
   // Goodbye: an orderly end (or a failure the control channel reports) is not a loss.
@@ -162,9 +163,10 @@ void PeerLiveness::Read(std::vector<Watched>* watched, Watched& w) {
     const double silent = r.F64();
     const std::string host = r.Str();
     const int judge = r.I32();
+    const std::string mates = r.Str();
     if (!r.ok() || lost == rank_) return;
     PassOn(*watched, bytes, lost, w.peer.rank);
-    Declare(lost, host, silent, "was silent to rank " + std::to_string(judge));
+    Declare(lost, host, mates, silent, "was silent to rank " + std::to_string(judge));
   }
 }
 
@@ -176,12 +178,30 @@ void PeerLiveness::PassOn(std::vector<Watched>& watched, const std::string& verd
   }
 }
 
-void PeerLiveness::Declare(int rank, const std::string& host, double silent_s, const std::string& how) {
+std::string PeerLiveness::MatesOf(int peer, const std::vector<std::string>& host_ids) {
+  if (peer < 0 || peer >= static_cast<int>(host_ids.size()) || host_ids[peer].empty()) return "";
+  constexpr int kMaxNamed = 8;
+  std::string out;
+  int named = 0, more = 0;
+  for (int p = 0; p < static_cast<int>(host_ids.size()); ++p) {
+    if (p == peer || host_ids[p] != host_ids[peer]) continue;
+    if (named == kMaxNamed) {
+      ++more;
+      continue;
+    }
+    out += (named++ == 0 ? ", with rank " : ", ") + std::to_string(p);
+  }
+  if (more) out += " and " + std::to_string(more) + " more";
+  return out;
+}
+
+void PeerLiveness::Declare(int rank, const std::string& host, const std::string& mates, double silent_s,
+                           const std::string& how) {
   declared_ = true;
   char timeout[32];
   std::snprintf(timeout, sizeof(timeout), "%g", timeout_s_);
   Status lost = Status::PeerLost(
-      "rank " + std::to_string(rank) + " (host " + (host.empty() ? "?" : host) + ") " + how + " for " +
+      "rank " + std::to_string(rank) + " (host " + (host.empty() ? "?" : host) + mates + ") " + how + " for " +
       Seconds(silent_s) + " s (TFRING_PEER_TIMEOUT_S=" + timeout +
       "): its process is frozen (stopped by a signal or a debugger, a paused VM, a host swapped "
       "out) or the network to it drops packets. Collectives need every rank.");

@@ -46,6 +46,9 @@ struct LivenessPeer {
   int rank = 0;
   std::string host;  // hostname the peer reported at connection time
   Socket* socket = nullptr;
+  // The other ranks on the peer's host as the verdict names them (", with rank 5, 6";
+  // PeerLiveness::MatesOf): a lost host takes them all. Empty: none, or not known.
+  std::string mates;
 };
 
 class PeerLiveness {
@@ -54,6 +57,10 @@ class PeerLiveness {
 
   // Beat interval for a timeout: a tenth of it, between 50 ms and 1 s.
   static double IntervalFor(double timeout_s);
+  // LivenessPeer::mates of `peer`, from every rank's host id (Communicator::host_ids()):
+  // ", with rank A, B" (at most 8 named, then "and N more"; Communicator::DescribePeer's
+  // words), or "" when it is alone on its host.
+  static std::string MatesOf(int peer, const std::vector<std::string>& host_ids);
 
   // `timeout_s` <= 0 or no peers: Start() does nothing (liveness off).
   PeerLiveness(int rank, std::vector<LivenessPeer> peers, double timeout_s, LostCallback on_lost);
@@ -73,7 +80,8 @@ class PeerLiveness {
   void Read(std::vector<Watched>* watched, Watched& w);
   // Sends a verdict about `lost` to every watched peer still active but `lost` and `from`.
   void PassOn(std::vector<Watched>& watched, const std::string& verdict, int lost, int from);
-  void Declare(int rank, const std::string& host, double silent_s, const std::string& how);
+  void Declare(int rank, const std::string& host, const std::string& mates, double silent_s,
+               const std::string& how);
 
   const int rank_;
   std::vector<LivenessPeer> peers_;

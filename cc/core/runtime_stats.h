@@ -3,8 +3,22 @@
 
 #include <cstdint>
 #include <mutex>
+#include <string>
+#include <vector>
 
 namespace tfring {
+
+// This rank's data link with one peer (link.h), for telling a slow link from the others:
+// the link's delivered rate is bytes / flow seconds (first to last byte of each transfer's
+// side, summed: the time data was moving, not the time waiting for the peer to start).
+struct LinkStats {
+  std::string host;          // the peer's hostname (as it reported it at init)
+  bool shared_memory = false;  // the link runs over shared-memory rings (same host)
+  int64_t bytes_sent = 0;
+  int64_t bytes_received = 0;
+  double send_seconds = 0;  // flow time of the bytes sent
+  double recv_seconds = 0;  // flow time of the bytes received
+};
 
 // Counters since init (cheap, always on): see docs/monitoring.md for each one's exact
 // definition. Reset by Shutdown()/Init().
@@ -28,6 +42,14 @@ struct RuntimeStats {
   double transfer_seconds = 0;            // transport phase (the collective's algorithm)
   double allreduce_transfer_seconds = 0;  // the same, allreduces only (for bus bandwidth)
   double execute_seconds = 0;             // whole execution incl. fusion copies and scaling
+  // By peer rank (size entries once a collective ran; this rank's own entry stays 0).
+  std::vector<LinkStats> links;
+  // Rank 0 (link_watch.h): the host on a slow link, named in two readings in a row; empty
+  // when none (cleared by a reading that names none).
+  std::string slow_link_host;
+  std::vector<int> slow_link_ranks;
+  double slow_link_ratio = 0;      // the other links' rate / the slow host's
+  int64_t slow_link_warnings = 0;  // warnings logged (one per newly named host)
 };
 
 // Owns one runtime's counters. Thread-safe: the background thread updates them (one

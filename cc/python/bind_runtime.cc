@@ -139,6 +139,23 @@ void BindStats(py::module_& m) {
     d["allreduce_transfer_seconds"] = s.allreduce_transfer_seconds;
     d["execute_seconds"] = s.execute_seconds;
     d["size"] = Runtime::Global().initialized() ? Runtime::Global().size() : 0;
+    py::dict links;
+    for (size_t peer = 0; peer < s.links.size(); ++peer) {
+      const LinkStats& l = s.links[peer];
+      py::dict e;
+      e["host"] = l.host;
+      e["shared_memory"] = l.shared_memory;
+      e["bytes_sent"] = l.bytes_sent;
+      e["bytes_received"] = l.bytes_received;
+      e["send_seconds"] = l.send_seconds;
+      e["recv_seconds"] = l.recv_seconds;
+      links[py::int_(peer)] = e;
+    }
+    d["links"] = links;
+    d["slow_link_host"] = s.slow_link_host;
+    d["slow_link_ranks"] = s.slow_link_ranks;
+    d["slow_link_ratio"] = s.slow_link_ratio;
+    d["slow_link_warnings"] = s.slow_link_warnings;
     return d;
   }, "Counters since init (docs/monitoring.md defines each key).");
   m.def("start_timeline", [](const std::string& path) { Check(Runtime::Global().StartTimeline(path)); },

@@ -199,6 +199,39 @@ TEST(PeerLiveness, ARingPassesAVerdictToTheRanksThatDoNotWatchTheLostOne) {
   for (auto& l : alive) l->Stop();
 }
 
+TEST(PeerLiveness, MatesOfNamesTheOtherRanksOnThePeersHost) {
+  const std::vector<std::string> ids = {"a", "a", "b", "b", "b", "c"};
+  EXPECT_EQ(PeerLiveness::MatesOf(2, ids), ", with rank 3, 4");
+  EXPECT_EQ(PeerLiveness::MatesOf(5, ids), "");
+  EXPECT_EQ(PeerLiveness::MatesOf(9, ids), "");
+  std::vector<std::string> many(12, "h");
+  EXPECT_EQ(PeerLiveness::MatesOf(0, many), ", with rank 1, 2, 3, 4, 5, 6, 7, 8 and 3 more");
+}
+
+// A lost host takes every rank on it: the verdict, judged or passed on, names the lost
+// rank's host-mates (as the job fills LivenessPeer::mates from the host ids).
+TEST(PeerLiveness, AVerdictNamesTheLostRanksHostMates) {
+  Mesh mesh = MeshOf(5);
+  const std::vector<std::string> ids = {"h0", "h1", "h2", "h2", "h4"};  // ranks 2 and 3 share a host
+  Verdicts verdicts;
+  std::vector<std::unique_ptr<PeerLiveness>> alive;
+  for (int r : {0, 1, 3, 4}) {  // rank 2 is frozen
+    std::vector<LivenessPeer> peers;
+    for (int p : Communicator::HeartbeatPeers(r, mesh.size())) {
+      peers.push_back(LivenessPeer{p, mesh[r].hostname_of(p), &mesh[r].heartbeat(p), PeerLiveness::MatesOf(p, ids)});
+    }
+    alive.push_back(std::make_unique<PeerLiveness>(r, std::move(peers), 0.4, verdicts.For(r)));
+  }
+  for (auto& l : alive) l->Start();
+  for (int r : {0, 1, 3, 4}) {
+    ASSERT_TRUE(verdicts.Wait(r, 5.0)) << "rank " << r;
+    EXPECT_EQ(verdicts.Rank(r), 2) << "rank " << r;
+    EXPECT_TRUE(HasError(verdicts.StatusOf(r), ErrorCode::kPeerLost, {"rank 2 (host host2, with rank 3) "}))
+        << verdicts.StatusOf(r).ToString();
+  }
+  for (auto& l : alive) l->Stop();
+}
+
 TEST(PeerLiveness, WorkersNoticeAFrozenRankZero) {
   Mesh mesh = MeshOf(3);
   Verdicts verdicts;

@@ -23,13 +23,17 @@ Keys (all under ``elastic/``):
   ``broken/<g>/<worker>`` counter: above 0 once that worker reported generation g broken
                          (it is alive and reaches the store), written before ``broken/<g>``
   ``lost/<g>/<rank>``    counter: above 0 when rank 0 of generation g lost that rank (its
-                         error named it); written before ``broken/<g>``. The driver leaves
+                         error named it, or its failed rendezvous never saw the rank reach
+                         the store); written before ``broken/<g>``. The driver leaves
                          such a worker out of the next generation even if its process has not
                          exited (a host frozen or cut off: it cannot take part in a
                          rendezvous), and the workers of its host that did not report
   ``gen/<g>/<worker>``   JSON assignment of ``worker`` in generation g
   ``joined/<worker>``    counter: how many generations the worker has joined (its
                          rendezvous succeeded); 0 for a worker that never trained
+  ``left/<worker>``      counter: 1 once the worker found itself left out of the newest
+                         generation and leaves (written before it raises JobEndedError):
+                         the driver then takes its exit for a departure, not a loss
   ``finished``           counter: 1 once a worker finished training (the job succeeded),
                          written before ``ended``: a worker that never joined a generation
                          then leaves with exit code 0 instead of raising JobEndedError
@@ -56,6 +60,10 @@ def ready_key(worker):
 
 def joined_key(worker):
     return f"elastic/joined/{worker}"
+
+
+def left_key(worker):
+    return f"elastic/left/{worker}"
 
 
 def broken_key(generation):

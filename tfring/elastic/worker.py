@@ -10,6 +10,7 @@ enough workers, plus a margin). Thread-safety: called from ``init()`` only.
 """
 
 import os
+import re
 import sys
 import time
 
@@ -24,6 +25,9 @@ _joined = 0  # the generation this process joined last (0: none)
 _trained = False  # a rendezvous of this process succeeded once (it took part in the job)
 _client = None
 _lost = []  # ranks of the joined generation that this worker, its rank 0, lost (note_lost)
+# The roster's "no roster entry from rank(s) 2, 3 (and N more)": ranks that never reached the
+# store in a rendezvous (roster.cc).
+_MISSING = re.compile(r"no roster entry from rank\(s\) ([\d, ]+)")
 
 
 def worker_id(environ=None):
@@ -96,6 +100,7 @@ def join_settings(timeout_s=None):
             except errors.TimeoutError:
                 if _joined == 0:
                     continue  # a new worker: a generation formed before it was ready; wait for the next
+                store.add(protocol.left_key(me), 1)  # a departure, not a loss (the driver reads it at the exit)
                 raise JobEndedError(f"worker {me} is not part of generation {generation} of the job "
                                     "(the driver removed it: its host is no longer listed)") from None
             assignment = protocol.Assignment.decode(data)
@@ -119,6 +124,16 @@ def note_lost(rank, message):
     partition, its side holds the job)."""
     global _lost
     _lost = sorted(blame.lost_ranks(message) - {0}) if rank == 0 else []
+
+
+def note_missing(rank, message):
+    """Like ``note_lost`` for a failed rendezvous: on ``rank`` 0 of the generation, the ranks
+    that ``message`` says never reached the store (a partition that cut them off from the
+    store and rank 0): the driver leaves them out of the next generation instead of
+    publishing them again into rendezvous that wait TFRING_START_TIMEOUT_S for them."""
+    global _lost
+    m = _MISSING.search(message) if rank == 0 else None
+    _lost = sorted({int(r) for r in m.group(1).replace(" ", "").split(",") if r} - {0}) if m else []
 
 
 def report_broken():
@@ -153,6 +168,7 @@ def init_core(core_init):
         except errors.TfringError as e:
             print(f"tfring elastic: the rendezvous of generation {_joined} failed ({describe(e)}); "
                   "waiting for the next one", file=sys.stderr, flush=True)
+            note_missing(int(settings.get("TFRING_RANK", -1)), str(e))
             report_broken()
             continue
         # Before any collective: a peer that finishes has then seen this worker joined, so

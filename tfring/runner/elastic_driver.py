@@ -17,7 +17,11 @@ Policy:
   their next commit (``HostsUpdatedInterrupt``).
 - A host the discovery script stops listing: its workers leave at the job's next commit
   (the others re-form without them, nothing is lost); SIGTERM if they have not left
-  TFRING_START_TIMEOUT_S later.
+  TFRING_START_TIMEOUT_S later. One that dies before it has left (it never wrote
+  ``protocol.left_key``, and the driver sent it no signal) is lost as above, named and its
+  host blacklisted, whether the script stopped listing the host before or after the driver
+  saw the exit (a killed host is often unlisted by then): what the job reports must not
+  depend on that race, and a host that killed a worker is suspect when it is listed again.
 - The script fails before ``init()``: no generation has formed yet, and every worker
   started so far has exited with the same code from 1 to 127 (an exit, not a signal,
   not ssh's 255) without having called ``init()`` (an import error, a typo, a bad
@@ -103,6 +107,7 @@ class ElasticWorker:
     rank: int = None  # its rank there
     returncode: int = None
     removed: bool = False  # left out of the newest generation: stopped by the driver
+    unlisted: bool = False  # removed because its host is no longer listed: it is to leave by itself
     leave_by: float = None  # removed but still in the running generation: SIGTERM at this time
     kill_at: float = None  # sent SIGTERM: SIGKILL at this time if it is still running
     killed_at: float = None  # when it was sent SIGKILL
@@ -218,7 +223,11 @@ class ElasticJob:
         if self.verbose:
             self.output.message(f"{worker.describe(self._size_of)} {describe_exit(code)} "
                                 f"after {time.monotonic() - worker.started:.2f} s")
-        if worker.removed or self.end_reason is not None or self.first_signal is not None:
+        if self.end_reason is not None or self.first_signal is not None:
+            return
+        if worker.removed:
+            if self._died_leaving(worker, code):
+                self._lost(worker, f"{describe_exit(code)} before leaving the job (its host is no longer listed)")
             return
         if code == 0:
             if not self.finishing:
@@ -242,6 +251,15 @@ class ElasticJob:
                 self._stop_all(signal.SIGTERM)
             return
         self._lost(worker, describe_exit(code))
+
+    def _died_leaving(self, worker, code):
+        """True when ``worker``, removed because its host is no longer listed, exited
+        without leaving: not with code 0, not after a signal from this driver, and without
+        having written ``protocol.left_key`` (what a worker writes when it finds itself left
+        out of a generation and leaves). A late joiner's exit never counts."""
+        if not worker.unlisted or worker.late or code == 0 or worker.kill_at is not None:
+            return False
+        return not self.store.add(protocol.left_key(worker.wid), 0)
 
     def _lost(self, worker, how):
         wait = self.blacklist.record_failure(worker.host, time.monotonic())
@@ -341,15 +359,16 @@ class ElasticJob:
         for w in self.workers:  # listed again before anything was done about it: it stays
             if w.removed and w.returncode is None and w.leave_by is None and w.kill_at is None \
                     and w.rank is not None and w.host in listed:
-                w.removed = False
+                w.removed = w.unlisted = False
                 self.output.message(f"host {w.host} is listed again; {w.describe(self._size_of)} stays")
 
     def _remove(self, w, now):
         """Leaves ``w`` (whose host is no longer listed) out of the next generation. A member
         of the running generation leaves gracefully: the others re-form at their next commit
         (``HostsUpdatedInterrupt``), nothing is lost, and ``w`` learns at its reset that it is
-        out; it gets SIGTERM only if it is still running ``ready_timeout_s`` later."""
-        w.removed = True
+        out; it gets SIGTERM only if it is still running ``ready_timeout_s`` later (one that
+        dies before it has left is lost: ``_died_leaving``)."""
+        w.removed = w.unlisted = True
         where = f"host {w.host} is no longer listed by the {self.discovery.describe()}"
         if w.rank is None:
             self.output.message(f"{where}; stopping {w.describe(self._size_of)}")

@@ -26,6 +26,9 @@ SCALARS = (
     "transfer_seconds",
     "fusion_ratio",
     "stall_warnings",
+    "slow_link_warnings",
+    "slow_link_rank",
+    "slow_link_ratio",
     "collectives",
 )
 

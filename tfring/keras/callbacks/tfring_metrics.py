@@ -20,8 +20,10 @@ class TfringMetricsCallback(keras.callbacks.Callback):
     ``update_freq``, every ``update_freq`` training batches (tags ``tfring/batch_<metric>``,
     step = batches since the start of training), it writes the interval's bytes reduced,
     bytes sent, achieved allreduce bus bandwidth, time waiting for the slowest rank,
-    negotiation time, transfer time, fusion ratio, stall warnings and collectives
-    (docs/monitoring.md defines each). The other ranks do nothing: no directory, no writer.
+    negotiation time, transfer time, fusion ratio, stall warnings, collectives, and the
+    link watch's slow-link verdict (``slow_link_rank``: the lowest rank on the host on a slow
+    link, -1 when none; ``slow_link_ratio``; ``slow_link_warnings``) (docs/monitoring.md
+    defines each). The other ranks do nothing: no directory, no writer.
     May be given to every rank or to ``root_rank`` only.
 
     Args:
