@@ -106,6 +106,9 @@ class Communicator {
     if (lazy_data_ && !link.socket.valid()) ConnectLazily(peer);
     return link;
   }
+  // The link to `peer` as it stands, never connecting it: for questions about a link (its
+  // counters, whether it is shared memory) that must not open a lazy connection.
+  const Link& peek(int peer) const { return data_[peer]; }
   // Data connections open now (TCP sockets; tests and the scale lab).
   int data_connections() const;
   int shm_peers() const;  // how many peers are reached through shared memory
@@ -228,6 +231,7 @@ class Group {
   // Set-local index of a global rank, -1 when it is not a member.
   int local_index(int global) const;
   Link& data(int i) const { return comm_->data(global_rank(i)); }
+  const Link& peek(int i) const { return comm_->peek(global_rank(i)); }  // never connects
   bool is_world() const { return members_ == nullptr; }  // every rank, in rank order
   Deadline TransferDeadline() const { return comm_->TransferDeadline(); }
   const std::atomic<bool>* abort_flag() const { return comm_->abort_flag(); }

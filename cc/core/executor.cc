@@ -227,12 +227,12 @@ void Executor::CopyLinkStats(std::vector<LinkStats>* links) const {
     links->assign(n, LinkStats{});
     for (int p = 0; p < n; ++p) {
       (*links)[p].host = w_.comm->hostname_of(p);
-      (*links)[p].shared_memory = p != w_.rank && w_.comm->data(p).shm();
+      (*links)[p].shared_memory = p != w_.rank && w_.comm->peek(p).shm();
     }
   }
   for (int p = 0; p < n; ++p) {
     if (p == w_.rank) continue;
-    const Link& link = w_.comm->data(p);
+    const Link& link = w_.comm->peek(p);  // counters only: opens no lazy connection
     LinkStats& l = (*links)[p];
     l.bytes_sent = static_cast<int64_t>(link.bytes_sent);
     l.bytes_received = static_cast<int64_t>(link.bytes_received);

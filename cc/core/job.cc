@@ -187,7 +187,8 @@ Status Job::BuildWorkers() {
 void Job::StartLivenessWatch() {
   std::vector<LivenessPeer> watched;
   for (int p : Communicator::HeartbeatPeers(id_.rank, id_.size)) {
-    watched.push_back(LivenessPeer{p, comm_->hostname_of(p), &comm_->heartbeat(p)});
+    watched.push_back(LivenessPeer{p, comm_->hostname_of(p), &comm_->heartbeat(p),
+                                   PeerLiveness::MatesOf(p, comm_->host_ids())});
   }
   liveness_ = std::make_unique<PeerLiveness>(id_.rank, std::move(watched), config_.Float("TFRING_PEER_TIMEOUT_S"),
                                              [this](int, const Status& lost) { OnPeerLost(lost); });
@@ -394,7 +395,7 @@ Status Job::RefineCause(const Status& status, int* origin) {
     return Status(abort.abort_code, abort.abort_message);
   }
   if (closed >= 0) {
-    return Status::PeerLost("rank " + std::to_string(closed) + " is gone (its connection closed: the "
+    return Status::PeerLost(comm_->DescribePeer(closed) + " is gone (its connection closed: the "
                             "process exited, crashed or was killed); while " + status.message());
   }
   return status;
