@@ -31,6 +31,8 @@ struct Row {
 };
 
 const Row kSelectionTable[] = {
+    {OpType::kAllreduce, Algorithm::kHierarchicalDoubling, Bytes::kUpToRecursiveDoubling, 4, true, Transport::kAny,
+     &AlgorithmSettings::hierarchical_allreduce},
     {OpType::kAllreduce, Algorithm::kRecursiveDoubling, Bytes::kUpToRecursiveDoubling, 2, false, Transport::kAny,
      nullptr},
     {OpType::kAllreduce, Algorithm::kHierarchical, Bytes::kAny, 4, true, Transport::kAny,
@@ -75,7 +77,8 @@ const Named kNames[] = {{"auto", Algorithm::kAuto},
                         {"chain", Algorithm::kChain},
                         {"pairwise", Algorithm::kPairwise},
                         {"recursive_doubling", Algorithm::kRecursiveDoubling},
-                        {"hierarchical", Algorithm::kHierarchical}};
+                        {"hierarchical", Algorithm::kHierarchical},
+                        {"hierarchical_doubling", Algorithm::kHierarchicalDoubling}};
 const std::pair<const char*, OpType> kPinnableOps[] = {{"allreduce", OpType::kAllreduce},
                                                        {"allgather", OpType::kAllgather},
                                                        {"broadcast", OpType::kBroadcast},

@@ -95,6 +95,11 @@ const std::vector<ParamSpec>& ParamTable() {
        "1/L of the buffer per local rank, then gather inside the host: each host's link "
        "carries 2(H-1)/H of the buffer instead of the flat ring's 2(N-1)/N. 0: the flat ring. "
        "Every rank must use the same value."},
+      {"TFRING_HIERARCHICAL_BLOCK_BYTES", ParamType::kInt, "2097152", 0, 1LL << 40,
+       "Hierarchical allreduces of at least twice this many bytes are cut into blocks of about "
+       "this size (at most 16), and the cross-host phase of each block overlaps the phases "
+       "inside the host of the others (a helper thread), so the network link does not wait for "
+       "shared memory. 0: the three phases one after the other. Every rank must use the same value."},
       {"TFRING_HIERARCHICAL_ALLGATHER", ParamType::kBool, "1", 0, 0,
        "On several hosts with the same number of ranks each, host-memory allgathers over every "
        "rank gather across hosts first (the ranks of each local index at once, each with its own "
@@ -114,7 +119,7 @@ const std::vector<ParamSpec>& ParamTable() {
       {"TFRING_ALGORITHM", ParamType::kString, "auto", 0, 0,
        "Pins the algorithm of host-memory collectives for the whole job, to compare them: auto "
        "(the selection table, docs/scaling.md) or comma-separated OP=ALGORITHM, e.g. "
-       "'allreduce=ring,broadcast=hierarchical' (allreduce: ring, recursive_doubling, "
+       "'allreduce=ring,broadcast=hierarchical' (allreduce: ring, recursive_doubling, hierarchical_doubling, "
        "hierarchical; allgather and reducescatter: ring, hierarchical; broadcast: chain, "
        "hierarchical; each also auto). A pin that cannot run on the job (hierarchical on one host, on a process set) "
        "leaves the choice to the table. Every rank must use the same value.",

@@ -27,6 +27,7 @@ CpuBackend::CpuBackend(const BackendContext& context)
     settings_.hierarchical_allgather = c.Bool("TFRING_HIERARCHICAL_ALLGATHER");
     settings_.hierarchical_broadcast = c.Bool("TFRING_HIERARCHICAL_BROADCAST");
     settings_.hierarchical_reducescatter = c.Bool("TFRING_HIERARCHICAL_REDUCESCATTER");
+    settings_.hierarchical_block_bytes = static_cast<size_t>(c.Int("TFRING_HIERARCHICAL_BLOCK_BYTES"));
     std::string error;  // the config validated it
     ParseAlgorithmPins(c.String("TFRING_ALGORITHM"), &settings_.pinned, &error);
   }
@@ -190,9 +191,11 @@ Status CpuBackend::Allreduce(const Group& comm, const void* input, void* output,
   switch (ChooseAlgorithm(OpType::kAllreduce, count * DataTypeSize(dtype), TopologyOf(comm), settings_)) {
     case Algorithm::kRecursiveDoubling:
       return RecursiveDoublingAllreduce(comm, input, output, count, dtype, op, postscale);
+    case Algorithm::kHierarchicalDoubling:
+      return HierarchicalDoublingAllreduce(*ctx_.comm, host_layout_, input, output, count, dtype, op, postscale);
     case Algorithm::kHierarchical:
       return HierarchicalAllreduce(*ctx_.comm, host_layout_, input, output, count, dtype, op, ctx_.chunk_bytes,
-                                   postscale);
+                                   postscale, settings_.hierarchical_block_bytes);
     default:
       return RingAllreduce(comm, input, output, count, dtype, op, ctx_.chunk_bytes, postscale);
   }
