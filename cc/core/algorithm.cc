@@ -7,6 +7,8 @@
 //    of the bytes (2(H-1)/H for allreduce) instead of the flat ring's (N-1)/N (measured
 //    at 2x2, 2x4 and 4x2 emulated hosts);
 //  * the flat ring / chain everywhere else (one host, process sets, unequal hosts).
+// Pins only (no size where they won in the lab): hierarchical doubling (small allreduces
+// across hosts: tied with flat recursive doubling at 2x4 and 4x2) and Rabenseifner.
 // No row depends on the transport yet: the hierarchical algorithms won with TCP inside the
 // hosts as well as with shared memory, and the recursive-doubling crossover was the same
 // over TCP and shared memory at 8 ranks.
@@ -17,7 +19,10 @@
 namespace tfring {
 namespace {
 
-enum class Bytes { kAny, kUpToRecursiveDoubling, kAboveRecursiveDoubling };
+// kPinOnly: the row never applies; it only says that TFRING_ALGORITHM may pin the algorithm
+// for the operation (and where it can run): measured, it did not win anywhere the lab
+// reaches (docs/scaling.md).
+enum class Bytes { kAny, kUpToRecursiveDoubling, kAboveRecursiveDoubling, kPinOnly };
 enum class Transport { kAny, kShmInsideHosts, kTcpInsideHosts };
 
 struct Row {
@@ -31,8 +36,8 @@ struct Row {
 };
 
 const Row kSelectionTable[] = {
-    {OpType::kAllreduce, Algorithm::kHierarchicalDoubling, Bytes::kUpToRecursiveDoubling, 4, true, Transport::kAny,
-     &AlgorithmSettings::hierarchical_allreduce},
+    {OpType::kAllreduce, Algorithm::kHierarchicalDoubling, Bytes::kPinOnly, 4, true, Transport::kAny, nullptr},
+    {OpType::kAllreduce, Algorithm::kRabenseifner, Bytes::kPinOnly, 2, false, Transport::kAny, nullptr},
     {OpType::kAllreduce, Algorithm::kRecursiveDoubling, Bytes::kUpToRecursiveDoubling, 2, false, Transport::kAny,
      nullptr},
     {OpType::kAllreduce, Algorithm::kHierarchical, Bytes::kAny, 4, true, Transport::kAny,
@@ -57,6 +62,7 @@ bool Applies(const Row& row, OpType op, size_t bytes, const Topology& t, const A
   if (row.transport == Transport::kTcpInsideHosts && t.shm_inside_hosts) return false;
   if (row.bytes == Bytes::kUpToRecursiveDoubling && bytes > s.recursive_doubling_bytes) return false;
   if (row.bytes == Bytes::kAboveRecursiveDoubling && bytes <= s.recursive_doubling_bytes) return false;
+  if (row.bytes == Bytes::kPinOnly) return false;
   return row.enabled == nullptr || s.*row.enabled;
 }
 
@@ -78,7 +84,8 @@ const Named kNames[] = {{"auto", Algorithm::kAuto},
                         {"pairwise", Algorithm::kPairwise},
                         {"recursive_doubling", Algorithm::kRecursiveDoubling},
                         {"hierarchical", Algorithm::kHierarchical},
-                        {"hierarchical_doubling", Algorithm::kHierarchicalDoubling}};
+                        {"hierarchical_doubling", Algorithm::kHierarchicalDoubling},
+                        {"rabenseifner", Algorithm::kRabenseifner}};
 const std::pair<const char*, OpType> kPinnableOps[] = {{"allreduce", OpType::kAllreduce},
                                                        {"allgather", OpType::kAllgather},
                                                        {"broadcast", OpType::kBroadcast},

@@ -24,6 +24,7 @@ enum class Algorithm {
   kRecursiveDoubling,  // allreduce: log2 n exchanges of the whole buffer
   kHierarchical,       // allreduce, allgather, broadcast, reducescatter: inside and across hosts
   kHierarchicalDoubling,  // allreduce, small: reduce to a leader per host, recursive doubling among leaders
+  kRabenseifner,          // allreduce: recursive halving reduce-scatter + recursive doubling allgather
 };
 const char* AlgorithmName(Algorithm algorithm);
 
@@ -58,7 +59,7 @@ Algorithm ChooseAlgorithm(OpType op, size_t bytes, const Topology& topology, con
 
 // Parses TFRING_ALGORITHM: "" or "auto" (the table), or comma-separated OP=ALGORITHM with
 // OP one of allreduce, allgather, broadcast, reducescatter and ALGORITHM auto or one that OP
-// has (allreduce: ring, recursive_doubling, hierarchical, hierarchical_doubling; allgather and reducescatter: ring,
+// has (allreduce: ring, recursive_doubling, rabenseifner, hierarchical, hierarchical_doubling; allgather and reducescatter: ring,
 // hierarchical; broadcast: chain, hierarchical). False with `error` naming the bad entry and what is accepted.
 bool ParseAlgorithmPins(const std::string& text, std::map<OpType, Algorithm>* pins, std::string* error);
 

@@ -44,6 +44,13 @@ Status RingAllreduce(const Group& comm, const void* input, void* output, size_t 
 Status RecursiveDoublingAllreduce(const Group& comm, const void* input, void* output, size_t count,
                                   DataType dtype, ReduceOp op, double postscale = 1.0);
 
+// Out-of-place (input == output: in place) allreduce by Rabenseifner's algorithm: reduce-scatter
+// by recursive halving, allgather by recursive doubling, 2 log2 n steps (+2 off a power of
+// two) moving the ring's bytes (see rabenseifner.cc): for medium buffers. Same bits on every
+// rank and `postscale` as RingAllreduce; `input` is only read.
+Status RabenseifnerAllreduce(const Group& comm, const void* input, void* output, size_t count, DataType dtype,
+                             ReduceOp op, size_t chunk_bytes, double postscale = 1.0);
+
 // Which ranks share this rank's host, and its peers of the same local index on the other
 // hosts (hierarchical_allreduce.cc).
 struct HostLayout {

@@ -119,7 +119,7 @@ const std::vector<ParamSpec>& ParamTable() {
       {"TFRING_ALGORITHM", ParamType::kString, "auto", 0, 0,
        "Pins the algorithm of host-memory collectives for the whole job, to compare them: auto "
        "(the selection table, docs/scaling.md) or comma-separated OP=ALGORITHM, e.g. "
-       "'allreduce=ring,broadcast=hierarchical' (allreduce: ring, recursive_doubling, hierarchical_doubling, "
+       "'allreduce=ring,broadcast=hierarchical' (allreduce: ring, recursive_doubling, rabenseifner, hierarchical_doubling, "
        "hierarchical; allgather and reducescatter: ring, hierarchical; broadcast: chain, "
        "hierarchical; each also auto). A pin that cannot run on the job (hierarchical on one host, on a process set) "
        "leaves the choice to the table. Every rank must use the same value.",

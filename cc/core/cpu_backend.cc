@@ -191,6 +191,8 @@ Status CpuBackend::Allreduce(const Group& comm, const void* input, void* output,
   switch (ChooseAlgorithm(OpType::kAllreduce, count * DataTypeSize(dtype), TopologyOf(comm), settings_)) {
     case Algorithm::kRecursiveDoubling:
       return RecursiveDoublingAllreduce(comm, input, output, count, dtype, op, postscale);
+    case Algorithm::kRabenseifner:
+      return RabenseifnerAllreduce(comm, input, output, count, dtype, op, ctx_.chunk_bytes, postscale);
     case Algorithm::kHierarchicalDoubling:
       return HierarchicalDoublingAllreduce(*ctx_.comm, host_layout_, input, output, count, dtype, op, postscale);
     case Algorithm::kHierarchical:

@@ -39,16 +39,20 @@ TEST(AlgorithmTableTest, AllreduceByBytesAndHosts) {
   EXPECT_EQ(ChooseAlgorithm(OpType::kAllreduce, 64 << 10, OneHost(3), s), Algorithm::kRecursiveDoubling);
   EXPECT_EQ(ChooseAlgorithm(OpType::kAllreduce, (64 << 10) + 1, OneHost(8), s), Algorithm::kRing);
   EXPECT_EQ(ChooseAlgorithm(OpType::kAllreduce, 8, OneHost(1), s), Algorithm::kRing);
-  EXPECT_EQ(ChooseAlgorithm(OpType::kAllreduce, 8, Hosts(2, 4), s), Algorithm::kHierarchicalDoubling);
-  EXPECT_EQ(ChooseAlgorithm(OpType::kAllreduce, 64 << 10, Hosts(4, 2), s), Algorithm::kHierarchicalDoubling);
+  EXPECT_EQ(ChooseAlgorithm(OpType::kAllreduce, 8, Hosts(2, 4), s), Algorithm::kRecursiveDoubling);
+  EXPECT_EQ(ChooseAlgorithm(OpType::kAllreduce, 64 << 10, Hosts(4, 2), s), Algorithm::kRecursiveDoubling);
+  for (size_t bytes : {size_t{8}, size_t{1} << 20, size_t{16} << 20}) {  // pins only
+    for (const Topology& t : {OneHost(8), Hosts(2, 4)}) {
+      EXPECT_NE(ChooseAlgorithm(OpType::kAllreduce, bytes, t, s), Algorithm::kRabenseifner);
+      EXPECT_NE(ChooseAlgorithm(OpType::kAllreduce, bytes, t, s), Algorithm::kHierarchicalDoubling);
+    }
+  }
   EXPECT_EQ(ChooseAlgorithm(OpType::kAllreduce, 16 << 20, Hosts(2, 4), s), Algorithm::kHierarchical);
   AlgorithmSettings off = s;
   off.hierarchical_allreduce = false;
   off.recursive_doubling_bytes = 0;
   EXPECT_EQ(ChooseAlgorithm(OpType::kAllreduce, 16 << 20, Hosts(2, 4), off), Algorithm::kRing);
   EXPECT_EQ(ChooseAlgorithm(OpType::kAllreduce, 8, OneHost(8), off), Algorithm::kRing);
-  off.recursive_doubling_bytes = 64 << 10;  // hierarchical off: flat recursive doubling across hosts too
-  EXPECT_EQ(ChooseAlgorithm(OpType::kAllreduce, 8, Hosts(2, 4), off), Algorithm::kRecursiveDoubling);
 }
 
 TEST(AlgorithmTableTest, AllgatherBroadcastAndReducescatterAcrossHostsOnly) {
@@ -85,6 +89,9 @@ TEST(AlgorithmTableTest, PinsWinWhereTheyCanRun) {
   ASSERT_TRUE(ParseAlgorithmPins("allreduce=hierarchical_doubling", &s.pinned, &error)) << error;
   EXPECT_EQ(ChooseAlgorithm(OpType::kAllreduce, 16 << 20, Hosts(2, 4), s), Algorithm::kHierarchicalDoubling);
   EXPECT_EQ(ChooseAlgorithm(OpType::kAllreduce, 8, OneHost(8), s), Algorithm::kRecursiveDoubling);
+  ASSERT_TRUE(ParseAlgorithmPins("allreduce=rabenseifner", &s.pinned, &error)) << error;
+  EXPECT_EQ(ChooseAlgorithm(OpType::kAllreduce, 8, OneHost(3), s), Algorithm::kRabenseifner);
+  EXPECT_EQ(ChooseAlgorithm(OpType::kAllreduce, 8, OneHost(1), s), Algorithm::kRing);
   ASSERT_TRUE(ParseAlgorithmPins("auto", &s.pinned, &error)) << error;
   EXPECT_TRUE(s.pinned.empty());
 }

@@ -357,6 +357,20 @@ TEST_P(CollectivesTest, RecursiveDoublingAllreduceEveryDtypeOpCountAndPlace) {
   ExpectSameBitsEverywhere(results);
 }
 
+// Rabenseifner (recursive halving + doubling): the same cases, every world size (powers of
+// two and not; counts below the number of ranks leave segments empty), in and out of place.
+TEST_P(CollectivesTest, RabenseifnerAllreduceEveryDtypeOpCountAndPlace) {
+  const auto cases = AllreduceCases(size());
+  std::vector<std::vector<std::vector<char>>> results(size(), std::vector<std::vector<char>>(cases.size()));
+  auto statuses = Run([&](int r, Communicator& comm) -> Status {
+    return CheckAllreduceCases(r, size(), cases, [&](const char* in, char* out, const AllreduceCase& k, double scale) {
+      return RabenseifnerAllreduce(comm, in, out, k.count, k.dtype, k.op, k.chunk_bytes, scale);
+    }, &results[r]);
+  });
+  ExpectAllOk(statuses, "rabenseifner");
+  ExpectSameBitsEverywhere(results);
+}
+
 TEST_P(CollectivesTest, RingAllgathervWithZeroSizedBlocks) {
   std::mt19937 rng(size());
   std::vector<std::vector<size_t>> layouts;
