@@ -82,7 +82,7 @@ def launch(args, hosts, per_host, algorithm):
            "benchmarks.scale.keras_fit", "--worker", "--calls", str(args.calls), "--steps", str(args.steps),
            "--batch", str(args.batch)]
     env = dict(os.environ, PYTHONPATH=jobs.ROOT, TF_CPP_MIN_LOG_LEVEL="2", OMP_NUM_THREADS="1",
-               TFRING_ALGORITHM=VARIANTS[algorithm])
+               TFRING_ALGORITHM=VARIANTS[algorithm], **dict(e.split("=", 1) for e in args.env))
     load = os.getloadavg()[0]
     drops = tbf_drops(hosts)
     out = subprocess.run(cmd, env=env, cwd=jobs.ROOT, capture_output=True, text=True, timeout=args.timeout,
@@ -105,6 +105,8 @@ def main():
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--name", default="keras_fit")
+    parser.add_argument("--env", nargs="+", default=[], metavar="NAME=VALUE",
+                        help="set for every job, e.g. TFRING_SPIN_US=0 (emulated hosts share this machine's cores)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -138,7 +140,7 @@ def main():
     medians = {name: statistics.median(r["median"] for r in rs) for name, rs in runs.items()}
     payload = {"measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "hosts": h, "ranks_per_host": per_host,
                "rate_bits": args.rate_mbit * 1e6, "batch": args.batch, "steps": args.steps, "calls": args.calls,
-               "gradient_bytes": GRADIENT_BYTES, "unshaped": compute, "runs": runs, "medians": medians,
+               "gradient_bytes": GRADIENT_BYTES, "env": args.env, "unshaped": compute, "runs": runs, "medians": medians,
                "compute_step_s": c, "link_step_s": link_s, "predicted_ratio": predicted,
                "measured_ratio": medians["table"] / medians["flat"]}
     path = os.path.join(jobs.ROOT, "docs", "benchmarks", f"scale_{args.name}.json")

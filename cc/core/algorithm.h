@@ -37,12 +37,13 @@ struct Topology {
   bool across_hosts = false;
   int hosts = 1;           // with across_hosts
   int ranks_per_host = 1;  // with across_hosts
-  bool shm_inside_hosts = false;  // the ranks of a host reach each other through shared memory
+  bool shm_inside_hosts = false;  // some ranks reach each other through shared memory (else TCP only)
 };
 
 // The job's settings that the table reads (every rank's are equal: must_match).
 struct AlgorithmSettings {
   size_t recursive_doubling_bytes = 0;  // TFRING_RECURSIVE_DOUBLING_BYTES
+  size_t rabenseifner_bytes = 0;        // TFRING_RABENSEIFNER_BYTES
   bool hierarchical_allreduce = false;  // TFRING_HIERARCHICAL_ALLREDUCE
   bool hierarchical_allgather = false;  // TFRING_HIERARCHICAL_ALLGATHER
   bool hierarchical_broadcast = false;  // TFRING_HIERARCHICAL_BROADCAST

@@ -89,6 +89,12 @@ const std::vector<ParamSpec>& ParamTable() {
        "recursive doubling (log2 n steps, each moving the whole buffer) instead of the ring "
        "(2(n-1) steps moving 1/n of it): the latency of small tensors. 0: always the ring. "
        "Every rank must use the same value."},
+      {"TFRING_RABENSEIFNER_BYTES", ParamType::kInt, "1048576", 0, 1LL << 40,
+       "Host-memory allreduces larger than TFRING_RECURSIVE_DOUBLING_BYTES and of at most this many "
+       "bytes, on 8 or more ranks (a power of two) that reach each other by TCP only (one rank per "
+       "host, or TFRING_SHM=0) and not hierarchical, run Rabenseifner's algorithm (reduce-scatter by "
+       "recursive halving, allgather by recursive doubling: 2 log2 n steps moving the ring's bytes) "
+       "instead of the ring (2(n-1) steps). 0: never. Every rank must use the same value."},
       {"TFRING_HIERARCHICAL_ALLREDUCE", ParamType::kBool, "1", 0, 0,
        "On several hosts with the same number of ranks each, host-memory allreduces above "
        "TFRING_RECURSIVE_DOUBLING_BYTES reduce inside each host first, then across hosts on "

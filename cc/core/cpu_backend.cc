@@ -23,6 +23,7 @@ CpuBackend::CpuBackend(const BackendContext& context)
   if (context.config != nullptr) {
     const Config& c = *context.config;
     settings_.recursive_doubling_bytes = static_cast<size_t>(c.Int("TFRING_RECURSIVE_DOUBLING_BYTES"));
+    settings_.rabenseifner_bytes = static_cast<size_t>(c.Int("TFRING_RABENSEIFNER_BYTES"));
     settings_.hierarchical_allreduce = c.Bool("TFRING_HIERARCHICAL_ALLREDUCE");
     settings_.hierarchical_allgather = c.Bool("TFRING_HIERARCHICAL_ALLGATHER");
     settings_.hierarchical_broadcast = c.Bool("TFRING_HIERARCHICAL_BROADCAST");
