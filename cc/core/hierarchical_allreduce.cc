@@ -28,6 +28,8 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <string>
+#include <system_error>
 #include <thread>
 
 #include "collectives.h"
@@ -118,7 +120,7 @@ Status PipelinedAllreduce(const Group& local, const Group& cross, const char* in
   }
   std::vector<char> scratch(std::max<size_t>(largest, 1) * es);
   Pipeline p;
-  std::thread helper([&] {
+  auto across = [&] {
     for (size_t b = 0; b < blocks; ++b) {
       {
         std::unique_lock<std::mutex> lock(p.mu);
@@ -137,7 +139,13 @@ Status PipelinedAllreduce(const Group& local, const Group& cross, const char* in
       p.cv.notify_all();
       if (!st.ok()) return;
     }
-  });
+  };
+  std::thread helper;
+  try {
+    helper = std::thread(across);
+  } catch (const std::system_error& e) {  // no fallback: every rank must cut the buffer alike
+    return Status::Internal(std::string("hierarchical allreduce: cannot start its helper thread: ") + e.what());
+  }
   auto finish = [&](Status st) {
     {
       std::lock_guard<std::mutex> lock(p.mu);
