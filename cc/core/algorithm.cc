@@ -7,7 +7,7 @@
 //    of the bytes (2(H-1)/H for allreduce) instead of the flat ring's (N-1)/N (measured
 //    at 2x2, 2x4 and 4x2 emulated hosts);
 //  * Rabenseifner above that up to TFRING_RABENSEIFNER_BYTES (1 MiB) on 8+ ranks (a power
-//    of two) where no rank has a shared-memory peer (TCP only: one rank per host, or
+//    of two) where no two ranks of the job share memory (TCP only: one rank per host, or
 //    TFRING_SHM=0) and no hierarchical row applies: it beat the ring and recursive doubling
 //    at 256 KiB and 1 MiB at 8 ranks over TCP, and lost to the ring over shared memory at
 //    4 and 8 ranks (docs/scaling.md "Rabenseifner");
@@ -24,9 +24,9 @@
 namespace tfring {
 namespace {
 
-// kPinOnly: the row never applies; it only says that TFRING_ALGORITHM may pin the algorithm
-// for the operation (and where it can run): measured, it did not win anywhere the lab
-// reaches (docs/scaling.md).
+// kPinOnly: the row never applies; it lets TFRING_ALGORITHM pin the algorithm for the
+// operation and says where it can run (an algorithm the table never chooses, or chooses
+// more narrowly than it can run: Runs() reads the first row of an algorithm).
 enum class Bytes { kAny, kUpToRecursiveDoubling, kAboveRecursiveDoubling, kUpToRabenseifner, kPinOnly };
 enum class Transport { kAny, kShmInsideHosts, kTcpInsideHosts };
 

@@ -37,7 +37,7 @@ struct Topology {
   bool across_hosts = false;
   int hosts = 1;           // with across_hosts
   int ranks_per_host = 1;  // with across_hosts
-  bool shm_inside_hosts = false;  // some ranks reach each other through shared memory (else TCP only)
+  bool shm_inside_hosts = false;  // two ranks of the job share a host and TFRING_SHM is on (else TCP only)
 };
 
 // The job's settings that the table reads (every rank's are equal: must_match).

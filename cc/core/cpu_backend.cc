@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <set>
+#include <string>
 
 #include "adasum.h"
 #include "algorithm.h"
@@ -33,7 +35,13 @@ CpuBackend::CpuBackend(const BackendContext& context)
     ParseAlgorithmPins(c.String("TFRING_ALGORITHM"), &settings_.pinned, &error);
   }
   has_layout_ = context.comm != nullptr && MakeHostLayout(*context.comm, &host_layout_);
-  shm_inside_hosts_ = context.comm != nullptr && context.comm->shm_peers() > 0;
+  // The same on every rank (the table's inputs must be): host ids are exchanged at init and
+  // TFRING_SHM must match, where this rank's own shm_peers() differs between a host of one
+  // rank and a host of several.
+  if (context.comm != nullptr && (context.config == nullptr || context.config->Bool("TFRING_SHM"))) {
+    const std::vector<std::string>& ids = context.comm->host_ids();
+    shm_inside_hosts_ = std::set<std::string>(ids.begin(), ids.end()).size() < ids.size();
+  }
   if (context.rank != 0 || context.comm == nullptr) return;
   if (has_layout_) {
     std::string ops;
