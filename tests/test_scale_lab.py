@@ -98,6 +98,12 @@ def test_link_bound_fractions_match_issue_31():
 def test_algorithm_steps():
     assert [model.ring_steps(n) for n in (1, 2, 8)] == [0, 2, 14]
     assert [model.recursive_doubling_steps(n) for n in (1, 2, 8, 6, 1024)] == [0, 1, 3, 4, 10]
+    # 8-byte allreduce data steps at 1,024 ranks, 30 us hops (docs/scaling.md's prediction)
+    assert model.small_allreduce_s("ring", 1024, 30e-6) == pytest.approx(2046 * 30e-6)
+    assert model.small_allreduce_s("recursive_doubling", 1024, 30e-6) == pytest.approx(10 * 30e-6)
+    assert model.small_allreduce_s("recursive_doubling", 1024, 30e-6, 8, 17e-6) == pytest.approx(3 * 17e-6 + 7 * 30e-6)
+    assert model.small_allreduce_s("hierarchical_doubling", 1024, 30e-6, 8, 17e-6) == pytest.approx(
+        6 * 17e-6 + 7 * 30e-6)
     assert model.heartbeat_interval_s(30) == 1.0 and model.heartbeat_interval_s(0.2) == 0.05
 
 

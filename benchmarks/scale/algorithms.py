@@ -25,9 +25,23 @@ import time
 
 from benchmarks.scale import jobs, netns
 
-ALGORITHMS = {
-    "flat": "allreduce=ring,allgather=ring,broadcast=chain,reducescatter=ring",
-    "hierarchical": "allreduce=hierarchical,allgather=hierarchical,broadcast=hierarchical,reducescatter=hierarchical",
+HIERARCHICAL = "allreduce=hierarchical,allgather=hierarchical,broadcast=hierarchical,reducescatter=hierarchical"
+# What a job runs, by name (--variants): its environment. The first two are the default A/B.
+VARIANTS = {
+    "flat": {"TFRING_ALGORITHM": "allreduce=ring,allgather=ring,broadcast=chain,reducescatter=ring"},
+    "hierarchical": {"TFRING_ALGORITHM": HIERARCHICAL},
+    # the hierarchical allreduce with its three phases one after the other (no pipeline)
+    "sequential": {"TFRING_ALGORITHM": HIERARCHICAL, "TFRING_HIERARCHICAL_BLOCK_BYTES": "0"},
+    "blocks1m": {"TFRING_ALGORITHM": HIERARCHICAL, "TFRING_HIERARCHICAL_BLOCK_BYTES": str(1 << 20)},
+    "blocks4m": {"TFRING_ALGORITHM": HIERARCHICAL, "TFRING_HIERARCHICAL_BLOCK_BYTES": str(4 << 20)},
+    # small allreduces: flat recursive doubling, the hierarchical one, the ring
+    "recursive_doubling": {"TFRING_ALGORITHM": "allreduce=recursive_doubling"},
+    "hierarchical_doubling": {"TFRING_ALGORITHM": "allreduce=hierarchical_doubling"},
+    "ring": {"TFRING_ALGORITHM": "allreduce=ring"},
+    # the same without the spin before sleeping: emulated hosts share this machine's cores, but
+    # each job sizes its spin by the ranks per (emulated) host against the CPUs it sees
+    "recursive_doubling_nospin": {"TFRING_ALGORITHM": "allreduce=recursive_doubling", "TFRING_SPIN_US": "0"},
+    "hierarchical_doubling_nospin": {"TFRING_ALGORITHM": "allreduce=hierarchical_doubling", "TFRING_SPIN_US": "0"},
 }
 PROBE = os.path.join(jobs.HERE, "algo_probe.py")
 
@@ -40,9 +54,11 @@ def limit_s(op, hosts, nbytes, rate_bytes):
 
 def one_job(spec_hosts, per_host, hosts, algorithm, args):
     np_ = spec_hosts * per_host
-    job = jobs.launch(np_, ["--ops", *args.ops, "--bytes", args.bytes[0], "--iters", args.iters], hosts=hosts,
-                      ranks_per_host=per_host, timeout_s=120 + 10 * np_, probe=PROBE,
-                      env={"TFRING_ALGORITHM": ALGORITHMS[algorithm]})
+    probe_args = ["--ops", *args.ops, "--bytes", args.bytes[0], "--iters", args.iters]
+    if args.no_barrier:
+        probe_args += ["--no-barrier", "--warmup", 20]
+    job = jobs.launch(np_, probe_args, hosts=hosts, ranks_per_host=per_host, timeout_s=120 + 10 * np_, probe=PROBE,
+                      env={**VARIANTS[algorithm], **dict(e.split("=", 1) for e in args.env)})
     ranks = job["ranks"]
     if len(ranks) != np_ or job["timed_out"]:
         raise RuntimeError(f"{spec_hosts}x{per_host} {algorithm}: {len(ranks)} rank files, exit {job['returncode']}: "
@@ -63,6 +79,14 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--name", default=None, help="results go to docs/benchmarks/scale_NAME.json")
     parser.add_argument("--crossover", action="store_true")
+    parser.add_argument("--variants", nargs="+", default=["flat", "hierarchical"], choices=sorted(VARIANTS),
+                        help="what the jobs run, alternating job by job (default: flat hierarchical)")
+    parser.add_argument("--env", nargs="+", default=[], metavar="NAME=VALUE",
+                        help="set for every job, e.g. TFRING_SPIN_US=0 (emulated hosts share this machine's cores)")
+    parser.add_argument("--crossover-algorithms", nargs="+", default=["ring", "recursive_doubling"],
+                        help="--crossover: the allreduce algorithms compared (TFRING_ALGORITHM=allreduce=...)")
+    parser.add_argument("--no-barrier", action="store_true",
+                        help="calls one after the other, 20 warm-up calls (small sizes' latency)")
     args = parser.parse_args()
     if args.crossover:
         args.bytes = args.bytes or [8, 1 << 10, 64 << 10, 256 << 10, 1 << 20]
@@ -76,18 +100,21 @@ def main():
     results = []
     for spec in args.hosts:
         h, per_host = (int(x) for x in spec.lower().split("x"))
-        runs = {name: [] for name in ALGORITHMS}
+        runs = {name: [] for name in args.variants}
         with netns.NetnsHosts(h, prefix=netns.LAB_PREFIX, rate_bits=args.rate_mbit * 1e6) as hosts:
             for i in range(args.repeats):
-                for name in ALGORITHMS:
+                for name in args.variants:
                     run = one_job(h, per_host, hosts, name, args)
                     runs[name].append(run)
                     print(f"{spec} {name} run {i}: " + ", ".join(
-                        f"{op} {t * 1e3:.1f} ms ({limit_s(op, h, args.bytes[0], rate_bytes) / t:.0%})"
+                        f"{op} {t * 1e3:.3f} ms ({limit_s(op, h, args.bytes[0], rate_bytes) / t:.0%})"
                         for op, t in run["ops"].items()) + f"; load {run['loadavg_before'][0]:.1f}", flush=True)
         results.append({"hosts": h, "ranks_per_host": per_host, "runs": runs})
     payload = {"measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rate_bits": args.rate_mbit * 1e6,
-               "bytes": args.bytes[0], "iters": args.iters, "repeats": args.repeats, "results": results}
+               "bytes": args.bytes[0], "iters": args.iters, "repeats": args.repeats, "variants": args.variants,
+               "variant_env": {name: VARIANTS[name] for name in args.variants}, "no_barrier": args.no_barrier,
+               "env": args.env,
+               "results": results}
     path = os.path.join(jobs.ROOT, "docs", "benchmarks", f"scale_{args.name}.json")
     with open(path, "w") as f:
         json.dump(payload, f, indent=1)
@@ -103,7 +130,7 @@ def crossover(args):
     runs = []
     for i in range(args.repeats):
         for np_, shm in CROSSOVER:
-            for algorithm in ("ring", "recursive_doubling"):
+            for algorithm in args.crossover_algorithms:
                 job = jobs.launch(np_, ["--ops", "allreduce", "--bytes", *args.bytes, "--iters", iters,
                                         "--warmup", 20, "--no-barrier"], shm=shm, timeout_s=120 + 10 * np_,
                                   probe=PROBE, env={"TFRING_ALGORITHM": f"allreduce={algorithm}"})
@@ -117,7 +144,7 @@ def crossover(args):
                     f"{b} B {t * 1e6:.0f} us" for b, t in row["rank0_median_s"].items()) +
                     f"; load {row['loadavg_before'][0]:.1f}", flush=True)
     payload = {"measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "iters": iters,
-               "repeats": args.repeats, "bytes": args.bytes, "runs": runs}
+               "repeats": args.repeats, "bytes": args.bytes, "algorithms": args.crossover_algorithms, "runs": runs}
     path = os.path.join(jobs.ROOT, "docs", "benchmarks", f"scale_{args.name or 'crossover'}.json")
     with open(path, "w") as f:
         json.dump(payload, f, indent=1)
@@ -132,7 +159,9 @@ def crossover_table(payload):
         fmt = (lambda v: f"{v / 1e3:.2f} ms") if us[-1] >= 1000 else (lambda v: f"{v:.0f} us")
         return f"{fmt(statistics.median(us))} ({fmt(us[0])}-{fmt(us[-1])})"
     sizes = [str(b) for b in payload["bytes"]]
-    lines = ["| ranks | " + " | ".join(f"{b} B: ring / recursive doubling" for b in sizes) + " | load |",
+    algorithms = payload.get("algorithms", ["ring", "recursive_doubling"])
+    names = " / ".join(a.replace("_", " ") for a in algorithms)
+    lines = ["| ranks | " + " | ".join(f"{b} B: {names}" for b in sizes) + " | load |",
              "|---" * (len(sizes) + 2) + "|"]
     for np_, shm in CROSSOVER:
         rows = [r for r in payload["runs"] if r["np"] == np_ and r["shm"] == shm]
@@ -140,9 +169,8 @@ def crossover_table(payload):
             continue
         cells = []
         for b in sizes:
-            ring = [r["rank0_median_s"][b] for r in rows if r["algorithm"] == "ring"]
-            rd = [r["rank0_median_s"][b] for r in rows if r["algorithm"] == "recursive_doubling"]
-            cells.append(f"{cell(ring)} / {cell(rd)}")
+            cells.append(" / ".join(cell([r["rank0_median_s"][b] for r in rows if r["algorithm"] == a])
+                                    for a in algorithms))
         loads = [r["loadavg_before"][0] for r in rows]
         lines.append(f"| {np_}, {'shared memory' if shm else 'TCP only'} | " + " | ".join(cells) +
                      f" | {min(loads):.1f}-{max(loads):.1f} |")
@@ -152,19 +180,22 @@ def crossover_table(payload):
 def table(payload):
     """Markdown: per configuration and operation, flat and hierarchical (median, range, % of the limit)."""
     rate_bytes = payload["rate_bits"] / 8
-    header = ("| hosts x ranks | operation | limit | flat: median (range) | of the limit "
-              "| hierarchical: median (range) | of the limit | load |")
-    lines = [header, "|---|---|---|---|---|---|---|---|"]
+    variants = payload.get("variants", ["flat", "hierarchical"])
+    header = ("| hosts x ranks | operation | limit | " +
+              " | ".join(f"{v}: median (range) | of the limit" for v in variants) + " | load |")
+    lines = [header, "|---" * (4 + 2 * len(variants)) + "|"]
     for res in payload["results"]:
         h, per_host = res["hosts"], res["ranks_per_host"]
         loads = [r["loadavg_before"][0] for runs in res["runs"].values() for r in runs]
-        for op in res["runs"]["flat"][0]["ops"]:
+        for op in res["runs"][variants[0]][0]["ops"]:
             limit = limit_s(op, h, payload["bytes"], rate_bytes)
             cells = []
-            for name in ALGORITHMS:
+            digits = 0 if payload["bytes"] >= 1 << 20 else 3
+            for name in variants:
                 ts = [r["ops"][op] for r in res["runs"][name]]
                 med = statistics.median(ts)
-                cells += [f"{med * 1e3:.0f} ms ({min(ts) * 1e3:.0f}-{max(ts) * 1e3:.0f})", f"{limit / med:.0%}"]
+                cells += [f"{med * 1e3:.{digits}f} ms ({min(ts) * 1e3:.{digits}f}-{max(ts) * 1e3:.{digits}f})",
+                          f"{limit / med:.0%}" if limit > 0 else "-"]
             lines.append(f"| {h} x {per_host} | {op} | {limit * 1e3:.0f} ms | " + " | ".join(cells) +
                          f" | {min(loads):.1f}-{max(loads):.1f} |")
     return "\n".join(lines)

@@ -144,6 +144,27 @@ def recursive_doubling_steps(n):
     return steps + (0 if n & (n - 1) == 0 else 2)
 
 
+def small_allreduce_s(algorithm, n, hop_s, ranks_per_host=1, local_step_s=0.0):
+    """Sequential-step time of an 8-byte allreduce's data movement over ``n`` ranks placed
+    host by host (``ranks_per_host`` each, a power of two), a step between hosts costing
+    ``hop_s`` and one inside a host ``local_step_s`` (negotiation not included). Algorithms
+    as the CPU backend runs them: ``ring`` (2(n-1) steps, each waiting for the ring's
+    edges that cross hosts: ``hop_s`` each),
+    ``recursive_doubling`` (the log2 L steps of distance < L stay inside a host),
+    ``hierarchical_doubling`` (binomial reduce and broadcast inside hosts, recursive doubling
+    among the H leaders)."""
+    hosts = max(n // ranks_per_host, 1)
+    local = int(math.log2(ranks_per_host)) if ranks_per_host > 1 else 0
+    if algorithm == "ring":
+        return ring_steps(n) * hop_s
+    if algorithm == "recursive_doubling":
+        steps = recursive_doubling_steps(n)
+        return local * local_step_s + (steps - local) * hop_s
+    if algorithm == "hierarchical_doubling":
+        return 2 * local * local_step_s + recursive_doubling_steps(hosts) * hop_s
+    raise ValueError(f"unknown algorithm {algorithm!r}")
+
+
 def link_limit_s(hosts, nbytes, link_bytes_per_s):
     """The least time any allreduce of ``nbytes`` needs across ``hosts`` hosts, each with
     one link of ``link_bytes_per_s`` each way: every host must send 2(H-1)/H of the tensor."""

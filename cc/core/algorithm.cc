@@ -6,10 +6,17 @@
 //    threshold), on several hosts of equal rank counts: each host's link carries (H-1)/H
 //    of the bytes (2(H-1)/H for allreduce) instead of the flat ring's (N-1)/N (measured
 //    at 2x2, 2x4 and 4x2 emulated hosts);
+//  * Rabenseifner above that up to TFRING_RABENSEIFNER_BYTES (1 MiB) on 8+ ranks (a power
+//    of two) where no two ranks of the job share memory (TCP only: one rank per host, or
+//    TFRING_SHM=0) and no hierarchical row applies: it beat the ring and recursive doubling
+//    at 256 KiB and 1 MiB at 8 ranks over TCP, and lost to the ring over shared memory at
+//    4 and 8 ranks (docs/scaling.md "Rabenseifner");
 //  * the flat ring / chain everywhere else (one host, process sets, unequal hosts).
-// No row depends on the transport yet: the hierarchical algorithms won with TCP inside the
-// hosts as well as with shared memory, and the recursive-doubling crossover was the same
-// over TCP and shared memory at 8 ranks.
+// Pin only (no size where it won in the lab): hierarchical doubling (small allreduces
+// across hosts: tied with flat recursive doubling at 2x4 and 4x2).
+// Only Rabenseifner's row depends on the transport: the hierarchical algorithms won with TCP
+// inside the hosts as well as with shared memory, and the recursive-doubling crossover was
+// the same over TCP and shared memory at 8 ranks.
 #include "algorithm.h"
 
 #include <sstream>
@@ -17,7 +24,10 @@
 namespace tfring {
 namespace {
 
-enum class Bytes { kAny, kUpToRecursiveDoubling, kAboveRecursiveDoubling };
+// kPinOnly: the row never applies; it lets TFRING_ALGORITHM pin the algorithm for the
+// operation and says where it can run (an algorithm the table never chooses, or chooses
+// more narrowly than it can run: Runs() reads the first row of an algorithm).
+enum class Bytes { kAny, kUpToRecursiveDoubling, kAboveRecursiveDoubling, kUpToRabenseifner, kPinOnly };
 enum class Transport { kAny, kShmInsideHosts, kTcpInsideHosts };
 
 struct Row {
@@ -28,13 +38,18 @@ struct Row {
   bool across_hosts;                        // needs Topology::across_hosts
   Transport transport;
   bool AlgorithmSettings::*enabled;         // the setting that turns the row off; null: always on
+  bool power_of_two = false;                // needs a power-of-two number of ranks
 };
 
 const Row kSelectionTable[] = {
+    {OpType::kAllreduce, Algorithm::kHierarchicalDoubling, Bytes::kPinOnly, 4, true, Transport::kAny, nullptr},
+    {OpType::kAllreduce, Algorithm::kRabenseifner, Bytes::kPinOnly, 2, false, Transport::kAny, nullptr},
     {OpType::kAllreduce, Algorithm::kRecursiveDoubling, Bytes::kUpToRecursiveDoubling, 2, false, Transport::kAny,
      nullptr},
     {OpType::kAllreduce, Algorithm::kHierarchical, Bytes::kAny, 4, true, Transport::kAny,
      &AlgorithmSettings::hierarchical_allreduce},
+    {OpType::kAllreduce, Algorithm::kRabenseifner, Bytes::kUpToRabenseifner, 8, false, Transport::kTcpInsideHosts,
+     nullptr, true},
     {OpType::kAllreduce, Algorithm::kRing, Bytes::kAny, 1, false, Transport::kAny, nullptr},
     {OpType::kAllgather, Algorithm::kHierarchical, Bytes::kAny, 4, true, Transport::kAny,
      &AlgorithmSettings::hierarchical_allgather},
@@ -55,6 +70,12 @@ bool Applies(const Row& row, OpType op, size_t bytes, const Topology& t, const A
   if (row.transport == Transport::kTcpInsideHosts && t.shm_inside_hosts) return false;
   if (row.bytes == Bytes::kUpToRecursiveDoubling && bytes > s.recursive_doubling_bytes) return false;
   if (row.bytes == Bytes::kAboveRecursiveDoubling && bytes <= s.recursive_doubling_bytes) return false;
+  if (row.bytes == Bytes::kUpToRabenseifner &&
+      (bytes <= s.recursive_doubling_bytes || bytes > s.rabenseifner_bytes)) {
+    return false;
+  }
+  if (row.power_of_two && (t.ranks & (t.ranks - 1)) != 0) return false;
+  if (row.bytes == Bytes::kPinOnly) return false;
   return row.enabled == nullptr || s.*row.enabled;
 }
 
@@ -75,7 +96,9 @@ const Named kNames[] = {{"auto", Algorithm::kAuto},
                         {"chain", Algorithm::kChain},
                         {"pairwise", Algorithm::kPairwise},
                         {"recursive_doubling", Algorithm::kRecursiveDoubling},
-                        {"hierarchical", Algorithm::kHierarchical}};
+                        {"hierarchical", Algorithm::kHierarchical},
+                        {"hierarchical_doubling", Algorithm::kHierarchicalDoubling},
+                        {"rabenseifner", Algorithm::kRabenseifner}};
 const std::pair<const char*, OpType> kPinnableOps[] = {{"allreduce", OpType::kAllreduce},
                                                        {"allgather", OpType::kAllgather},
                                                        {"broadcast", OpType::kBroadcast},

@@ -23,6 +23,8 @@ enum class Algorithm {
   kPairwise,           // alltoall
   kRecursiveDoubling,  // allreduce: log2 n exchanges of the whole buffer
   kHierarchical,       // allreduce, allgather, broadcast, reducescatter: inside and across hosts
+  kHierarchicalDoubling,  // allreduce, small: reduce to a leader per host, recursive doubling among leaders
+  kRabenseifner,          // allreduce: recursive halving reduce-scatter + recursive doubling allgather
 };
 const char* AlgorithmName(Algorithm algorithm);
 
@@ -35,28 +37,30 @@ struct Topology {
   bool across_hosts = false;
   int hosts = 1;           // with across_hosts
   int ranks_per_host = 1;  // with across_hosts
-  bool shm_inside_hosts = false;  // the ranks of a host reach each other through shared memory
+  bool shm_inside_hosts = false;  // two ranks of the job share a host and TFRING_SHM is on (else TCP only)
 };
 
 // The job's settings that the table reads (every rank's are equal: must_match).
 struct AlgorithmSettings {
   size_t recursive_doubling_bytes = 0;  // TFRING_RECURSIVE_DOUBLING_BYTES
+  size_t rabenseifner_bytes = 0;        // TFRING_RABENSEIFNER_BYTES
   bool hierarchical_allreduce = false;  // TFRING_HIERARCHICAL_ALLREDUCE
   bool hierarchical_allgather = false;  // TFRING_HIERARCHICAL_ALLGATHER
   bool hierarchical_broadcast = false;  // TFRING_HIERARCHICAL_BROADCAST
   bool hierarchical_reducescatter = false;  // TFRING_HIERARCHICAL_REDUCESCATTER
+  size_t hierarchical_block_bytes = 0;  // TFRING_HIERARCHICAL_BLOCK_BYTES (the pipeline's, not the table's)
   std::map<OpType, Algorithm> pinned;   // TFRING_ALGORITHM (kAuto: absent)
 };
 
 // The algorithm for one collective of `bytes` bytes (allreduce: the buffer, a fused group's
 // whole; allgather: the whole output; broadcast: the buffer; reducescatter: the input). A pinned algorithm wins where
-// it can run on this topology (hierarchical needs across_hosts, recursive doubling 2+
-// ranks), else the table decides.
+// it can run on this topology (hierarchical and hierarchical doubling need across_hosts,
+// recursive doubling 2+ ranks), else the table decides.
 Algorithm ChooseAlgorithm(OpType op, size_t bytes, const Topology& topology, const AlgorithmSettings& settings);
 
 // Parses TFRING_ALGORITHM: "" or "auto" (the table), or comma-separated OP=ALGORITHM with
 // OP one of allreduce, allgather, broadcast, reducescatter and ALGORITHM auto or one that OP
-// has (allreduce: ring, recursive_doubling, hierarchical; allgather and reducescatter: ring,
+// has (allreduce: ring, recursive_doubling, rabenseifner, hierarchical, hierarchical_doubling; allgather and reducescatter: ring,
 // hierarchical; broadcast: chain, hierarchical). False with `error` naming the bad entry and what is accepted.
 bool ParseAlgorithmPins(const std::string& text, std::map<OpType, Algorithm>* pins, std::string* error);
 

@@ -44,6 +44,13 @@ Status RingAllreduce(const Group& comm, const void* input, void* output, size_t 
 Status RecursiveDoublingAllreduce(const Group& comm, const void* input, void* output, size_t count,
                                   DataType dtype, ReduceOp op, double postscale = 1.0);
 
+// Out-of-place (input == output: in place) allreduce by Rabenseifner's algorithm: reduce-scatter
+// by recursive halving, allgather by recursive doubling, 2 log2 n steps (+2 off a power of
+// two) moving the ring's bytes (see rabenseifner.cc): for medium buffers. Same bits on every
+// rank and `postscale` as RingAllreduce; `input` is only read.
+Status RabenseifnerAllreduce(const Group& comm, const void* input, void* output, size_t count, DataType dtype,
+                             ReduceOp op, size_t chunk_bytes, double postscale = 1.0);
+
 // Which ranks share this rank's host, and its peers of the same local index on the other
 // hosts (hierarchical_allreduce.cc).
 struct HostLayout {
@@ -57,9 +64,20 @@ bool MakeHostLayout(const Communicator& comm, HostLayout* layout);
 
 // Allreduce over every rank of `comm` in three phases: reduce-scatter inside each host,
 // allreduce of each local rank's share across hosts, allgather inside each host (see
-// hierarchical_allreduce.cc). In or out of place and postscale as RingAllreduce.
+// hierarchical_allreduce.cc). In or out of place and postscale as RingAllreduce. Buffers of
+// at least 2 x `block_bytes` (0: never) are pipelined in HierarchicalAllreduceBlocks()
+// blocks, the cross-host phase on a helper thread that is joined before return.
 Status HierarchicalAllreduce(Communicator& comm, const HostLayout& layout, const void* input, void* output,
-                             size_t count, DataType dtype, ReduceOp op, size_t chunk_bytes, double postscale = 1.0);
+                             size_t count, DataType dtype, ReduceOp op, size_t chunk_bytes, double postscale = 1.0,
+                             size_t block_bytes = 0);
+// How many blocks HierarchicalAllreduce pipelines a buffer of `bytes` in (1: not pipelined).
+size_t HierarchicalAllreduceBlocks(size_t bytes, size_t block_bytes);
+
+// Allreduce for small buffers over every rank of `comm`: binomial reduce to each host's
+// first rank, recursive doubling among those, binomial broadcast inside each host (see
+// hierarchical_doubling.cc). In or out of place and postscale as RecursiveDoublingAllreduce.
+Status HierarchicalDoublingAllreduce(Communicator& comm, const HostLayout& layout, const void* input, void* output,
+                                     size_t count, DataType dtype, ReduceOp op, double postscale = 1.0);
 
 // Allgather with a per-rank byte count (as RingAllgatherv) over every rank of `comm`, in two
 // phases: across hosts among the ranks of each local index, then inside each host (see
@@ -84,15 +102,18 @@ Status HierarchicalReducescatter(Communicator& comm, const HostLayout& layout, c
 // Ring reduce-scatter phase over caller-chosen segments (one per rank). On return rank r
 // holds the fully reduced segments[(r + 1) % size] in `buf`; other segments are partial.
 // `input` (null: in place) holds this rank's data; `buf` is then only written, never read
-// before it is written, and segments[r] of `buf` is left untouched.
+// before it is written, and segments[r] of `buf` is left untouched. `scratch` (null:
+// comm.Scratch()) holds the largest segment: a thread other than the background thread
+// passes its own (comm.Scratch() belongs to the background thread).
 Status RingReduceScatterPhase(const Group& comm, char* buf, const std::vector<Segment>& segments,
                               DataType dtype, ReduceOp op, size_t chunk_bytes,
-                              const char* input = nullptr);
+                              const char* input = nullptr, char* scratch = nullptr);
 
 // The same over segments made of pieces (element offsets and counts in `buf`, walked in
 // order by sender and receiver alike): rank r ends with segments[(r + 1) % size] reduced.
 Status RingReduceScatterPieces(const Group& comm, char* buf, const std::vector<std::vector<Segment>>& segments,
-                               DataType dtype, ReduceOp op, size_t chunk_bytes, const char* input = nullptr);
+                               DataType dtype, ReduceOp op, size_t chunk_bytes, const char* input = nullptr,
+                               char* scratch = nullptr);
 
 // Ring allgather phase over the same segments: on entry rank r holds segments[(r+1) % size];
 // on return every rank holds all of them.

@@ -49,7 +49,8 @@ CmaMode CmaModeOf(const std::string& value) {  // the accepted values: config.cc
 // creates shared-memory rings waits at init for its peers to open them).
 std::string MustMatch(const Config& c, bool shm, bool shm_control) {
   std::string out;
-  for (const char* name : {"TFRING_FUSION_IN_PLACE_BYTES", "TFRING_RECURSIVE_DOUBLING_BYTES"}) {
+  for (const char* name : {"TFRING_FUSION_IN_PLACE_BYTES", "TFRING_RECURSIVE_DOUBLING_BYTES",
+                           "TFRING_HIERARCHICAL_BLOCK_BYTES", "TFRING_RABENSEIFNER_BYTES"}) {
     out += std::string(name) + "=" + std::to_string(c.Int(name)) + ";";
   }
   for (const char* name : {"TFRING_HIERARCHICAL_ALLREDUCE", "TFRING_HIERARCHICAL_ALLGATHER",

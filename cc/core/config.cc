@@ -102,12 +102,23 @@ const std::vector<ParamSpec>& ParamTable() {
        "recursive doubling (log2 n steps, each moving the whole buffer) instead of the ring "
        "(2(n-1) steps moving 1/n of it): the latency of small tensors. 0: always the ring. "
        "Every rank must use the same value."},
+      {"TFRING_RABENSEIFNER_BYTES", ParamType::kInt, "1048576", 0, 1LL << 40,
+       "Host-memory allreduces larger than TFRING_RECURSIVE_DOUBLING_BYTES and of at most this many "
+       "bytes, on 8 or more ranks (a power of two) that reach each other by TCP only (one rank per "
+       "host, or TFRING_SHM=0) and not hierarchical, run Rabenseifner's algorithm (reduce-scatter by "
+       "recursive halving, allgather by recursive doubling: 2 log2 n steps moving the ring's bytes) "
+       "instead of the ring (2(n-1) steps). 0: never. Every rank must use the same value."},
       {"TFRING_HIERARCHICAL_ALLREDUCE", ParamType::kBool, "1", 0, 0,
        "On several hosts with the same number of ranks each, host-memory allreduces above "
        "TFRING_RECURSIVE_DOUBLING_BYTES reduce inside each host first, then across hosts on "
        "1/L of the buffer per local rank, then gather inside the host: each host's link "
        "carries 2(H-1)/H of the buffer instead of the flat ring's 2(N-1)/N. 0: the flat ring. "
        "Every rank must use the same value."},
+      {"TFRING_HIERARCHICAL_BLOCK_BYTES", ParamType::kInt, "2097152", 0, 1LL << 40,
+       "Hierarchical allreduces of at least twice this many bytes are cut into blocks of about "
+       "this size (at most 16), and the cross-host phase of each block overlaps the phases "
+       "inside the host of the others (a helper thread), so the network link does not wait for "
+       "shared memory. 0: the three phases one after the other. Every rank must use the same value."},
       {"TFRING_HIERARCHICAL_ALLGATHER", ParamType::kBool, "1", 0, 0,
        "On several hosts with the same number of ranks each, host-memory allgathers over every "
        "rank gather across hosts first (the ranks of each local index at once, each with its own "
@@ -127,7 +138,7 @@ const std::vector<ParamSpec>& ParamTable() {
       {"TFRING_ALGORITHM", ParamType::kString, "auto", 0, 0,
        "Pins the algorithm of host-memory collectives for the whole job, to compare them: auto "
        "(the selection table, docs/scaling.md) or comma-separated OP=ALGORITHM, e.g. "
-       "'allreduce=ring,broadcast=hierarchical' (allreduce: ring, recursive_doubling, "
+       "'allreduce=ring,broadcast=hierarchical' (allreduce: ring, recursive_doubling, rabenseifner, hierarchical_doubling, "
        "hierarchical; allgather and reducescatter: ring, hierarchical; broadcast: chain, "
        "hierarchical; each also auto). A pin that cannot run on the job (hierarchical on one host, on a process set) "
        "leaves the choice to the table. Every rank must use the same value.",

@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <set>
+#include <string>
 
 #include "adasum.h"
 #include "algorithm.h"
@@ -23,15 +25,23 @@ CpuBackend::CpuBackend(const BackendContext& context)
   if (context.config != nullptr) {
     const Config& c = *context.config;
     settings_.recursive_doubling_bytes = static_cast<size_t>(c.Int("TFRING_RECURSIVE_DOUBLING_BYTES"));
+    settings_.rabenseifner_bytes = static_cast<size_t>(c.Int("TFRING_RABENSEIFNER_BYTES"));
     settings_.hierarchical_allreduce = c.Bool("TFRING_HIERARCHICAL_ALLREDUCE");
     settings_.hierarchical_allgather = c.Bool("TFRING_HIERARCHICAL_ALLGATHER");
     settings_.hierarchical_broadcast = c.Bool("TFRING_HIERARCHICAL_BROADCAST");
     settings_.hierarchical_reducescatter = c.Bool("TFRING_HIERARCHICAL_REDUCESCATTER");
+    settings_.hierarchical_block_bytes = static_cast<size_t>(c.Int("TFRING_HIERARCHICAL_BLOCK_BYTES"));
     std::string error;  // the config validated it
     ParseAlgorithmPins(c.String("TFRING_ALGORITHM"), &settings_.pinned, &error);
   }
   has_layout_ = context.comm != nullptr && MakeHostLayout(*context.comm, &host_layout_);
-  shm_inside_hosts_ = context.comm != nullptr && context.comm->shm_peers() > 0;
+  // The same on every rank (the table's inputs must be): host ids are exchanged at init and
+  // TFRING_SHM must match, where this rank's own shm_peers() differs between a host of one
+  // rank and a host of several.
+  if (context.comm != nullptr && (context.config == nullptr || context.config->Bool("TFRING_SHM"))) {
+    const std::vector<std::string>& ids = context.comm->host_ids();
+    shm_inside_hosts_ = std::set<std::string>(ids.begin(), ids.end()).size() < ids.size();
+  }
   if (context.rank != 0 || context.comm == nullptr) return;
   if (has_layout_) {
     std::string ops;
@@ -190,9 +200,13 @@ Status CpuBackend::Allreduce(const Group& comm, const void* input, void* output,
   switch (ChooseAlgorithm(OpType::kAllreduce, count * DataTypeSize(dtype), TopologyOf(comm), settings_)) {
     case Algorithm::kRecursiveDoubling:
       return RecursiveDoublingAllreduce(comm, input, output, count, dtype, op, postscale);
+    case Algorithm::kRabenseifner:
+      return RabenseifnerAllreduce(comm, input, output, count, dtype, op, ctx_.chunk_bytes, postscale);
+    case Algorithm::kHierarchicalDoubling:
+      return HierarchicalDoublingAllreduce(*ctx_.comm, host_layout_, input, output, count, dtype, op, postscale);
     case Algorithm::kHierarchical:
       return HierarchicalAllreduce(*ctx_.comm, host_layout_, input, output, count, dtype, op, ctx_.chunk_bytes,
-                                   postscale);
+                                   postscale, settings_.hierarchical_block_bytes);
     default:
       return RingAllreduce(comm, input, output, count, dtype, op, ctx_.chunk_bytes, postscale);
   }

@@ -30,7 +30,7 @@ std::vector<Segment> EvenSegments(size_t count, int parts) {
 }
 
 Status RingReduceScatterPieces(const Group& comm, char* buf, const std::vector<std::vector<Segment>>& segments,
-                               DataType dtype, ReduceOp op, size_t chunk_bytes, const char* input) {
+                               DataType dtype, ReduceOp op, size_t chunk_bytes, const char* input, char* scratch) {
   const int n = comm.size(), r = comm.rank();
   const size_t es = DataTypeSize(dtype);
   Link& right = comm.data(comm.right());
@@ -49,7 +49,8 @@ Status RingReduceScatterPieces(const Group& comm, char* buf, const std::vector<s
       const size_t recv_bytes = in.count * es;
       const char* own = input != nullptr ? input + in.offset * es : nullptr;
       TFRING_RETURN_IF_ERROR(TransferReduce(right, send_from + out.offset * es, out.count * es, left,
-                                            buf + in.offset * es, recv_bytes, dtype, op, comm.Scratch(recv_bytes),
+                                            buf + in.offset * es, recv_bytes, dtype, op,
+                                            scratch != nullptr ? scratch : comm.Scratch(recv_bytes),
                                             chunk_bytes, comm.TransferDeadline(), comm.abort_flag(), own));
     }
   }
@@ -57,10 +58,10 @@ Status RingReduceScatterPieces(const Group& comm, char* buf, const std::vector<s
 }
 
 Status RingReduceScatterPhase(const Group& comm, char* buf, const std::vector<Segment>& segments,
-                              DataType dtype, ReduceOp op, size_t chunk_bytes, const char* input) {
+                              DataType dtype, ReduceOp op, size_t chunk_bytes, const char* input, char* scratch) {
   std::vector<std::vector<Segment>> pieces(segments.size());
   for (size_t i = 0; i < segments.size(); ++i) pieces[i] = {segments[i]};
-  return RingReduceScatterPieces(comm, buf, pieces, dtype, op, chunk_bytes, input);
+  return RingReduceScatterPieces(comm, buf, pieces, dtype, op, chunk_bytes, input, scratch);
 }
 
 Status RingAllgatherPhase(const Group& comm, char* buf, const std::vector<Segment>& segments,

@@ -376,6 +376,20 @@ TEST_P(CollectivesTest, RecursiveDoublingAllreduceEveryDtypeOpCountAndPlace) {
   ExpectSameBitsEverywhere(results);
 }
 
+// Rabenseifner (recursive halving + doubling): the same cases, every world size (powers of
+// two and not; counts below the number of ranks leave segments empty), in and out of place.
+TEST_P(CollectivesTest, RabenseifnerAllreduceEveryDtypeOpCountAndPlace) {
+  const auto cases = AllreduceCases(size());
+  std::vector<std::vector<std::vector<char>>> results(size(), std::vector<std::vector<char>>(cases.size()));
+  auto statuses = Run([&](int r, Communicator& comm) -> Status {
+    return CheckAllreduceCases(r, size(), cases, [&](const char* in, char* out, const AllreduceCase& k, double scale) {
+      return RabenseifnerAllreduce(comm, in, out, k.count, k.dtype, k.op, k.chunk_bytes, scale);
+    }, &results[r]);
+  });
+  ExpectAllOk(statuses, "rabenseifner");
+  ExpectSameBitsEverywhere(results);
+}
+
 TEST_P(CollectivesTest, RingAllgathervWithZeroSizedBlocks) {
   std::mt19937 rng(size());
   std::vector<std::vector<size_t>> layouts;
@@ -778,6 +792,45 @@ TEST_P(HierarchicalTest, EveryDtypeOpCountAndPlaceWithTheSameBitsEverywhere) {
   });
   ExpectAllOk(statuses, "hierarchical allreduce");
   ExpectSameBitsEverywhere(results);
+}
+
+// Pipelined (blocks of 64 bytes: every case of >= 128 bytes runs in 2-16 blocks, the
+// cross-host phase on the helper thread; blocks with fewer elements than ranks included).
+TEST_P(HierarchicalTest, PipelinedEveryDtypeOpCountAndPlaceWithTheSameBitsEverywhere) {
+  const int size = GetParam().size;
+  const auto cases = AllreduceCases(size);
+  std::vector<std::vector<std::vector<char>>> results(size, std::vector<std::vector<char>>(cases.size()));
+  auto statuses = Run([&](int r, Communicator& comm, const HostLayout& layout) -> Status {
+    return CheckAllreduceCases(r, size, cases, [&](const char* in, char* out, const AllreduceCase& k, double scale) {
+      return HierarchicalAllreduce(comm, layout, in, out, k.count, k.dtype, k.op, k.chunk_bytes, scale, 64);
+    }, &results[r]);
+  });
+  ExpectAllOk(statuses, "pipelined hierarchical allreduce");
+  ExpectSameBitsEverywhere(results);
+}
+
+// Small buffers (CpuBackend's choice below TFRING_RECURSIVE_DOUBLING_BYTES across hosts):
+// reduce to each host's leader, recursive doubling among leaders (3 and 4 hosts: off and on
+// a power of two), broadcast inside hosts (3 ranks per host: off a power of two).
+TEST_P(HierarchicalTest, DoublingEveryDtypeOpCountAndPlaceWithTheSameBitsEverywhere) {
+  const int size = GetParam().size;
+  const auto cases = AllreduceCases(size);
+  std::vector<std::vector<std::vector<char>>> results(size, std::vector<std::vector<char>>(cases.size()));
+  auto statuses = Run([&](int r, Communicator& comm, const HostLayout& layout) -> Status {
+    return CheckAllreduceCases(r, size, cases, [&](const char* in, char* out, const AllreduceCase& k, double scale) {
+      return HierarchicalDoublingAllreduce(comm, layout, in, out, k.count, k.dtype, k.op, scale);
+    }, &results[r]);
+  });
+  ExpectAllOk(statuses, "hierarchical doubling allreduce");
+  ExpectSameBitsEverywhere(results);
+}
+
+TEST(HierarchicalBlocksTest, PipelinedFromTwoBlocksAndAtMostSixteen) {
+  EXPECT_EQ(HierarchicalAllreduceBlocks(16 << 20, 0), 1u);
+  EXPECT_EQ(HierarchicalAllreduceBlocks((4 << 20) - 1, 2 << 20), 1u);
+  EXPECT_EQ(HierarchicalAllreduceBlocks(4 << 20, 2 << 20), 2u);
+  EXPECT_EQ(HierarchicalAllreduceBlocks(16 << 20, 2 << 20), 8u);
+  EXPECT_EQ(HierarchicalAllreduceBlocks(size_t{1} << 30, 2 << 20), 16u);
 }
 
 // Allgather: blocks of every element size (1, 2, 4, 8 bytes x rows of 1-3 elements), first

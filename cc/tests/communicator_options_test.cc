@@ -18,7 +18,7 @@ TEST(CommunicatorOptionsTest, FromConfigTakesEveryTransportSetting) {
   TFRING_ASSERT_OK(Config::Load({{"TFRING_RANK", "2"}, {"TFRING_SIZE", "4"}, {"TFRING_CROSS_RANK", "1"}, {"TFRING_CROSS_SIZE", "2"}, {"TFRING_STORE_ADDR", "127.0.0.1:1"}, {"TFRING_SECRET", "s"},
                                  {"TFRING_SPIN_US", "37"}, {"TFRING_SHM_CMA", "auto"}, {"TFRING_SHM", "0"},
                                  {"TFRING_TIMEOUT_S", "12"}, {"TFRING_PEER_TIMEOUT_S", "7"},
-                                 {"TFRING_HIERARCHICAL_BROADCAST", "0"}},
+                                 {"TFRING_HIERARCHICAL_BROADCAST", "0"}, {"TFRING_HIERARCHICAL_BLOCK_BYTES", "4096"}},
                                 false, &c));
   const CommunicatorOptions opt = CommunicatorOptions::FromConfig(c);
   EXPECT_EQ(opt.rank, 2);
@@ -31,6 +31,7 @@ TEST(CommunicatorOptionsTest, FromConfigTakesEveryTransportSetting) {
   EXPECT_EQ(opt.host_id.substr(opt.host_id.rfind('/')), "/1") << "the cross rank tells launcher hosts apart";
   EXPECT_NE(opt.must_match.find("TFRING_HIERARCHICAL_BROADCAST=0"), std::string::npos) << opt.must_match;
   EXPECT_NE(opt.must_match.find("TFRING_SHM=0"), std::string::npos) << opt.must_match;
+  EXPECT_NE(opt.must_match.find("TFRING_HIERARCHICAL_BLOCK_BYTES=4096"), std::string::npos) << opt.must_match;
   Config on;
   TFRING_ASSERT_OK(Config::Load({{"TFRING_SHM_CMA", "true"}}, false, &on));
   EXPECT_EQ(CommunicatorOptions::FromConfig(on).cma, CmaMode::kOn);
