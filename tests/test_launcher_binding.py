@@ -115,4 +115,4 @@ def test_ranks_bound_to_a_core_each_spin_and_outnumbered_cpus_do_not():
         result = run_job(2, SPIN_CHECK, timeout=60, env={"TFRING_LOG_LEVEL": "info"})
     finally:
         os.sched_setaffinity(0, mine)
-    assert "ranks share 1 CPUs: waits do not spin" in result.stdout + result.stderr
+    assert "ranks on this machine share 1 CPUs: waits do not spin" in result.stdout + result.stderr

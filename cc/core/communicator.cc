@@ -107,14 +107,23 @@ Status Communicator::ExchangeRoster(const CommunicatorOptions& opt, int port, St
   mine.cpus = opt.cpus;
   TFRING_RETURN_IF_ERROR(tfring::ExchangeRoster(rank_, size_, mine, store, deadline, roster)
                              .WithContext("tfring init on rank " + std::to_string(rank_)));
-  std::set<int> host_cpus;
+  // A host id is "hostname/boot id/cross rank" (communicator_options.cc): its first two
+  // parts name the machine, which emulated hosts (network namespaces) share.
+  auto machine_of = [](const std::string& id) { return id.substr(0, id.rfind('/')); };
+  std::set<int> host_cpus, machine_cpus;
+  machine_ranks_ = 0;
   for (int p = 0; p < size_; ++p) {
     const RosterEntry& e = (*roster)[static_cast<size_t>(p)];
     host_ids_[p] = e.host_id;
     hostname_[p] = e.hostname;
     if (e.host_id == opt.host_id) host_cpus.insert(e.cpus.begin(), e.cpus.end());
+    if (machine_of(e.host_id) == machine_of(opt.host_id)) {
+      ++machine_ranks_;
+      machine_cpus.insert(e.cpus.begin(), e.cpus.end());
+    }
   }
   host_cpus_ = static_cast<int>(host_cpus.size());
+  machine_cpus_ = static_cast<int>(machine_cpus.size());
   return Status::OK();
 }
 

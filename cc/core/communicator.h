@@ -143,6 +143,10 @@ class Communicator {
   // How many CPUs this host's ranks may run on between them: the union of their affinity
   // masks (CommunicatorOptions::cpus). Const after Create(); any thread.
   int host_cpus() const { return host_cpus_; }
+  // The same for the machine: the ranks on this kernel (same hostname and boot id, whatever
+  // their TFRING_CROSS_RANK: emulated hosts share one) and the union of their CPU masks.
+  int machine_ranks() const { return machine_ranks_; }
+  int machine_cpus() const { return machine_cpus_; }
   // The host id of every rank (CommunicatorOptions::host_id, exchanged at Create()). Const
   // after Create(); any thread.
   const std::vector<std::string>& host_ids() const { return host_ids_; }
@@ -198,6 +202,8 @@ class Communicator {
   std::vector<std::string> hostname_;
   std::vector<std::string> host_ids_;  // by rank
   int host_cpus_ = 0;
+  int machine_ranks_ = 1;
+  int machine_cpus_ = 0;
   std::atomic<bool> aborted_{false};
   std::atomic<bool> shut_down_{false};  // Abort() closed the connections
   std::vector<char> scratch_;

@@ -140,6 +140,10 @@ Status PipelinedAllreduce(const Group& local, const Group& cross, const char* in
       if (!st.ok()) return;
     }
   };
+  // The helper's ring links, made here if they are lazy (Communicator::data() connects on
+  // the background thread only): the helper then only transfers on them.
+  cross.data(cross.left());
+  cross.data(cross.right());
   std::thread helper;
   try {
     helper = std::thread(across);
