@@ -58,6 +58,11 @@ void RequestRelay::AddRequest(int origin, const Request& request) {
 }
 
 void RequestRelay::AddCached(int origin, int32_t id, Clock::time_point now) {
+  if (subtree_.size() == 1 && !joined_ && !SentInFull(id)) {  // a leaf: complete at once (every step at np=2)
+    out_.subtree_cached.push_back(id);
+    has_message_ = true;
+    return;
+  }
   auto [it, inserted] = partial_.try_emplace(id);
   Partial& p = it->second;
   if (inserted) {
