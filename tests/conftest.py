@@ -1,5 +1,6 @@
 """pytest setup: the repo root goes first on sys.path so ``import tfring`` and
-``from tests.helpers import run_job`` use this checkout. Nothing heavy here (no TensorFlow)."""
+``from tests.helpers import run_job`` use this checkout; the ``lab`` fixture of the
+host-fault tests (tests/host_lab.py). Nothing heavy here (no TensorFlow)."""
 
 import os
 import sys
@@ -8,6 +9,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
 
+from tests.host_lab import lab  # noqa: F401 -- the emulated hosts of the host-fault tests
 
 # ---- skip policy -------------------------------------------------------------------------
 # Only GPU tests may skip in CI: a skipped multi-host, MPI or fault test would hide a launch

@@ -21,6 +21,7 @@ import pytest
 
 from benchmarks.scale import host_faults, host_soak, netns
 from tests.helpers import format_job_output, rank_output, run_launcher
+from tests.host_lab import HOSTS, LOOP, RANKS_PER_HOST
 from tfring.runner.blame import Blame
 from tfring.runner.supervisor import Failure
 
@@ -28,45 +29,7 @@ pytestmark = pytest.mark.multiprocess
 
 PEER_TIMEOUT_S = 3.0  # as test_faults_frozen.py: 2 s risks a false verdict on a loaded CI machine
 BOUND_S = PEER_TIMEOUT_S + 5.0  # issue 32's bound for a lost host
-HOSTS, RANKS_PER_HOST = 3, 2
 VICTIM = 2  # host 2 runs ranks 4 and 5; host 0 holds rank 0 (and reaches the store)
-
-# Every rank loops small allreduces until one fails ("ERR <time> <class> <message>");
-# rank 0 drops a marker once they run, the moment the fault comes.
-LOOP = """
-import sys, time, numpy as np, tfring
-tfring.init()
-x = np.ones(1 << 14, np.float32)
-try:
-    for i in range(10 ** 7):
-        tfring.allreduce(x, name="loop")
-        if i == 20 and tfring.rank() == 0:
-            open(sys.argv[1], "w").close()
-except Exception as e:
-    print("ERR", time.time(), type(e).__name__, str(e).replace("\\n", " "), flush=True)
-    raise SystemExit(1)
-"""
-
-
-@pytest.fixture
-def lab():
-    """(NetnsHosts, HostFaults) of 3 emulated hosts; afterwards every process left in them
-    is killed and the namespaces removed, whatever happened."""
-    why = netns.unavailable()
-    if why:
-        pytest.skip(why)
-    hosts = netns.NetnsHosts(HOSTS)
-    try:
-        hosts.create()
-    except (RuntimeError, subprocess.TimeoutExpired) as e:
-        hosts.destroy()
-        pytest.skip(f"cannot build the namespace network: {e}")
-    faults = host_faults.HostFaults(hosts)
-    try:
-        yield hosts, faults
-    finally:
-        faults.stop_all()
-        hosts.destroy()
 
 
 def _static_job(lab, kind, tmp_path):

@@ -19,15 +19,14 @@ import time
 
 import pytest
 
-from benchmarks.scale import host_faults, netns
 from tests.helpers import LAUNCHER, format_job_output, job_env, rank_output, run_launcher
+from tests.host_lab import HOSTS, LOOP, RANKS_PER_HOST
 
 pytestmark = pytest.mark.multiprocess
 
 PEER_TIMEOUT_S = 3.0
 BOUND_S = PEER_TIMEOUT_S + 5.0  # issue 32's bound for a lost host
 GRACE_S = 1.0
-HOSTS, RANKS_PER_HOST = 3, 2
 SIZE = HOSTS * RANKS_PER_HOST
 
 # Every step adds 1 to every weight (the mean of ones); rank 0 saves (step, w) every 5 steps,
@@ -58,40 +57,6 @@ with np.load(sys.argv[1]) as d:
 w = tfring.broadcast(w, 0, name="w")  # every rank goes on from rank 0's copy
 print("LOADED", step, bool(np.all(w == step)), w.size, flush=True)
 """
-
-LOOP = """
-import sys, time, numpy as np, tfring
-tfring.init()
-x = np.ones(1 << 14, np.float32)
-try:
-    for i in range(10 ** 7):
-        tfring.allreduce(x, name="loop")
-        if i == 20 and tfring.rank() == 0:
-            open(sys.argv[1], "w").close()
-except Exception as e:
-    print("ERR", time.time(), type(e).__name__, str(e).replace("\\n", " "), flush=True)
-    raise SystemExit(1)
-"""
-
-
-@pytest.fixture
-def lab():
-    why = netns.unavailable()
-    if why:
-        pytest.skip(why)
-    hosts = netns.NetnsHosts(HOSTS)
-    try:
-        hosts.create()
-    except (RuntimeError, subprocess.TimeoutExpired) as e:
-        hosts.destroy()
-        pytest.skip(f"cannot build the namespace network: {e}")
-    faults = host_faults.HostFaults(hosts)
-    try:
-        yield hosts, faults
-    finally:
-        faults.stop_all()
-        hosts.destroy()
-
 
 def _errors(stdout, ranks):
     """{rank: (time, class, message)} of the ERR line each rank printed (missing: not there)."""
