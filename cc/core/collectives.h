@@ -37,6 +37,16 @@ Status RingAllreduce(const Group& comm, void* buf, size_t count, DataType dtype,
 Status RingAllreduce(const Group& comm, const void* input, void* output, size_t count,
                      DataType dtype, ReduceOp op, size_t chunk_bytes, double postscale = 1.0);
 
+// Groups whose size is not a power of two, for the algorithms that pair ranks by XOR
+// (recursive doubling, Rabenseifner): the ranks from p on (p: the largest power of two <= n)
+// hand their buffer to rank r - p, which reduces it into its own before the algorithm runs
+// on ranks 0..p-1 and sends it the result afterwards (recursive_doubling.cc).
+int LargestPowerOfTwo(int n);
+// A rank r >= p: its whole part (sends `bytes` of `buf`, receives the result into it).
+Status FoldAsExtraRank(const Group& comm, int p, char* buf, size_t bytes);
+// A rank r < n - p, after the algorithm: rank r + p's result. Nothing for the others.
+Status SendResultToExtraRank(const Group& comm, int p, const char* buf, size_t bytes);
+
 // Out-of-place (input == output: in place) allreduce by recursive doubling: log2 n steps
 // (+2 off a power of two) instead of the ring's 2(n-1), each moving the whole buffer: for
 // small buffers (see recursive_doubling.cc). Every rank ends with the same bits; the result

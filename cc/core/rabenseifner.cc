@@ -31,15 +31,8 @@ Status RabenseifnerAllreduce(const Group& comm, const void* input, void* output,
   const size_t es = DataTypeSize(dtype), bytes = count * es;
   char* buf = static_cast<char*>(output);
   if (input != output) std::memcpy(buf, input, bytes);
-  const int n = comm.size(), r = comm.rank();
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  if (r >= p) {  // an extra rank: hands its data to rank r - p and gets the result back
-    Link& partner = comm.data(r - p);
-    TFRING_RETURN_IF_ERROR(
-        Transfer(partner, buf, bytes, partner, nullptr, 0, comm.TransferDeadline(), comm.abort_flag()));
-    return Transfer(partner, nullptr, 0, partner, buf, bytes, comm.TransferDeadline(), comm.abort_flag());
-  }
+  const int n = comm.size(), r = comm.rank(), p = LargestPowerOfTwo(n);
+  if (r >= p) return FoldAsExtraRank(comm, p, buf, bytes);
   if (r + p < n) {
     Link& extra = comm.data(r + p);
     TFRING_RETURN_IF_ERROR(TransferReduce(extra, nullptr, 0, extra, buf, bytes, dtype, op, comm.Scratch(bytes),
@@ -85,11 +78,7 @@ Status RabenseifnerAllreduce(const Group& comm, const void* input, void* output,
       hi += d;
     }
   }
-  if (r + p < n) {
-    Link& extra = comm.data(r + p);
-    TFRING_RETURN_IF_ERROR(Transfer(extra, buf, bytes, extra, nullptr, 0, comm.TransferDeadline(), comm.abort_flag()));
-  }
-  return Status::OK();
+  return SendResultToExtraRank(comm, p, buf, bytes);
 }
 
 }  // namespace tfring

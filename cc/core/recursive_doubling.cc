@@ -37,31 +37,38 @@ Status ReceiveAndReduce(const Group& comm, int peer, bool send, char* buf, size_
 
 }  // namespace
 
+int LargestPowerOfTwo(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
+Status FoldAsExtraRank(const Group& comm, int p, char* buf, size_t bytes) {
+  Link& partner = comm.data(comm.rank() - p);
+  TFRING_RETURN_IF_ERROR(Transfer(partner, buf, bytes, partner, nullptr, 0, comm.TransferDeadline(), comm.abort_flag()));
+  return Transfer(partner, nullptr, 0, partner, buf, bytes, comm.TransferDeadline(), comm.abort_flag());
+}
+
+Status SendResultToExtraRank(const Group& comm, int p, const char* buf, size_t bytes) {
+  if (comm.rank() + p >= comm.size()) return Status::OK();
+  Link& extra = comm.data(comm.rank() + p);
+  return Transfer(extra, buf, bytes, extra, nullptr, 0, comm.TransferDeadline(), comm.abort_flag());
+}
+
 Status RecursiveDoublingAllreduce(const Group& comm, const void* input, void* output, size_t count,
                                   DataType dtype, ReduceOp op, double postscale) {
   const size_t bytes = count * DataTypeSize(dtype);
   if (count == 0) return Status::OK();
   char* buf = static_cast<char*>(output);
   if (input != output) std::memcpy(buf, input, bytes);
-  const int n = comm.size(), r = comm.rank();
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  if (r >= p) {  // an extra rank: hands its data to rank r - p and gets the result back
-    Link& partner = comm.data(r - p);
-    TFRING_RETURN_IF_ERROR(
-        Transfer(partner, buf, bytes, partner, nullptr, 0, comm.TransferDeadline(), comm.abort_flag()));
-    return Transfer(partner, nullptr, 0, partner, buf, bytes, comm.TransferDeadline(), comm.abort_flag());
-  }
+  const int n = comm.size(), r = comm.rank(), p = LargestPowerOfTwo(n);
+  if (r >= p) return FoldAsExtraRank(comm, p, buf, bytes);
   if (r + p < n) TFRING_RETURN_IF_ERROR(ReceiveAndReduce(comm, r + p, false, buf, count, dtype, op));
   for (int distance = 1; distance < p; distance *= 2) {
     TFRING_RETURN_IF_ERROR(ReceiveAndReduce(comm, r ^ distance, true, buf, count, dtype, op));
   }
   ScaleInPlace(buf, count, dtype, postscale);  // same bits in, same bits out, on every rank
-  if (r + p < n) {
-    Link& extra = comm.data(r + p);
-    TFRING_RETURN_IF_ERROR(Transfer(extra, buf, bytes, extra, nullptr, 0, comm.TransferDeadline(), comm.abort_flag()));
-  }
-  return Status::OK();
+  return SendResultToExtraRank(comm, p, buf, bytes);
 }
 
 }  // namespace tfring
