@@ -39,29 +39,13 @@ GRADIENT_BYTES = 4 * (784 * 1024 + 1024 + 1024 * 1024 + 1024 + 1024 * 10 + 10)
 
 
 def worker(args):
+    """One rank: whole_fit.py's tfring worker (warm-up fit with the broadcast callback, then
+    ``--calls`` timed fits; rank 0 prints the samples/s of each)."""
     sys.path.insert(0, os.path.dirname(HERE))
-    import keras_models
+    import whole_fit
 
-    keras_models.threads(1)
-    import keras
-
-    import tfring.keras as hvd
-
-    hvd.init()
-    size, rank = hvd.size(), hvd.rank()
-    optimizer = hvd.DistributedOptimizer(keras.optimizers.SGD(0.01, momentum=0.9))
-    x, y = keras_models.data("mlp", args.batch * args.steps, seed=rank)
-    model = keras_models.build("mlp")
-    model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    model.fit(x, y, batch_size=args.batch, epochs=1, verbose=0,
-              callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0)])  # warm-up
-    rates = []
-    for _ in range(args.calls):
-        start = time.perf_counter()
-        model.fit(x, y, batch_size=args.batch, epochs=1, verbose=0)
-        rates.append(args.batch * args.steps * size / (time.perf_counter() - start))
-    if rank == 0:
-        print("CALLS " + " ".join(f"{r:.1f}" for r in rates), flush=True)
+    args.mode = "tfring"
+    whole_fit.worker(args)
 
 
 def tbf_drops(hosts):
