@@ -136,15 +136,14 @@ Status Communicator::ConnectMesh(const CommunicatorOptions& opt, const std::vect
   for (const RosterEntry& e : roster) addresses_.push_back(e.address);
   Status accept_status;
   std::thread acceptor([&] { accept_status = AcceptPeers(opt, listener, deadline); });
-  auto connect_to = [&](int peer, Channel channel, Socket* dest) { return Dial(peer, channel, deadline, dest); };
   Status connect_status;
   for (int peer = 0; !lazy_data_ && peer < opt.rank && connect_status.ok(); ++peer) {
-    connect_status = connect_to(peer, kData, &data_[peer].socket);
+    connect_status = Dial(peer, kData, deadline, &data_[peer].socket);
   }
   const int parent = control_tree_.parent();
-  if (connect_status.ok() && parent >= 0) connect_status = connect_to(parent, kControl, &control_[parent]);
+  if (connect_status.ok() && parent >= 0) connect_status = Dial(parent, kControl, deadline, &control_[parent]);
   for (int peer : HeartbeatPeers(opt.rank, opt.size)) {
-    if (connect_status.ok() && peer < opt.rank) connect_status = connect_to(peer, kHeartbeat, &heartbeat_[peer]);
+    if (connect_status.ok() && peer < opt.rank) connect_status = Dial(peer, kHeartbeat, deadline, &heartbeat_[peer]);
   }
   if (!connect_status.ok()) listener.Shutdown();  // wake the acceptor
   acceptor.join();
@@ -191,25 +190,10 @@ Status Communicator::AcceptPeers(const CommunicatorOptions& opt, Listener& liste
       return st.WithContext("rank " + std::to_string(opt.rank) + " waited for " + std::to_string(expected - accepted) +
                             " more peer connection(s), from rank(s) " + ranks + " (TFRING_START_TIMEOUT_S)");
     }
-    st = AuthenticateAsServer(s, opt.secret, Deadline::After(kHelloTimeoutS));
-    std::string hello;
-    if (st.ok()) st = s.RecvMessage(&hello, kMaxHelloBytes, Deadline::After(kHelloTimeoutS));
-    if (!st.ok()) {
-      TFRING_LOG(LogLevel::kWarning, "transport", "refused " << s.label() << ": " << st.message());
-      continue;
-    }
-    WireReader r(hello);
-    uint8_t channel = r.U8();
-    int peer = r.I32();
-    std::string session = r.Str();
-    if (channel == kHeartbeat) r.Str();  // the hostname, known from the roster since
-    if (r.ok() && session != opt.session) {
-      TFRING_LOG(LogLevel::kWarning, "transport",
-                 "refused " << s.label() << ": hello from rank " << peer << " of init session '" << session
-                            << "', this is '" << opt.session << "' (a process of an earlier generation of the job)");
-      continue;
-    }
-    const bool valid = r.ok() && r.AtEnd() && peer >= 0 && peer < opt.size && peer != opt.rank;
+    uint8_t channel = 0;
+    int peer = -1;
+    if (!ReadHello(s, &channel, &peer)) continue;
+    const bool valid = peer >= 0;
     Socket* dest = nullptr;
     if (valid && channel == kData && !lazy_data_ && peer > opt.rank && !data_[peer].socket.valid()) {
       dest = &data_[peer].socket;
@@ -292,23 +276,36 @@ void Communicator::ConnectLazily(int peer) {
 }
 
 // The ConnectionPark's thread. Reads only what Create() fixed.
-int Communicator::AdmitData(Socket& s) {
+bool Communicator::ReadHello(Socket& s, uint8_t* channel, int* peer) {
   Status st = AuthenticateAsServer(s, secret_, Deadline::After(kHelloTimeoutS));
   std::string hello;
   if (st.ok()) st = s.RecvMessage(&hello, kMaxHelloBytes, Deadline::After(kHelloTimeoutS));
   if (!st.ok()) {
     TFRING_LOG(LogLevel::kWarning, "transport", "refused " << s.label() << ": " << st.message());
-    return -1;
+    return false;
   }
   WireReader r(hello);
-  const uint8_t channel = r.U8();
-  const int peer = r.I32();
+  *channel = r.U8();
+  *peer = r.I32();
   const std::string session = r.Str();
-  if (!r.ok() || !r.AtEnd() || channel != kData || session != session_ || peer < 0 || peer == rank_ ||
-      peer >= size_) {
+  if (*channel == kHeartbeat) r.Str();  // the hostname, known from the roster since
+  if (r.ok() && session != session_) {
     TFRING_LOG(LogLevel::kWarning, "transport",
-               "refused " << s.label() << ": unexpected data hello (channel " << int(channel) << ", rank " << peer
-                          << ", session '" << session << "')");
+               "refused " << s.label() << ": hello from rank " << *peer << " of init session '" << session
+                          << "', this is '" << session_ << "' (a process of an earlier generation of the job)");
+    return false;
+  }
+  if (!r.ok() || !r.AtEnd() || *peer < 0 || *peer >= size_ || *peer == rank_) *peer = -1;
+  return true;
+}
+
+int Communicator::AdmitData(Socket& s) {
+  uint8_t channel = 0;
+  int peer = -1;
+  if (!ReadHello(s, &channel, &peer)) return -1;
+  if (peer < 0 || channel != kData) {
+    TFRING_LOG(LogLevel::kWarning, "transport",
+               "refused " << s.label() << ": unexpected data hello (channel " << int(channel) << ", rank " << peer << ")");
     return -1;
   }
   s.set_label("rank " + std::to_string(peer) + " (" + s.PeerAddress() + ")");

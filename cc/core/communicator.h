@@ -178,6 +178,10 @@ class Communicator {
   // peers' data connections on the ConnectionPark's thread (-1: refused).
   void ConnectLazily(int peer);
   int AdmitData(Socket& s);
+  // An accepted connection's authentication and hello (AcceptPeers, AdmitData): false when
+  // refused (logged: not the job's secret, another init session); otherwise its channel,
+  // and its rank, -1 for a malformed hello or an impossible rank (the caller refuses it).
+  bool ReadHello(Socket& s, uint8_t* channel, int* peer);
   void LabelData(int peer);  // "rank 5 (host h2, with rank 4; 10.0.0.4:41234)"
 
   int rank_ = 0;
