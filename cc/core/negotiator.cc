@@ -115,14 +115,9 @@ Status Negotiator::AddRequests(int child, const ControlMessage& msg) {
     for (int32_t id : cached) TFRING_RETURN_IF_ERROR(coordinator_->AddCached(origin, id));
     return Status::OK();
   };
+  TFRING_RETURN_IF_ERROR(CheckRelayedRanks(child, msg, ranks));
   TFRING_RETURN_IF_ERROR(add(child, msg.requests, msg.cached_requests));
-  for (const auto& from : msg.relayed) {
-    if (from.rank == child || !std::binary_search(ranks.begin(), ranks.end(), from.rank)) {
-      return Status::Internal("rank " + std::to_string(child) + " passed on requests of rank " +
-                              std::to_string(from.rank) + ", which is not below it in the control tree");
-    }
-    TFRING_RETURN_IF_ERROR(add(from.rank, from.requests, from.cached));
-  }
+  for (const auto& from : msg.relayed) TFRING_RETURN_IF_ERROR(add(from.rank, from.requests, from.cached));
   for (int32_t id : msg.subtree_cached) {
     for (int r : ranks) TFRING_RETURN_IF_ERROR(coordinator_->AddCached(r, id));
   }

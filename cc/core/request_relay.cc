@@ -4,6 +4,16 @@
 
 namespace tfring {
 
+Status CheckRelayedRanks(int child, const ControlMessage& message, const std::vector<int>& subtree) {
+  for (const auto& from : message.relayed) {
+    if (from.rank == child || !std::binary_search(subtree.begin(), subtree.end(), from.rank)) {
+      return Status::Internal("rank " + std::to_string(child) + " passed on requests of rank " +
+                              std::to_string(from.rank) + ", which is not below it in the control tree");
+    }
+  }
+  return Status::OK();
+}
+
 RequestRelay::RequestRelay(const ControlTree& tree, double detail_after_s, NameOf name_of)
     : rank_(tree.rank()),
       detail_after_s_(detail_after_s),
@@ -23,13 +33,10 @@ Status RequestRelay::AddFromChild(int child, const ControlMessage& m, Clock::tim
                             ", which is not its child in the control tree");
   }
   const std::vector<int>& ranks = below->second;
+  TFRING_RETURN_IF_ERROR(CheckRelayedRanks(child, m, ranks));
   for (const auto& r : m.requests) AddRequest(child, r);
   for (int32_t id : m.cached_requests) AddCached(child, id, now);
   for (const auto& from : m.relayed) {
-    if (from.rank == child || !std::binary_search(ranks.begin(), ranks.end(), from.rank)) {
-      return Status::Internal("rank " + std::to_string(child) + " passed on requests of rank " +
-                              std::to_string(from.rank) + ", which is not below it in the control tree");
-    }
     for (const auto& r : from.requests) AddRequest(from.rank, r);
     for (int32_t id : from.cached) AddCached(from.rank, id, now);
   }

@@ -37,6 +37,11 @@
 
 namespace tfring {
 
+// kInternal unless every rank that `message` (from control child `child`) passes on lies in
+// the child's subtree (`subtree`: sorted, as ControlTree::SubtreeOf) other than the child
+// itself: a protocol bug. Used by the relays and by rank 0.
+Status CheckRelayedRanks(int child, const ControlMessage& message, const std::vector<int>& subtree);
+
 class RequestRelay {
  public:
   using Clock = std::chrono::steady_clock;
