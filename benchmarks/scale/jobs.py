@@ -113,6 +113,9 @@ def summarize(job):
     }
     if "latency_8b_s" in r0:
         row["latency_8b_s"] = _median([d["latency_8b_s"]["median"] for d in ranks])
+        cpu = [d["latency_8b_s"]["cpu_s_per_call"] for d in ranks if "cpu_s_per_call" in d["latency_8b_s"]]
+        if cpu:  # the whole process's CPU (every thread) per 8-byte allreduce, mean over the ranks
+            row["latency_8b_cpu_s_mean"] = statistics.mean(cpu)
         step = r0["step"]
         row.update({
             "step_s": max(d["step"]["median_s"] for d in ranks),

@@ -69,25 +69,34 @@ def summarized(job, label):
         return None
 
 
+def probe_local(args, np_, shm, i):
+    """One probe job at ``np_`` ranks on this host: its row, logged (None when it failed)."""
+    job = jobs.launch(np_, probe_args(np_, args.big_bytes if args.local_big else ()), shm=shm == "on",
+                      timeout_s=timeout_for(np_))
+    r = summarized(job, f"np={np_} shm={shm} run {i}")
+    if r is not None:
+        log(f"np={np_:3} shm={shm:3} run {i}: init {r['init_from_launch_s']:.2f} s, 8B "
+            f"{r['latency_8b_s'] * 1e3:.2f} ms, step {r['step_s'] * 1e3:.1f} ms, rank0 msgs/step "
+            f"{r['rank0_control_messages_per_step']:.1f}, fds {r['rank0_fds']} (after work {r['rank0_fds_after_work']}, "
+            f"others <= {r['other_fds_after_work_max']}), load {r['loadavg_before'][0]:.1f}")
+    return r
+
+
 def run_local(args, progress=lambda results: None):
     results = []
     for np_ in args.sizes:
         if available_mb() < np_ * MB_PER_RANK * 2:
             log(f"skipping np={np_}: {available_mb():.0f} MB available, want {np_ * MB_PER_RANK * 2}")
             continue
-        for shm in args.shm:
-            rows = []
+        rows = {shm: [] for shm in args.shm}
+        if args.alternate:  # the settings take turns job by job, so they share the same minutes' load
             for i in range(args.repeats):
-                job = jobs.launch(np_, probe_args(np_, args.big_bytes if args.local_big else ()), shm=shm == "on",
-                                  timeout_s=timeout_for(np_))
-                r = summarized(job, f"np={np_} shm={shm} run {i}")
-                if r is None:
-                    continue
-                rows.append(r)
-                log(f"np={np_:3} shm={shm:3} run {i}: init {r['init_from_launch_s']:.2f} s, 8B "
-                    f"{r['latency_8b_s'] * 1e3:.2f} ms, step {r['step_s'] * 1e3:.1f} ms, rank0 msgs/step "
-                    f"{r['rank0_control_messages_per_step']:.1f}, fds {r['rank0_fds']} (after work {r['rank0_fds_after_work']}, "
-                    f"others <= {r['other_fds_after_work_max']}), load {r['loadavg_before'][0]:.1f}")
+                for shm in args.shm:
+                    rows[shm].append(probe_local(args, np_, shm, i))
+        for shm in args.shm:
+            if not args.alternate:
+                rows[shm] = [probe_local(args, np_, shm, i) for i in range(args.repeats)]
+            ok = [r for r in rows[shm] if r is not None]
             kill = None
             if args.kill and shm == "off":
                 job = jobs.launch(np_, ["--kill-rank", np_ - 1, "--kill-after", 100], shm=False,
@@ -105,7 +114,7 @@ def run_local(args, progress=lambda results: None):
                 if freeze:
                     log(f"np={np_:3} freeze: {freeze['kill']['survivors_named']}/{freeze['kill']['survivors']} named it, "
                         f"max {freeze['kill']['detect_max_s']}")
-            results.append({"np": np_, "shm": shm, "runs": rows, "median": jobs.medians(rows) if rows else None,
+            results.append({"np": np_, "shm": shm, "runs": ok, "median": jobs.medians(ok) if ok else None,
                             "kill": kill, "freeze": freeze})
             progress(results)
     return results
@@ -159,6 +168,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[], help="ranks on this host, e.g. 2 4 8 16 32 64")
     parser.add_argument("--shm", nargs="+", choices=["on", "off"], default=["off", "on"])
+    parser.add_argument("--alternate", action="store_true",
+                        help="the --shm settings take turns job by job (off, on, off, on, ...) instead of one after the other")
     parser.add_argument("--kill", action="store_true", help="also a dead-rank run per size (TCP)")
     parser.add_argument("--freeze", action="store_true",
                         help=f"also a frozen-rank run per size (TCP, SIGSTOP, TFRING_PEER_TIMEOUT_S={FREEZE_PEER_TIMEOUT_S:g})")
