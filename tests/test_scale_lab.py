@@ -95,6 +95,43 @@ def test_link_bound_fractions_match_issue_31():
     assert model.link_limit_s(2, 16 << 20, 125e6) == pytest.approx((16 << 20) / 125e6)
 
 
+def test_control_tree_depth_is_the_codes():
+    # ControlTree::depth (cc/core/control_tree.h): ceil(log_F(n(F-1)+1)) - 1 hops; the star's is 1
+    for fanout in (2, 4, 8):
+        for n in range(fanout + 2, 5000, 37):
+            assert model.control_tree_depth(n, fanout) == math.ceil(
+                round(math.log(n * (fanout - 1) + 1, fanout), 9)) - 1, (n, fanout)
+    assert [model.control_tree_depth(n) for n in (1, 2, 5, 6, 21, 22, 1024)] == [0, 1, 1, 2, 2, 3, 5]
+    assert model.control_tree_depth(1000, fanout=0) == 1
+
+
+def test_lazy_connections_counted():
+    # auto: a full mesh up to 8 ranks, lazy beyond (a listener + the peers the collectives used)
+    assert [model.lazy_data(n) for n in (8, 9)] == [False, True]
+    assert not model.lazy_data(64, design="star") and model.lazy_data(4, lazy=True)
+    assert [model.recursive_doubling_partners(n) for n in (1, 2, 8, 6, 1000, 1024)] == [0, 1, 3, 3, 10, 10]
+    # rank 0 at 64 ranks: listener, 4 control children, 2 heartbeat neighbours, the store (13 fds after init)
+    assert model.rank0_fds_today(64) == 1 + 4 + 2 + 1 + model.OTHER_FDS == 13
+    assert model.rank0_fds_today(64, data_peers=6) == 19
+    assert model.rank0_fds_today(8) == 7 + 4 + 2 + 1 + model.OTHER_FDS  # the full mesh
+
+
+def test_model_counts_match_the_committed_tree_runs():
+    """The lab's runs of the control tree + lazy connections (docs/benchmarks) against the exact counts."""
+    for payload in report.load_tree_runs():
+        for res in payload["results"]:
+            n = res["np"]
+            for row in res["runs"]:
+                assert row["rank0_fds"] == model.rank0_fds_today(n), (n, row["rank0_fds"])
+                assert row["rank0_control_messages_per_step"] == pytest.approx(
+                    model.rank0_control_messages_today(n, row["collectives_per_step"]))
+                if row.get("rank0_fds_after_work") is not None and model.lazy_data(n):
+                    # the probe's collectives are small allreduces: recursive doubling's partners only
+                    peers = model.recursive_doubling_partners(n)
+                    assert row["rank0_fds_after_work"] == model.rank0_fds_today(n, data_peers=peers), n
+                    assert row["other_fds_after_work_max"] == model.worker_fds_today(n, rank=1, data_peers=peers), n
+
+
 def test_algorithm_steps():
     assert [model.ring_steps(n) for n in (1, 2, 8)] == [0, 2, 14]
     assert [model.recursive_doubling_steps(n) for n in (1, 2, 8, 6, 1024)] == [0, 1, 3, 4, 10]
@@ -137,8 +174,24 @@ def _synthetic_local(cpu=(2e-3, 3e-4), hop=50e-6, cycles=1.25, init=(0.1, 2e-5, 
     return {"control_plane": "star", "results": results}  # recorded before the ring: three init terms
 
 
+def _synthetic_tree_runs(rounds=(1.0, 0.25), cpu=(1e-3, 5e-4)):
+    results = []
+    for n in (4, 16, 32, 64):
+        c = rounds[0] + rounds[1] * math.log2(n)
+        row = {
+            "collectives_per_step": c,
+            "rank0_control_messages_per_step": model.control_children(n) * c,
+            "rank0_control_bytes_per_step": 1500 * model.control_children(n) * c,
+            "other_control_messages_per_step_max": 30.0, "other_control_messages_per_step_mean": 15.0,
+            "rank0_cpu_s_per_step": cpu[0] + cpu[1] * math.log2(n),
+            "init_call_s": 0.05 * (n - 1), "latency_8b_s": 2e-4 * (n - 1),
+        }
+        results.append({"np": n, "shm": "off", "runs": [row], "kill": {"kill": {"detect_max_s": 0.01 * n}}})
+    return [{"control_plane": "tree", "results": results}]
+
+
 def test_model_fitted_on_synthetic_lab_data():
-    m = model.Model.fit(_synthetic_local(), {"cpu_s_per_request": 20e-6})
+    m = model.Model.fit(_synthetic_local(), {"cpu_s_per_request": 20e-6}, tree_runs=_synthetic_tree_runs())
     assert (m.base_fds_rank0, m.base_fds_worker) == (model.OTHER_FDS, model.OTHER_FDS)
     assert m.rank0_messages == pytest.approx((0, 1.25), abs=1e-9)
     assert m.rank0_cpu == pytest.approx((2e-3, 3e-4))
@@ -148,19 +201,35 @@ def test_model_fitted_on_synthetic_lab_data():
     assert m.store_request_cpu_s == pytest.approx(10e-6)
     assert m.crash_detect_s == pytest.approx(0.02)
     assert m.init_fixed_s == pytest.approx(0.1 + 2e-5 * 11 + 0.01)  # init() at 2 ranks
-    today, new = m.today(1024), m.redesign(1024)
-    # today: data mesh (n-1), 4 control children, 2 heartbeat neighbours, the store
-    assert today["rank0_fds"] == 1023 + 4 + 2 + 1 + model.OTHER_FDS > m.assumptions.ulimit_fds
-    assert new["rank0_fds"] < m.assumptions.ulimit_fds
-    assert today["rank0_control_messages_per_step"] == pytest.approx(1023 * 1.25)
-    assert new["rank0_control_messages_per_step"] == pytest.approx(1.25 * 10)  # log2 n per cycle
-    assert today["latency_8b_s"] > new["latency_8b_s"]
-    # the ring: a ping to each of 2 neighbours and a pong to each of theirs, sent and received
-    assert today["heartbeat_rank0_frames_per_s"] == 8 and new["heartbeat_rank0_frames_per_s"] == 4
-    # the limits in the order a growing job meets them: descriptors cross ulimit at n + 11 > 1024 (n = 1014)
-    limits = {row[0]: row[4] for row in model.first_limit(m)}
-    assert limits["rank 0's open descriptors"] == 1014
-    assert model.crossing(m, "rank0_fds", 1024, "redesign") is None
+    assert m.tree.rounds == pytest.approx((1.0, 0.25))
+    assert m.tree.bytes_per_message == pytest.approx(1500)
+    assert m.tree.rank0_messages_at_4 == pytest.approx(3 * 1.5)  # the star up to 5 ranks: 3 children
+    assert m.tree.rank0_cpu == pytest.approx((1e-3, 5e-4))
+    old, now = m.old(1024), m.now(1024)
+    # the old design: data mesh (n-1), control star (n-1), heartbeat star (n-1), the store
+    assert old["rank0_fds"] == 3 * 1023 + 1 + model.OTHER_FDS > m.assumptions.ulimit_fds
+    # as built: listener + 10 doubling partners + 2 ring neighbours, 4 children, 2 heartbeat neighbours, store
+    assert now["rank0_fds"] == 1 + 10 + 2 + 4 + 2 + 1 + model.OTHER_FDS
+    assert now["max_fds"] == now["worker_fds"] == now["rank0_fds"] + 1  # a relay: a parent and 4 children
+    assert old["rank0_control_messages_per_step"] == pytest.approx(1023 * 1.25)
+    assert now["rank0_control_messages_per_step"] == pytest.approx(4 * (1.0 + 0.25 * 10))  # 4 children x rounds
+    assert old["store_requests"] == 1.5 * 1024 * 1023 + 4 * 1024 and now["store_requests"] == 4 * 1024 - 2
+    # 8 bytes: up and down a depth-5 tree (a hop and a message received and sent per relay) + 10 doubling hops
+    hop, cpu = m.assumptions.hop_s, m.message_cpu_s
+    assert now["latency_8b_s"] == pytest.approx(2 * 5 * (hop + 2 * cpu) + 10 * hop)
+    assert old["latency_8b_s"] > now["latency_8b_s"]
+    # init as built: the roster (1024 entries) read by every rank through a 10 Gbit/s link dominates
+    a = m.assumptions
+    spread = 1024 * 1024 * a.record_bytes / a.link_bytes_per_s
+    assert now["init_s"] == pytest.approx(m.init_fixed_s + 1023 * (2 * hop + 10e-6) + spread
+                                          + 2 * a.handshake_round_trips * 2 * hop)
+    # heartbeats: rank 0 of the star pings and answers every rank, in the ring its 2 neighbours
+    assert old["heartbeat_rank0_frames_per_s"] == 4 * 1023 and now["heartbeat_rank0_frames_per_s"] == 8
+    # the limits in the order a growing job meets them: the star's descriptors cross ulimit at 3n + 3 > 1024
+    limits = {row[0]: (row[4], row[6]) for row in model.first_limit(m)}
+    assert limits["the most descriptors a rank holds"] == (341, None)
+    with pytest.raises(ValueError, match="tree"):
+        model.Model.fit(_synthetic_local()).now(64)
 
 
 def test_data_ring_cost_fitted_on_synthetic_points():
@@ -176,6 +245,8 @@ def test_data_ring_cost_fitted_on_synthetic_points():
 def test_report_renders_the_committed_results():
     text, fitted = report.generate(draw=False)
     assert text.startswith(report.BEGIN) and text.endswith(report.END)
-    for heading in ("many ranks on one host", "emulated hosts", "PREDICTIONS", "Which limit"):
+    for heading in ("many ranks on one host", "the design as built", "emulated hosts", "PREDICTIONS",
+                    "Issue targets at 1,024 ranks", "Which limit"):
         assert heading in text
     assert fitted.base_fds_rank0 == model.OTHER_FDS  # what every lab job measured
+    assert fitted.tree is not None and fitted.now(1000)["max_fds"] < 1024

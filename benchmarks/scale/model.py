@@ -1,18 +1,22 @@
 """A cost model of what grows with a tfring job, fitted to the scale lab's measurements.
 
 Two kinds of terms:
-  * exact counts read from today's code (descriptors, store requests, heartbeat frames):
-    tests/test_scale_lab.py checks them against a real 4-rank job, so they cannot drift
-    from the code silently;
+  * exact counts read from the code (descriptors, store requests, heartbeat frames, control
+    messages per negotiation round): tests/test_scale_lab.py checks them against a real
+    4-rank job, so they cannot drift from the code silently;
   * per-message / per-byte / per-hop costs fitted (least squares, coefficients kept
     non-negative) to the lab's timings on this machine, which are upper bounds (N
     processes share 2 cores).
 
-``Model.today(n)`` predicts today's design; ``Model.redesign(n)`` the designs issue 30 asks
-for (tree / bit-vector negotiation, a ring of heartbeat watchers, topology-driven lazy
-connections, recursive doubling for small tensors, address exchange without O(N^2) store
-reads). Everything at sizes the lab did not run is a PREDICTION, and so is every figure of
-the redesign. The assumptions are the ``Assumptions`` fields, each with its reason;
+Two designs are predicted side by side, each fitted to the lab runs of its own build:
+``Model.old(n)`` is the star and the full mesh the lab first measured (rank 0 negotiates
+with every rank and watches every rank's heartbeats, every rank connects to every other,
+every rank reads every store record; docs/benchmarks/scale_local*.json); ``Model.now(n)``
+is the design as built today (negotiation over the control tree, TFRING_CONTROL_FANOUT = 4;
+lazy data connections past 8 ranks; heartbeats in a ring; the roster exchange; recursive
+doubling for small allreduces; docs/benchmarks/scale_control_tree*.json,
+scale_tree_lazy*.json, scale_shm_oversub.json). Everything at sizes the lab did not run is a
+PREDICTION. The assumptions are the ``Assumptions`` fields, each with its reason;
 docs/scaling.md prints them.
 """
 
@@ -64,22 +68,66 @@ def heartbeat_peers(n, design=CONTROL_PLANE):
     return 1 if n == 2 else 2
 
 
-def rank0_sockets_today(n, design=CONTROL_PLANE, fanout=CONTROL_FANOUT):
-    """Rank 0's sockets after init: the data mesh (n-1), its control children (n-1 in the
-    star), its heartbeat peers and its store connection (cc/core/communicator.cc)."""
+FULL_MESH_UP_TO_RANKS = 8  # TFRING_DATA_CONNECTIONS=auto: a full mesh up to 8 ranks, lazy beyond
+
+
+def lazy_data(n, design=CONTROL_PLANE, lazy=None):
+    """Whether data connections are made on first use (the design as built, past 8 ranks;
+    ``lazy``: TFRING_DATA_CONNECTIONS forced to lazy (True) or mesh (False)) rather than as
+    a full mesh at init (every design before it)."""
+    if lazy is not None:
+        return lazy
+    return design == "tree" and n > FULL_MESH_UP_TO_RANKS
+
+
+def recursive_doubling_partners(n):
+    """The most data peers one rank meets in recursive doubling: log2 p partners in the
+    power-of-two core p, plus the extra rank folded in off a power of two."""
     if n <= 1:
         return 0
-    return (n - 1) + control_children(n, 0, design, fanout) + heartbeat_peers(n, design) + 1
+    steps = math.floor(math.log2(n))
+    return steps + (0 if n & (n - 1) == 0 else 1)
 
 
-def worker_sockets_today(n, design=CONTROL_PLANE, rank=None, fanout=CONTROL_FANOUT):
-    """Any other rank's: data mesh (n-1), control to its parent (rank 0 in the star) and
+def _data_sockets(n, design, data_peers, lazy):
+    """Full mesh: n-1 sockets from init on. Lazy: the listener that admits peers' dials,
+    plus ``data_peers`` connections made by the collectives that ran (0 right after init)."""
+    return 1 + data_peers if lazy_data(n, design, lazy) else n - 1
+
+
+def rank0_sockets_today(n, design=CONTROL_PLANE, fanout=CONTROL_FANOUT, data_peers=0, lazy=None):
+    """Rank 0's sockets: the data connections (see _data_sockets), its control children
+    (n-1 in the star), its heartbeat peers and its store connection (cc/core/communicator.cc)."""
+    if n <= 1:
+        return 0
+    return (_data_sockets(n, design, data_peers, lazy) + control_children(n, 0, design, fanout)
+            + heartbeat_peers(n, design) + 1)
+
+
+def worker_sockets_today(n, design=CONTROL_PLANE, rank=None, fanout=CONTROL_FANOUT, data_peers=0, lazy=None):
+    """Any other rank's: data connections, control to its parent (rank 0 in the star) and
     from its children (``rank``: None = a leaf), its heartbeat peers (rank 0 alone in the
     star), the store."""
     if n <= 1:
         return 0
     children = control_children(n, rank, design, fanout) if rank else 0
-    return (n - 1) + 1 + children + (1 if design == "star" else heartbeat_peers(n)) + 1
+    return (_data_sockets(n, design, data_peers, lazy) + 1 + children
+            + (1 if design == "star" else heartbeat_peers(n)) + 1)
+
+
+def control_tree_depth(n, fanout=CONTROL_FANOUT):
+    """ControlTree::depth: the hops from rank 0 to its deepest rank (levels of 1, F, F^2,
+    ... ranks); 1 for the star (fanout 0, or >= n-1)."""
+    if n <= 1:
+        return 0
+    if fanout <= 0 or fanout >= n - 1:
+        return 1
+    depth, covered, level = 0, 1, 1
+    while covered < n:
+        level *= fanout
+        covered += level
+        depth += 1
+    return depth
 
 
 # A rank started by tfringrun holds 3 standard streams (stdin /dev/null, stdout and stderr
@@ -88,12 +136,12 @@ def worker_sockets_today(n, design=CONTROL_PLANE, rank=None, fanout=CONTROL_FANO
 OTHER_FDS = 3 + 2
 
 
-def rank0_fds_today(n, fanout=CONTROL_FANOUT):
-    return rank0_sockets_today(n, fanout=fanout) + OTHER_FDS
+def rank0_fds_today(n, fanout=CONTROL_FANOUT, data_peers=0, lazy=None):
+    return rank0_sockets_today(n, fanout=fanout, data_peers=data_peers, lazy=lazy) + OTHER_FDS
 
 
-def worker_fds_today(n, rank=None, fanout=CONTROL_FANOUT):
-    return worker_sockets_today(n, rank=rank, fanout=fanout) + OTHER_FDS
+def worker_fds_today(n, rank=None, fanout=CONTROL_FANOUT, data_peers=0, lazy=None):
+    return worker_sockets_today(n, rank=rank, fanout=fanout, data_peers=data_peers, lazy=lazy) + OTHER_FDS
 
 
 def rank0_control_messages_today(n, cycles_per_step, design=CONTROL_PLANE, fanout=CONTROL_FANOUT):
@@ -215,6 +263,10 @@ def PEERS(n):
     return n - 1.0
 
 
+def LOG2(n):
+    return math.log2(n)
+
+
 @dataclasses.dataclass
 class Assumptions:
     """What the predictions assume (docs/scaling.md prints each with its reason)."""
@@ -224,8 +276,61 @@ class Assumptions:
     handshake_round_trips: int = 3  # a connection: TCP connect, HMAC challenge/response, hello
     peer_timeout_s: float = 30.0  # TFRING_PEER_TIMEOUT_S default
     ulimit_fds: int = 1024  # the default soft `ulimit -n`
-    tree_fanout: int = 2  # the redesign's negotiation / broadcast tree
+    link_bytes_per_s: float = 10e9 / 8  # the store host's network link (issue 30: init over 10 Gbit/s)
+    record_bytes: int = 800  # one rank's roster entry (the old design: its host record + address)
+    message_cpu_s: float = None  # CPU at one end of a control message; None: the lab's fitted upper bound
     tensors_per_step: int = 150  # the probe's cached step
+
+
+@dataclasses.dataclass
+class TreeCosts:
+    """The design as built (control tree + lazy connections), fitted to the lab runs of
+    that build (TCP, one host)."""
+
+    rounds: tuple  # negotiation rounds (collectives) per cached step: a + b log2 n
+    bytes_per_message: float  # rank 0's control bytes per message it sends (responses)
+    rank0_messages_at_4: float  # rank 0's messages per cached step at 4 ranks (issue 30's bound)
+    busiest_other_messages: float  # the busiest other rank's messages per step (about constant, n >= 8)
+    other_messages_mean: float
+    rank0_cpu: tuple  # s per cached step: a + b log2 n
+    init_lab: tuple  # init() of the slowest rank here: a + b (n-1)
+    latency_tcp_lab: tuple  # 8-byte allreduce here: a + b (n-1)
+    latency_shm_lab: tuple
+    crash_lab: tuple  # a SIGKILLed rank named by every survivor, here: a + b (n-1)
+
+    @classmethod
+    def fit(cls, payloads):
+        """``payloads``: scale_*.json results of the tree + lazy build."""
+        tcp = [(n, r) for p in payloads for n, r in _tcp_runs(p, "off")]
+        shm = [(n, r) for p in payloads for n, r in _tcp_runs(p, "on")]
+        if not tcp:
+            raise ValueError("no TCP (shm off) runs of the control tree to fit")
+        ns = [n for n, _ in tcp]
+
+        def col(rows, key):
+            return [r[key] for _, r in rows]
+
+        rounds = fit(ns, col(tcp, "collectives_per_step"), [ONE, LOG2])
+        per_msg = [r["rank0_control_bytes_per_step"] / r["rank0_control_messages_per_step"]
+                   for _, r in tcp if r["rank0_control_messages_per_step"]]
+        at4 = [r["rank0_control_messages_per_step"] for n, r in tcp if n == 4]
+        wide = [(n, r) for n, r in tcp if n > FULL_MESH_UP_TO_RANKS] or tcp
+        kills = [(p_res["np"], p_res["kill"]["kill"]["detect_max_s"]) for p in payloads for p_res in p["results"]
+                 if p_res.get("kill") and p_res["kill"].get("kill") and p_res["kill"]["kill"]["detect_max_s"]]
+        return cls(
+            rounds=tuple(rounds), bytes_per_message=float(np.median(per_msg)),
+            rank0_messages_at_4=float(np.median(at4)) if at4 else float("nan"),
+            busiest_other_messages=float(np.median(col(wide, "other_control_messages_per_step_max"))),
+            other_messages_mean=float(np.median(col(wide, "other_control_messages_per_step_mean"))),
+            rank0_cpu=tuple(fit(ns, col(tcp, "rank0_cpu_s_per_step"), [ONE, LOG2])),
+            init_lab=tuple(fit(ns, col(tcp, "init_call_s"), [ONE, PEERS])),
+            latency_tcp_lab=tuple(fit(ns, col(tcp, "latency_8b_s"), [ONE, PEERS])),
+            latency_shm_lab=tuple(fit([n for n, _ in shm], col(shm, "latency_8b_s"), [ONE, PEERS])) if shm
+            else (0.0, 0.0),
+            crash_lab=tuple(fit([n for n, _ in kills], [t for _, t in kills], [ONE, PEERS])) if kills else (0.0, 0.0))
+
+    def rounds_at(self, n):
+        return self.rounds[0] + self.rounds[1] * math.log2(max(n, 2))
 
 
 @dataclasses.dataclass
@@ -234,7 +339,7 @@ class Model:
 
     base_fds_rank0: int  # descriptors that are not tfring sockets (Python's, eventfds)
     base_fds_worker: int
-    rank0_messages: tuple  # per cached step: a + b (n-1)
+    rank0_messages: tuple  # the star, per cached step: a + b (n-1)
     rank0_bytes: tuple
     worker_messages: float  # per cached step, mean over the other ranks (about constant)
     worker_bytes: float
@@ -249,14 +354,16 @@ class Model:
     crash_detect_s: float  # a SIGKILLed rank named by every survivor, at the smallest size measured (one rank per core)
     init_fixed_s: float  # init() at the smallest size measured (2 ranks): what does not grow with n
     crash_lab: tuple  # the same here: a + b (n-1) (survivors queue for 2 cores)
+    tree: TreeCosts = None  # the design as built; None: not fitted (Model.now needs it)
     assumptions: Assumptions = dataclasses.field(default_factory=Assumptions)
 
     # ------------------------------------------------------------ fitting
 
     @classmethod
-    def fit(cls, local, store_cost=None, assumptions=None):
-        """Fits the model to a scale_local.json payload (``local``) and, when given, the
-        store_cost.measure() result."""
+    def fit(cls, local, store_cost=None, assumptions=None, tree_runs=()):
+        """Fits the old design to a scale_local.json payload (``local``: the star and the full
+        mesh) and, when given, the store_cost.measure() result; the design as built to
+        ``tree_runs`` (payloads of its lab runs)."""
         tcp = _tcp_runs(local, "off")
         shm = _tcp_runs(local, "on")
         if not tcp:
@@ -304,97 +411,126 @@ class Model:
         return cls(base0, base1, tuple(msgs0), tuple(bytes0), worker_msgs, worker_bytes, tuple(cpu0), message_cpu,
                    tuple(lat_tcp), tuple(lat_shm), tuple(init), store_cpu, tuple(rss), tuple(shutdown),
                    float(np.median([t for n, t in kills if n == kills[0][0]])) if kills else float("nan"),
-                   init_fixed, tuple(crash_lab),
+                   init_fixed, tuple(crash_lab), TreeCosts.fit(tree_runs) if tree_runs else None,
                    assumptions or Assumptions())
+
+    @property
+    def message_s(self):
+        """CPU at one end of a control message in the predictions (the assumption if set)."""
+        m = self.assumptions.message_cpu_s
+        return self.message_cpu_s if m is None else m
 
     # ------------------------------------------------------------ the lab itself (this host)
 
     def lab(self, n):
-        """The fitted curves on this machine (to draw over the measured points)."""
-        return {
-            "init_call_s": self.init_lab[0] + self.init_lab[1] * store_requests_today(n) + self.init_lab[2] * (n - 1),
+        """The fitted curves on this machine (to draw over the measured points): the old
+        design's, and the design as built's (``tree_*``) where it was fitted."""
+        out = {
+            "init_call_s": self.init_lab[0] + self.init_lab[1] * store_requests_today(n, design="star")
+            + self.init_lab[2] * (n - 1),
             "latency_8b_s": self.latency_tcp[0] + self.latency_tcp[1] * ring_steps(n),
             "latency_8b_shm_s": self.latency_shm[0] + self.latency_shm[1] * ring_steps(n),
             "rank0_cpu_s_per_step": self.rank0_cpu[0] + self.rank0_cpu[1] * (n - 1),
             "crash_detect_s": self.crash_lab[0] + self.crash_lab[1] * (n - 1),
         }
+        if self.tree:
+            t = self.tree
+            out.update({
+                "tree_init_call_s": t.init_lab[0] + t.init_lab[1] * (n - 1),
+                "tree_latency_8b_s": t.latency_tcp_lab[0] + t.latency_tcp_lab[1] * (n - 1),
+                "tree_rank0_cpu_s_per_step": t.rank0_cpu[0] + t.rank0_cpu[1] * math.log2(n),
+                "tree_crash_detect_s": t.crash_lab[0] + t.crash_lab[1] * (n - 1),
+            })
+        return out
 
-    # ------------------------------------------------------------ today's design
+    # ------------------------------------------------------------ the old design: star + full mesh
 
-    def today(self, n):
-        """Today's design at n ranks (one rank per core, hosts ``hop_s`` apart). A dict of
-        figures, each named as in the lab's rows."""
+    def old(self, n):
+        """The star and the full mesh as the lab first measured them, at n ranks (one rank
+        per core, hosts ``hop_s`` apart). A dict of figures, each named as in the lab's rows."""
         a = self.assumptions
         rtt = 2 * a.hop_s
-        store_s = store_requests_today(n) * self.store_request_cpu_s / a.store_cores
+        requests = store_requests_today(n, design="star")
+        store_s = requests * self.store_request_cpu_s / a.store_cores
+        # every rank read n-1 host records and r addresses: ~1.5 n^2 records through the store's link
+        bytes_s = requests * a.record_bytes / a.link_bytes_per_s
         chain_s = 2 * (n - 1) * rtt + (n - 1) * a.handshake_round_trips * rtt  # the last rank's reads + connects
         accept_s = 3 * (n - 1) * a.handshake_round_trips * rtt  # rank 0's one acceptor thread
         msgs0 = self.rank0_messages[0] + self.rank0_messages[1] * (n - 1)
         # a request up, rank 0 reads n-1 requests and writes n-1 responses, a response down
-        negotiation_s = 2 * a.hop_s + 2 * (n - 1) * self.message_cpu_s
+        negotiation_s = 2 * a.hop_s + 2 * (n - 1) * self.message_s
         interval = heartbeat_interval_s(a.peer_timeout_s)
-        frames = heartbeat_rank0_frames_per_s_today(n, a.peer_timeout_s)
+        frames = heartbeat_rank0_frames_per_s_today(n, a.peer_timeout_s, design="star")
+        fds0 = rank0_sockets_today(n, design="star") + self.base_fds_rank0
+        fds1 = worker_sockets_today(n, design="star", rank=1) + self.base_fds_worker
         return {
-            "init_s": self.init_fixed_s + max(store_s, chain_s, accept_s),
-            "store_requests": store_requests_today(n),
+            "init_s": self.init_fixed_s + max(store_s, bytes_s, chain_s, accept_s),
+            "store_requests": requests,
             "rank0_control_messages_per_step": msgs0,
+            "busiest_other_messages_per_step": self.worker_messages,
             "rank0_control_bytes_per_step": self.rank0_bytes[0] + self.rank0_bytes[1] * (n - 1),
             "rank0_cpu_s_per_step": self.rank0_cpu[0] + self.rank0_cpu[1] * (n - 1),
-            "rank0_fds": rank0_sockets_today(n) + self.base_fds_rank0,
-            "worker_fds": worker_sockets_today(n, rank=1) + self.base_fds_worker,
+            "rank0_fds": fds0,
+            "worker_fds": fds1,
+            "max_fds": max(fds0, fds1),
             "latency_8b_s": negotiation_s + ring_steps(n) * a.hop_s,
             "heartbeat_rank0_frames_per_s": 2 * frames,  # sent + received
             "heartbeat_rank0_bytes_per_s": 2 * frames * HEARTBEAT_FRAME_BYTES,
             "heartbeat_rank0_wire_bytes_per_s": 2 * frames * (HEARTBEAT_FRAME_BYTES + TCP_FRAME_OVERHEAD_BYTES),
-            "heartbeat_rank0_cpu_share": 2 * frames * self.message_cpu_s,
+            "heartbeat_rank0_cpu_share": 2 * frames * self.message_s,
             "crash_detect_s": self.crash_detect_s,  # every survivor holds a socket to the dead rank
-            "freeze_detect_s": a.peer_timeout_s + interval + (n - 2) * self.message_cpu_s + a.hop_s,
+            "freeze_detect_s": a.peer_timeout_s + interval + (n - 2) * self.message_s + a.hop_s,
             "rss_mb": self.rss_mb[0] + self.rss_mb[1] * (n - 1),
-            "shutdown_s": self.shutdown[0] + self.shutdown[1] * (n - 1),
         }
 
-    # ------------------------------------------------------------ the redesign (issue 30)
+    # ------------------------------------------------------------ the design as built: tree + lazy
 
-    def redesign(self, n):
-        """The designs issue 30 asks for, same assumptions: once the cache knows a step's
-        tensors, readiness bit-vectors are combined by a recursive-doubling allreduce
-        (Horovod's bit-vector allreduce: log2 n messages per rank per cycle, rank 0 no
-        different from the others); heartbeats in a ring (each rank watches its
-        predecessor, verdicts spread down a ``tree_fanout`` tree); connections to ring
-        neighbours, recursive-doubling partners and tree neighbours only; addresses
-        published once per rank and read only for those partners; recursive doubling for
-        small allreduces. PREDICTIONS: none of this exists yet."""
-        a = self.assumptions
+    def now(self, n):
+        """The design as built (fitted to its own lab runs), same assumptions:
+        negotiation over the control tree (fanout CONTROL_FANOUT: rank 0 answers its F
+        children once per round; a cached tensor goes up as a bit per subtree and the
+        response comes down, 2 x depth relays, each receiving and sending one message);
+        lazy data connections (a rank connects to the peers its collectives use: its
+        recursive-doubling partners, and the ring's two neighbours for large allreduces);
+        heartbeats in a ring; init through the roster (rank 0 reads the n entries one by one,
+        every rank reads the whole roster once: n^2 entries through the store's link);
+        recursive doubling for the 8-byte allreduce. PREDICTIONS past the sizes measured."""
+        if self.tree is None:
+            raise ValueError("Model.now needs the tree + lazy lab runs (Model.fit(..., tree_runs=...))")
+        a, t = self.assumptions, self.tree
         rtt = 2 * a.hop_s
-        depth = tree_depth(n, a.tree_fanout)
-        steps = recursive_doubling_steps(n)
-        partners = 2 + math.floor(math.log2(max(n, 2))) + (a.tree_fanout + 1)  # ring, doubling, tree
-        cycles = max(1.0, self.rank0_messages[1])  # negotiation cycles per step (messages per peer)
-        message_bytes = self.worker_bytes / self.worker_messages if self.worker_messages else 32.0
-        bits_bytes = math.ceil(a.tensors_per_step / 8)
-        store_requests = n * (3 + partners)
-        store_s = store_requests * self.store_request_cpu_s / a.store_cores
-        chain_s = partners * (1 + a.handshake_round_trips) * rtt + 2 * depth * a.hop_s
-        msgs0 = cycles * steps
+        depth = control_tree_depth(n)
+        rounds = t.rounds_at(n)
+        msgs0 = control_children(n, 0, "tree") * rounds
+        gather_s = (n - 1) * (rtt + self.store_request_cpu_s)  # rank 0 GETs each entry in turn
+        spread_s = n * n * a.record_bytes / a.link_bytes_per_s  # every rank reads the whole roster
+        store_s = store_requests_today(n) * self.store_request_cpu_s / a.store_cores
+        connect_s = 2 * a.handshake_round_trips * rtt  # its control parent, its heartbeat neighbours (in parallel)
+        data_peers = recursive_doubling_partners(n) + 2  # + the ring's neighbours (large allreduces)
+        fds0 = rank0_sockets_today(n, data_peers=data_peers) + self.base_fds_rank0
+        fds1 = worker_sockets_today(n, rank=1, data_peers=data_peers) + self.base_fds_worker
+        interval = heartbeat_interval_s(a.peer_timeout_s)
+        relay_s = a.hop_s + 2 * self.message_s
+        frames = heartbeat_rank0_frames_per_s_today(n, a.peer_timeout_s)
         return {
-            "init_s": self.init_fixed_s + max(store_s, chain_s),
-            "store_requests": store_requests,
+            "init_s": self.init_fixed_s + max(store_s, gather_s) + spread_s + connect_s,
+            "store_requests": store_requests_today(n),
             "rank0_control_messages_per_step": msgs0,
-            "rank0_control_bytes_per_step": msgs0 * max(message_bytes, bits_bytes + 8),
-            "rank0_cpu_s_per_step": self.rank0_cpu[0] + 2 * msgs0 * self.message_cpu_s,
-            "rank0_fds": partners + 1 + self.base_fds_rank0,
-            "worker_fds": partners + 1 + self.base_fds_worker,
-            # the bit-vector allreduce (a send and a receive per step), then the data's
-            "latency_8b_s": steps * (a.hop_s + 2 * self.message_cpu_s) + steps * a.hop_s,
-            "heartbeat_rank0_frames_per_s": 4 / heartbeat_interval_s(a.peer_timeout_s),
-            "heartbeat_rank0_bytes_per_s": 4 / heartbeat_interval_s(a.peer_timeout_s) * HEARTBEAT_FRAME_BYTES,
-            "heartbeat_rank0_wire_bytes_per_s": 4 / heartbeat_interval_s(a.peer_timeout_s)
-            * (HEARTBEAT_FRAME_BYTES + TCP_FRAME_OVERHEAD_BYTES),
-            "heartbeat_rank0_cpu_share": 4 / heartbeat_interval_s(a.peer_timeout_s) * self.message_cpu_s,
-            "crash_detect_s": self.crash_detect_s + depth * a.hop_s,  # ranks without a socket to it hear down the tree
-            "freeze_detect_s": a.peer_timeout_s + heartbeat_interval_s(a.peer_timeout_s) + depth * a.hop_s,
-            "rss_mb": self.rss_mb[0] + self.rss_mb[1] * partners,
-            "shutdown_s": self.shutdown[0] + self.shutdown[1] * partners,
+            "busiest_other_messages_per_step": t.busiest_other_messages,
+            "rank0_control_bytes_per_step": msgs0 * t.bytes_per_message,
+            "rank0_cpu_s_per_step": t.rank0_cpu[0] + t.rank0_cpu[1] * math.log2(max(n, 2)),
+            "rank0_fds": fds0,
+            "worker_fds": fds1,
+            "max_fds": max(fds0, fds1),
+            "latency_8b_s": 2 * depth * relay_s + recursive_doubling_steps(n) * a.hop_s,
+            "heartbeat_rank0_frames_per_s": 2 * frames,
+            "heartbeat_rank0_bytes_per_s": 2 * frames * HEARTBEAT_FRAME_BYTES,
+            "heartbeat_rank0_wire_bytes_per_s": 2 * frames * (HEARTBEAT_FRAME_BYTES + TCP_FRAME_OVERHEAD_BYTES),
+            "heartbeat_rank0_cpu_share": 2 * frames * self.message_s,
+            # ranks without a socket to the dead one hear of it from tree neighbour to neighbour
+            "crash_detect_s": self.crash_detect_s + 2 * depth * relay_s,
+            "freeze_detect_s": a.peer_timeout_s + interval + 2 * depth * relay_s,
+            "rss_mb": self.rss_mb[0] + self.rss_mb[1] * (rank0_sockets_today(n, data_peers=data_peers) - 1),
         }
 
     def to_dict(self):
@@ -402,8 +538,8 @@ class Model:
 
 
 BUDGETS = (
-    # (what, figure of Model.today(), budget, why that budget)
-    ("rank 0's open descriptors", "rank0_fds", 1024, "the default soft `ulimit -n`: past it init fails"),
+    # (what, figure of Model.old() / Model.now(), budget, why that budget)
+    ("the most descriptors a rank holds", "max_fds", 1024, "the default soft `ulimit -n`: past it init fails"),
     ("8-byte allreduce", "latency_8b_s", 1e-3, "issue 31's target at 1,024 ranks"),
     ("rank 0's CPU per cached step", "rank0_cpu_s_per_step", 10e-3, "a small model's whole step"),
     ("heartbeats at rank 0", "heartbeat_rank0_cpu_share", 0.01, "1% of rank 0's core"),
@@ -411,7 +547,7 @@ BUDGETS = (
 )
 
 
-def crossing(model, key, budget, design="today", largest=1 << 20):
+def crossing(model, key, budget, design="old", largest=1 << 20):
     """The smallest job size at which ``design``'s figure ``key`` exceeds ``budget`` (None
     if not up to ``largest``). The figures grow with n, so a bisection finds it."""
     figure = getattr(model, design)
@@ -428,14 +564,16 @@ def crossing(model, key, budget, design="today", largest=1 << 20):
 
 
 def first_limit(model, n=1000):
-    """Today's limits in the order a growing job hits them: rows of (what, figure at ``n``,
-    budget, why, the size that crosses it, the redesign's figure at ``n``), smallest
-    crossing first (never crossed last)."""
+    """The limits in the order a growing job hits them in the design as built: rows of
+    (what, old design's figure at ``n``, budget, why, the size that crosses it in the old
+    design, the built design's figure at ``n``, the size that crosses it there), smallest
+    crossing of the built design first (never crossed last)."""
     rows = []
     for what, key, budget, why in BUDGETS:
-        rows.append((what, model.today(n)[key], budget, why, crossing(model, key, budget),
-                     model.redesign(n)[key], crossing(model, key, budget, "redesign")))
-    return sorted(rows, key=lambda row: row[4] if row[4] is not None else float("inf"))
+        rows.append((what, model.old(n)[key], budget, why, crossing(model, key, budget),
+                     model.now(n)[key], crossing(model, key, budget, "now")))
+    return sorted(rows, key=lambda row: (row[6] if row[6] is not None else float("inf"),
+                                         row[4] if row[4] is not None else float("inf")))
 
 
 def ring_bytes_per_rank(n, nbytes):

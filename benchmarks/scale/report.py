@@ -1,16 +1,20 @@
 """Renders the scale lab's results: fits the model (model.py) to
-docs/benchmarks/scale_local.json (+ scale_store.json, scale_hosts.json), draws one plot per
-quantity into docs/images/scale_*.png (measured points, the fit here, today's design and
-the redesign predicted to 4,096 ranks) and rewrites the part of docs/scaling.md between
-the GENERATED markers (tables of the measured medians, the fitted costs, the predictions).
+docs/benchmarks/scale_local.json (the old design: the star and the full mesh; + scale_store.json,
+scale_hosts.json) and to the runs of the design as built (TREE_RUNS: the control tree and
+lazy connections), draws one plot per quantity into docs/images/scale_*.png (measured points
+of both designs, the fits here, both designs predicted to 4,096 ranks) and rewrites the part
+of docs/scaling.md between the GENERATED markers (tables of the measured medians, the fitted
+costs, the predictions).
 
     python benchmarks/scale/report.py      # or: python benchmarks/scale/run.py --report
 
 Plots need matplotlib; without it the tables are still written (and it says so).
 """
 
+import dataclasses
 import glob
 import json
+import math
 import os
 import sys
 
@@ -26,6 +30,15 @@ IMAGES = os.path.join(ROOT, "docs", "images")
 DOC = os.path.join(ROOT, "docs", "scaling.md")
 BEGIN, END = "<!-- GENERATED: benchmarks/scale/report.py -->", "<!-- END GENERATED -->"
 PREDICT = [128, 256, 512, 1024, 2048, 4096]
+# Lab runs of the design as built (control tree, fanout 4; lazy data connections past 8
+# ranks), TCP and shared memory on one host. Left out: scale_tree64 / scale_fanout4 (the tree
+# with a full mesh), scale_fanout0 / scale_star64 (the star), scale_tree_lazy_after (a build
+# whose link questions still opened connections: its descriptors after work are not today's).
+TREE_RUNS = ("control_tree_medians", "control_tree", "tree_lazy", "shm_oversub", "shm_oversub4")
+
+
+def load_tree_runs():
+    return [p for p in (load_json(name) for name in TREE_RUNS) if p]
 
 
 def load_json(name):
@@ -209,9 +222,37 @@ def data_rows(local_bw, hosts=()):
     return rows
 
 
+def tree_table(payloads):
+    """The design as built, measured: each size's jobs of every TREE_RUNS payload merged."""
+    merged = {}
+    for payload in payloads:
+        for res in payload["results"]:
+            merged.setdefault((res["np"], res["shm"]), []).extend(res["runs"])
+    if not merged:
+        return []
+    when = "; ".join(f"{p['machine']['date']} (commit {p['machine']['commit']})" for p in payloads)
+    lines = [(f"The fits below use these jobs: {when}; one host, medians over the jobs (range in brackets), "
+              "counts exact, times upper bounds.\n"),
+             ("| ranks | transport | jobs | rank 0 msgs / bytes per cached step | rounds per step | busiest other rank's "
+              "msgs per step | rank 0 CPU per step | rank 0 fds after init / after work | init (in `init()`) "
+              "| 8 B allreduce | load |"), "|" + "---|" * 11]
+    for (n, shm), runs in sorted(merged.items()):
+        m = jobs.medians(runs)
+        after = f"{m['rank0_fds_after_work']:.0f}" if "rank0_fds_after_work" in m else "-"
+        lines.append(
+            f"| {n} | {'TCP' if shm == 'off' else 'shm'} | {len(runs)} | {fmt_n(m['rank0_control_messages_per_step'])} / "
+            f"{fmt_n(m['rank0_control_bytes_per_step'], 0)} | {m['collectives_per_step']:.2f} "
+            f"| {fmt_n(m['other_control_messages_per_step_max'])} | {fmt_s(m['rank0_cpu_s_per_step'])} "
+            f"| {m['rank0_fds']:.0f} / {after} | {fmt_s(m['init_call_s'])}{rng(m, 'init_call_s')} "
+            f"| {fmt_s(m['latency_8b_s'])}{rng(m, 'latency_8b_s')} | {load({'runs': runs})} |")
+    lines.append("")
+    return lines
+
+
 def model_tables(model, store, local_bw=None, hosts=()):
-    a = model.assumptions
-    lines = ["**Fitted costs** (least squares over every job, coefficients >= 0; n = ranks)\n",
+    a, t = model.assumptions, model.tree
+    lines = [("**Fitted costs, the old design** (the star and the full mesh, scale_local*.json; least squares over "
+             "every job, coefficients >= 0; n = ranks)\n"),
              "| path | fitted | meaning |", "|---|---|---|",
              (f"| control star, rank 0 sends | {model.rank0_messages[0]:.2f} + {model.rank0_messages[1]:.2f} (n-1) msgs, "
              f"{model.rank0_bytes[0]:.0f} + {model.rank0_bytes[1]:.0f} (n-1) bytes per cached step | one response per rank "
@@ -223,7 +264,7 @@ def model_tables(model, store, local_bw=None, hosts=()):
              (f"| data ring, TCP, this host | {fmt_s(model.latency_tcp[0])} + {fmt_s(model.latency_tcp[1])} per ring step "
              "(2(n-1) steps) | 8-byte allreduce; a step here is a process wake-up on a shared core |"),
              (f"| data ring, shared memory, this host | {fmt_s(model.latency_shm[0])} + {fmt_s(model.latency_shm[1])} "
-             "per ring step | the same, oversubscribed (more ranks than cores) |"),
+             "per ring step | the same, oversubscribed (more ranks than cores), before the futex waits |"),
              (f"| store (init) | {fmt_s(model.init_lab[0])} + {model.init_lab[1] * 1e6:.0f} us per store request "
              f"+ {fmt_s(model.init_lab[2])} per peer | slowest rank's `init()` here; requests (exact, from the code): "
              "1.5 n(n-1) + 4n in these runs (every rank read every record), 4n - 2 since the roster |"),
@@ -235,26 +276,57 @@ def model_tables(model, store, local_bw=None, hosts=()):
              "clamped to [50 ms, 1 s]) | star: each rank pinged rank 0 and rank 0 each rank; ring: each rank pings its "
              "two neighbours; every ping is answered |"),
              (f"| descriptors | in these runs rank 0: 3(n-1) + 1 + {model.base_fds_rank0}, others: (n-1) + 3 + "
-             f"{model.base_fds_worker}; since the ring rank 0: 2(n-1) + 3 + {model.base_fds_rank0}, others: (n-1) + 4 + "
-             f"{model.base_fds_worker} (exact) | data mesh, control star, heartbeats, store; the rest is Python's and the "
-             "runtime's eventfds |"),
+             f"{model.base_fds_worker} (exact) | data mesh, control star, heartbeat star, store; the rest is Python's and "
+             "the runtime's eventfds |"),
              (f"| dead rank (SIGKILL) | {fmt_s(model.crash_detect_s)} at 2 ranks (median of its jobs); here {fmt_s(model.crash_lab[0])} + "
              f"{fmt_s(model.crash_lab[1])} (n-1) | slowest survivor; every survivor holds a socket to the dead rank and "
              "sees it close; past 2 ranks the survivors queue for 2 cores (predictions: one rank per core) |"),
              ("| frozen rank (SIGSTOP) | TFRING_PEER_TIMEOUT_S + at most one heartbeat interval (exact from the code: "
-              "in these runs rank 0 judged a peer silent for the timeout and relayed the verdict to the n-2 others; "
-              "since the ring, the frozen rank's two neighbours judge it and the verdict is passed on around the ring "
-              "both ways, n/2 hops of a message each) | measured with a 2 s timeout: see the frozen-rank table |"),
-             *data_rows(local_bw, hosts),
-             "", "**Assumptions of the predictions**\n"]
+              "in these runs rank 0 judged a peer silent for the timeout and relayed the verdict to the n-2 others) "
+              "| measured with a 2 s timeout: see the frozen-rank table |"),
+             *data_rows(local_bw, hosts), ""]
+    if t:
+        f = model_lib.CONTROL_FANOUT
+        lines += [(f"**Fitted costs, the design as built** (control tree of fanout {f}, lazy data connections past "
+                  f"{model_lib.FULL_MESH_UP_TO_RANKS} ranks; the jobs of the table above, TCP)\n"),
+                  "| path | fitted or exact | meaning |", "|---|---|---|",
+                  (f"| rank 0's control messages | min({f}, n-1) x rounds per cached step (exact), rounds = "
+                   f"{t.rounds[0]:.2f} + {t.rounds[1]:.2f} log2 n (fitted) | rank 0 answers each child once per "
+                   "negotiation round; the rounds grow here as ranks queue for 2 cores and the 150 tensors straggle |"),
+                  (f"| rank 0's control bytes | {t.bytes_per_message:.0f} bytes per message (median) | a response names "
+                   "the round's cached tensors |"),
+                  (f"| other ranks' messages | busiest {t.busiest_other_messages:.1f}, mean {t.other_messages_mean:.1f} "
+                   "per cached step (medians past 8 ranks; not growing with n) | a relay sends its parent one message per "
+                   "completed batch and passes each round's responses to its children |"),
+                  (f"| rank 0's CPU | {fmt_s(t.rank0_cpu[0])} + {fmt_s(t.rank0_cpu[1])} log2 n per cached step | whole "
+                   "process (getrusage): its children's messages and the step's recursive-doubling data steps |"),
+                  (f"| descriptors | rank 0: {model_lib.CONTROL_FANOUT} children + 2 heartbeat + store + listener + "
+                   f"{model.base_fds_rank0} = 13 after init (exact; past {model_lib.FULL_MESH_UP_TO_RANKS} ranks), plus "
+                   "one per data peer a collective used: log2 n recursive-doubling partners (+1 off a power of two), "
+                   "the ring's 2 neighbours for large allreduces | measured 13 after init and 13 + log2 n after the "
+                   "probe's small allreduces at 16-64 ranks |"),
+                  (f"| init here | {fmt_s(t.init_lab[0])} + {fmt_s(t.init_lab[1])} (n-1) | slowest rank's `init()`, "
+                   "n processes starting on 2 cores (4n - 2 store requests) |"),
+                  (f"| 8 B allreduce here | TCP {fmt_s(t.latency_tcp_lab[0])} + {fmt_s(t.latency_tcp_lab[1])} (n-1); "
+                   f"shm {fmt_s(t.latency_shm_lab[0])} + {fmt_s(t.latency_shm_lab[1])} (n-1) | recursive doubling "
+                   "(log2 n steps) after a negotiation round; every step a wake-up on a shared core |"),
+                  (f"| dead rank (SIGKILL) here | {fmt_s(t.crash_lab[0])} + {fmt_s(t.crash_lab[1])} (n-1) | slowest "
+                   "survivor; those without a socket to it hear from a neighbour |"),
+                  ""]
+    lines += ["**Assumptions of the predictions**\n"]
     why = {
         "hop_s": "one network hop between hosts, kernel to kernel (issue 31's figure)",
         "store_cores": "cores of the store's host serving requests in parallel (a thread per client today)",
         "handshake_round_trips": "a connection: TCP connect, the HMAC challenge/response, the hello",
         "peer_timeout_s": "TFRING_PEER_TIMEOUT_S's default",
         "ulimit_fds": "the default soft `ulimit -n`",
-        "tree_fanout": "the redesign's tree that spreads verdicts (its neighbours are connections)",
-        "tensors_per_step": "the probe's step (one bit each in the redesign's readiness vector)",
+        "link_bytes_per_s": "the store host's link, 10 Gbit/s (issue 30's init target): every rank reads the "
+                            "whole roster through it",
+        "record_bytes": "one rank's roster entry: the settings that must match (~420 B), a 64-core CPU mask "
+                        "(256 B), address, host id, hostname; the old design's host record taken alike",
+        "message_cpu_s": f"CPU at one end of a control message; None = the old design's fit "
+                         f"({fmt_s(model.message_cpu_s)}, an upper bound measured with ranks sharing 2 cores)",
+        "tensors_per_step": "the probe's cached step",
     }
     for key, reason in why.items():
         lines.append(f"- `{key}` = {getattr(a, key)}: {reason}.")
@@ -262,40 +334,46 @@ def model_tables(model, store, local_bw=None, hosts=()):
         ("- One rank per core, one process per rank; per-message CPU costs are the ones fitted here (upper bounds: "
         "measured with N ranks sharing 2 cores)."),
         ("- Linear terms stay linear past the sizes measured (the structure is read from the code: one response per "
-        "rank per cycle, one socket per peer, one heartbeat per peer)."),
-        ("- Today's init is bounded below by the largest of: the store's work (all requests / store cores), the last "
-        "rank's chain (2(n-1) store reads and n-1 connections one after another) and rank 0's single acceptor "
-        "(3(n-1) handshakes); plus what does not grow with n: `init()` at 2 ranks measured here "
-        f"({fmt_s(model.init_fixed_s)})."),
-        ("- The redesign (none of it exists): readiness bit-vectors combined by a recursive-doubling allreduce "
-         "(log2 n messages per rank per cycle, Horovod's bit-vector allreduce); each "
-        "rank watched by its ring successor, verdicts down the tree; connections only to ring neighbours, "
-        "recursive-doubling partners and tree neighbours; each rank reads only its partners' addresses; recursive "
-        "doubling (log2 n steps, +2 off a power of two) for small tensors."),
+        "child per round, one socket per peer, one heartbeat per neighbour); the tree's rounds per step keep "
+        "growing with log2 n as fitted here (pessimistic: with one rank per core fewer batches straggle)."),
+        ("- The old design's init is bounded below by the largest of: the store's work (all requests / store cores), "
+        "the records through the store's link, the last rank's chain (2(n-1) store reads and n-1 connections one "
+        "after another) and rank 0's single acceptor (3(n-1) handshakes); plus what does not grow with n: `init()` "
+        f"at 2 ranks measured here ({fmt_s(model.init_fixed_s)})."),
+        ("- The design as built: init = that fixed part + rank 0 reading the n-1 roster entries one round trip "
+         "each + the roster (n entries) read by every rank through the store's link (n^2 entries: the term that "
+         "grows fastest) + a connection to its control parent and heartbeat neighbours; an 8-byte allreduce = "
+         "a bit up and the response down the tree (2 x depth relays, each a hop and a message received and "
+         "sent) + recursive doubling (log2 n hops, +2 off a power of two); descriptors counted after a job that "
+         "ran small and large allreduces (an all-to-all still connects every pair)."),
         ""]
     return lines
 
 
 def prediction_table(model):
-    keys = [("init_s", "init", fmt_s), ("store_requests", "store requests", fmt_n),
+    keys = [("init_s", "init (10 Gbit/s)", fmt_s), ("store_requests", "store requests", fmt_n),
             ("rank0_control_messages_per_step", "rank 0 msgs / cached step", fmt_n),
+            ("busiest_other_messages_per_step", "busiest other rank's msgs / cached step", fmt_n),
             ("rank0_control_bytes_per_step", "rank 0 bytes / cached step", fmt_n),
             ("rank0_cpu_s_per_step", "rank 0 CPU / cached step", fmt_s),
-            ("rank0_fds", "rank 0 fds", fmt_n), ("worker_fds", "other ranks' fds", fmt_n),
+            ("rank0_fds", "rank 0 fds", fmt_n), ("worker_fds", "other ranks' fds (most)", fmt_n),
             ("latency_8b_s", "8 B allreduce (30 us hops)", fmt_s),
             ("heartbeat_rank0_frames_per_s", "heartbeat frames/s at rank 0", fmt_n),
             ("heartbeat_rank0_cpu_share", "heartbeat CPU at rank 0 (cores)", lambda v: f"{v:.3f}"),
             ("crash_detect_s", "killed rank named (all survivors)", fmt_s),
             ("freeze_detect_s", "frozen rank named", fmt_s)]
-    lines = ["**PREDICTIONS** (model.py; today's design / the redesign; nothing here was measured at these sizes)\n",
+    lines = [("**PREDICTIONS** (model.py; the old design (star + full mesh) / the design as built (tree + lazy); "
+             "nothing here was measured at these sizes)\n"),
              "| quantity | " + " | ".join(str(n) for n in PREDICT) + " |", "|---|" + "---|" * len(PREDICT)]
     for key, label, f in keys:
-        cells = [f"{f(model.today(n)[key])} / {f(model.redesign(n)[key])}" for n in PREDICT]
+        cells = [f"{f(model.old(n)[key])} / {f(model.now(n)[key])}" for n in PREDICT]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines.append("")
-    lines += ["**Which limit a growing job hits first** (today's design, model; budget crossed at the size shown)\n",
-              ("| limit | at 1,000 ranks today | budget | why that budget | today crosses it at | redesign at 1,000 "
-              "| redesign crosses it at |"), "|---|---|---|---|---|---|---|"]
+    lines += target_table(model)
+    lines += [("**Which limit a growing job hits first** (model; budget crossed at the size shown; sorted by the "
+              "design as built)\n"),
+              ("| limit | old design at 1,000 ranks | budget | why that budget | old design crosses it at "
+               "| as built, at 1,000 | as built, crosses it at |"), "|---|---|---|---|---|---|---|"]
     for what, value, budget, why, at, new_value, new_at in model_lib.first_limit(model, 1000):
         f = fmt_n if "descriptors" in what else (lambda v: f"{v:.3f} cores" if v < 1 else f"{v:.1f}") \
             if "heartbeat" in what else fmt_s
@@ -303,6 +381,57 @@ def prediction_table(model):
                      f"| {new_at or 'never (to 1 M)'} |")
     lines.append("")
     return lines
+
+
+def target_table(model, n=1024):
+    """Issue 30's and 31's targets that only the model can answer, for the design as built."""
+    now, old = model.now(n), model.old(n)
+    t = model.tree
+    bound = t.rank0_messages_at_4 * math.log2(n)
+    hop = model.assumptions.hop_s
+    lat = {m: dataclasses.replace(model, assumptions=dataclasses.replace(model.assumptions, message_cpu_s=m))
+           .now(n)["latency_8b_s"] for m in (0.0, 10e-6)}
+    return [
+        f"**Issue targets at {n:,} ranks, PREDICTED** for the design as built (the old design in brackets)\n",
+        "| target | predicted | met? | what dominates |", "|---|---|---|---|",
+        (f"| init over 10 Gbit/s <= 10 s (issue 30) | {fmt_s(now['init_s'])} ({fmt_s(old['init_s'])}) | "
+         f"{'yes' if now['init_s'] <= 10 else 'no'} | the roster through the store's link: n^2 x "
+         f"{model.assumptions.record_bytes} B = {n * n * model.assumptions.record_bytes / 1e9:.2f} GB; it crosses "
+         f"10 s at {model_lib.crossing(model, 'init_s', 10.0, 'now') or 'never'} ranks |"),
+        (f"| descriptors per rank at 1,000 ranks < 1,024 (issue 30) | {model.now(1000)['max_fds']:.0f} "
+         f"({model.old(1000)['max_fds']:.0f}) | {'yes' if model.now(1000)['max_fds'] < 1024 else 'no'} | 13-14 "
+         "control, heartbeat and store descriptors + log2 n + 3 data peers; an all-to-all would add n - 1 |"),
+        (f"| rank 0's control messages per cached step grow no faster than log2 n (issue 30) | "
+         f"{fmt_n(now['rank0_control_messages_per_step'])} ({fmt_n(old['rank0_control_messages_per_step'])}); "
+         f"{now['rank0_control_messages_per_step'] / t.rank0_messages_at_4:.1f}x its {t.rank0_messages_at_4:.2f} "
+         f"at 4 ranks, log2 n = {math.log2(n):.0f} | yes | {model_lib.CONTROL_FANOUT} children x the rounds per step "
+         "(fitted to grow with log2 n) |"),
+        (f"| no rank sends more than rank 0 at 4 ranks x log2 n = {bound:.0f} (issue 30) | busiest other rank "
+         f"{fmt_n(now['busiest_other_messages_per_step'])} | {'yes' if now['busiest_other_messages_per_step'] <= bound else 'no'} "
+         "| a constant (a relay's batches and rounds), under the bound from "
+         f"{_first_n_where(lambda k: t.rank0_messages_at_4 * math.log2(k) >= t.busiest_other_messages)} ranks on |"),
+        (f"| 8-byte allreduce <= 1 ms with {hop * 1e6:.0f} us hops (issue 31) | {fmt_s(now['latency_8b_s'])} with "
+         f"{fmt_s(model.message_s)} of CPU per message end (the 2-core fit, an upper bound); "
+         f"{fmt_s(lat[10e-6])} at 10 us; {fmt_s(lat[0.0])} with the CPU inside the hop "
+         f"({fmt_s(old['latency_8b_s'])}) | {'yes' if now['latency_8b_s'] <= 1e-3 else 'yes below ~' + _max_cpu(model, n)} "
+         f"| {2 * model_lib.control_tree_depth(n)} relays of the tree (depth {model_lib.control_tree_depth(n)}) "
+         f"and {model_lib.recursive_doubling_steps(n)} data hops |"),
+        ""]
+
+
+def _first_n_where(predicate, largest=1 << 20):
+    n = 2
+    while n <= largest and not predicate(n):
+        n *= 2
+    return f"{n:,}" if n <= largest else "never"
+
+
+def _max_cpu(model, n):
+    """The CPU per message end under which the built design's 8-byte allreduce at n stays <= 1 ms."""
+    a = model.assumptions
+    depth = model_lib.control_tree_depth(n)
+    left = 1e-3 - model_lib.recursive_doubling_steps(n) * a.hop_s - 2 * depth * a.hop_s
+    return fmt_s(max(left, 0) / (4 * depth))
 
 
 # ---------------------------------------------------------------- plots
@@ -326,7 +455,7 @@ def _points(local, key, shm="off"):
     return xs, ys
 
 
-def plots(local, model):
+def plots(local, model, tree_runs=()):
     try:
         import matplotlib
 
@@ -335,44 +464,67 @@ def plots(local, model):
     except ImportError:
         return None
     os.makedirs(IMAGES, exist_ok=True)
-    measured_n = sorted({r["np"] for r in local["results"]})
+    tree = {"results": [res for p in tree_runs for res in p["results"]]}
+    measured_n = sorted({r["np"] for r in local["results"]} | {r["np"] for r in tree["results"]})
     lab_n = list(range(2, max(measured_n) + 1))
     pred_n = [2 ** k for k in range(1, 13)]
+    # (file, title, unit, measured [(payload, key, shm, label)], fitted lab curves [(key, label)], predicted key, line)
+    old, now = (local, "old: star + mesh"), (tree, "as built: tree + lazy")
     specs = [
-        ("init", "init() of the slowest rank", "seconds", [("init_call_s", "off", "measured, TCP")],
-         "init_call_s", "init_s", None),
+        ("init", "init() of the slowest rank", "seconds",
+         [(old, "init_call_s", "off", "TCP"), (now, "init_call_s", "off", "TCP")],
+         [("init_call_s", "old, fit here"), ("tree_init_call_s", "as built, fit here")], "init_s",
+         (10.0, "issue 30: 10 s at 1,024 ranks (10 Gbit/s)")),
         ("control_messages", "rank 0's control messages per cached step", "messages",
-         [("rank0_control_messages_per_step", "off", "measured, TCP"),
-          ("rank0_control_messages_per_step", "on", "measured, shm")], None, "rank0_control_messages_per_step", None),
+         [(old, "rank0_control_messages_per_step", "off", "TCP"), (old, "rank0_control_messages_per_step", "on", "shm"),
+          (now, "rank0_control_messages_per_step", "off", "TCP"), (now, "rank0_control_messages_per_step", "on", "shm")],
+         [], "rank0_control_messages_per_step", None),
         ("control_bytes", "rank 0's control bytes per cached step", "bytes",
-         [("rank0_control_bytes_per_step", "off", "measured, TCP")], None, "rank0_control_bytes_per_step", None),
+         [(old, "rank0_control_bytes_per_step", "off", "TCP"), (now, "rank0_control_bytes_per_step", "off", "TCP")],
+         [], "rank0_control_bytes_per_step", None),
+        ("other_messages", "the busiest other rank's control messages per cached step", "messages",
+         [(old, "other_control_messages_per_step_max", "off", "TCP"),
+          (now, "other_control_messages_per_step_max", "off", "TCP")],
+         [], "busiest_other_messages_per_step", None),
         ("rank0_cpu", "rank 0's CPU per cached 150-tensor step", "seconds",
-         [("rank0_cpu_s_per_step", "off", "measured, TCP")], "rank0_cpu_s_per_step", "rank0_cpu_s_per_step", None),
-        ("fds", "rank 0's open descriptors", "descriptors",
-         [("rank0_fds", "off", "measured, TCP"), ("rank0_fds", "on", "measured, shm")], None, "rank0_fds",
-         (model.assumptions.ulimit_fds, "ulimit -n 1024")),
+         [(old, "rank0_cpu_s_per_step", "off", "TCP"), (now, "rank0_cpu_s_per_step", "off", "TCP")],
+         [("rank0_cpu_s_per_step", "old, fit here"), ("tree_rank0_cpu_s_per_step", "as built, fit here")],
+         "rank0_cpu_s_per_step", None),
+        ("fds", "the most descriptors a rank holds", "descriptors",
+         [(old, "rank0_fds", "off", "rank 0, TCP"), (now, "rank0_fds", "off", "rank 0 after init, TCP"),
+          (now, "rank0_fds_after_work", "off", "rank 0 after work, TCP"),
+          (now, "other_fds_after_work_max", "off", "others after work, TCP")],
+         [], "max_fds", (model.assumptions.ulimit_fds, "ulimit -n 1024")),
         ("latency", "8-byte allreduce", "seconds",
-         [("latency_8b_s", "off", "measured, TCP (this host)"), ("latency_8b_s", "on", "measured, shm (this host)")],
-         "latency_8b_s", "latency_8b_s", None),
+         [(old, "latency_8b_s", "off", "TCP"), (old, "latency_8b_s", "on", "shm"),
+          (now, "latency_8b_s", "off", "TCP"), (now, "latency_8b_s", "on", "shm")],
+         [("latency_8b_s", "old, TCP, fit here"), ("tree_latency_8b_s", "as built, TCP, fit here")], "latency_8b_s",
+         (1e-3, "issue 31: 1 ms at 1,024 ranks")),
         ("heartbeat", "heartbeat bytes sent per second at rank 0", "bytes/s",
-         [("heartbeat_rank0_bytes_sent_per_s", "off", "measured (ss), TCP")], None, "heartbeat_rank0_bytes_per_s", None),
+         [(old, "heartbeat_rank0_bytes_sent_per_s", "off", "ss, TCP"),
+          (now, "heartbeat_rank0_bytes_sent_per_s", "off", "ss, TCP")], [], "heartbeat_rank0_bytes_per_s", None),
         ("dead_rank", "a SIGKILLed rank named by every survivor", "seconds",
-         [("kill", "off", "measured, TCP (slowest survivor)")], "crash_detect_s", "crash_detect_s", None),
+         [(old, "kill", "off", "slowest survivor, TCP"), (now, "kill", "off", "slowest survivor, TCP")],
+         [("crash_detect_s", "old, fit here"), ("tree_crash_detect_s", "as built, fit here")], "crash_detect_s", None),
     ]
+    lab = {n: model.lab(n) for n in lab_n}
     written = []
-    for name, title, unit, measured, lab_key, pred_key, hline in specs:
-        fig, ax = plt.subplots(figsize=(6.4, 4.2))
-        for key, shm, label in measured:
-            xs, ys = _points(local, key, shm)
+    for name, title, unit, measured, fits, pred_key, hline in specs:
+        fig, ax = plt.subplots(figsize=(6.4, 4.4))
+        for (payload, design), key, shm, label in measured:
+            xs, ys = _points(payload, key, shm)
             if xs:
-                ax.scatter(xs, ys, s=14, label=label, zorder=3)
-        if lab_key:
-            ax.plot(lab_n, [model.lab(n)[lab_key] for n in lab_n], "k:", label="fit (this host)")
+                ax.scatter(xs, ys, s=14, marker="o" if payload is local else "^", zorder=3,
+                           label=f"measured, {design}, {label}")
+        for key, label in fits:
+            if key in lab[lab_n[0]]:
+                ax.plot(lab_n, [lab[n][key] for n in lab_n], ":", color="C3" if key.startswith("tree_") else "k",
+                        label=label)
         factor = 0.5 if pred_key == "heartbeat_rank0_bytes_per_s" else 1.0  # sent only
-        ax.plot(pred_n, [model.today(n)[pred_key] * factor for n in pred_n], "C3-",
-                label="today's design, one rank per core (PREDICTION)")
-        ax.plot(pred_n, [model.redesign(n)[pred_key] * factor for n in pred_n], "C2--",
-                label="redesign, one rank per core (PREDICTION)")
+        ax.plot(pred_n, [model.old(n)[pred_key] * factor for n in pred_n], "C0-",
+                label="old design, one rank per core (PREDICTION)")
+        ax.plot(pred_n, [model.now(n)[pred_key] * factor for n in pred_n], "C2--",
+                label="as built, one rank per core (PREDICTION)")
         if hline:
             ax.axhline(hline[0], color="grey", lw=0.8)
             ax.text(2, hline[0] * 1.1, hline[1], fontsize=8, color="grey")
@@ -382,7 +534,7 @@ def plots(local, model):
         ax.set_ylabel(unit)
         ax.set_title(title, fontsize=10)
         ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=6)
         fig.tight_layout()
         path = os.path.join(IMAGES, f"scale_{name}.png")
         fig.savefig(path, dpi=90)
@@ -399,11 +551,16 @@ def generate(draw=True):
     if local is None:
         raise SystemExit("no docs/benchmarks/scale_local.json: run benchmarks/scale/run.py --sizes ... first")
     faults = load_json("local_faults")
+    tree_runs = load_tree_runs()
     # the fault-only jobs add dead-rank samples (their rows have no other runs)
-    model = model_lib.Model.fit({**local, "results": local["results"] + (faults or {}).get("results", [])}, store)
-    lines = [BEGIN, "", "### Measured: many ranks on one host", ""]
+    model = model_lib.Model.fit({**local, "results": local["results"] + (faults or {}).get("results", [])}, store,
+                                tree_runs=tree_runs)
+    lines = [BEGIN, "", "### Measured: many ranks on one host, the old design (star + full mesh)", ""]
     lines += local_tables(local)
     lines += fault_tables([local, faults])
+    if tree_runs:
+        lines += ["### Measured: many ranks on one host, the design as built (control tree + lazy connections)", ""]
+        lines += tree_table(tree_runs)
     for payload, how in ((hosts, "shared memory between the ranks of a host (default)"),
                          (load_json("hosts_tcp"), "TCP only (`TFRING_SHM=0`)")):
         if payload:
@@ -412,13 +569,13 @@ def generate(draw=True):
     lines += ["### The model", ""]
     lines += model_tables(model, store, load_json("local_bw"), (hosts, load_json("hosts_tcp")))
     lines += prediction_table(model)
-    images = plots(local, model) if draw else []
+    images = plots(local, model, tree_runs) if draw else []
     if images is None:
         print("matplotlib is not installed: tables written, the plots already there kept", file=sys.stderr)
         images = [(None, os.path.basename(p)[len("scale_"):-len(".png")].replace("_", " "), p)
                   for p in sorted(glob.glob(os.path.join(IMAGES, "scale_*.png")))]
     if images:
-        lines += ["### Plots (measured points, the fit on this host, both designs predicted)", ""]
+        lines += ["### Plots (measured points of both designs, the fits on this host, both designs predicted)", ""]
         for _, title, path in images:
             lines.append(f"![{title}](images/{os.path.basename(path)})")
         lines.append("")
@@ -438,7 +595,7 @@ def main():
         f.write(head + text + tail)
     with open(os.path.join(DATA, "scale_model.json"), "w") as f:
         json.dump({"fitted": model.to_dict(),
-                   "today": {n: model.today(n) for n in PREDICT}, "redesign": {n: model.redesign(n) for n in PREDICT}},
+                   "old": {n: model.old(n) for n in PREDICT}, "now": {n: model.now(n) for n in PREDICT}},
                   f, indent=1)
     print(f"wrote {os.path.relpath(DOC, ROOT)} and docs/benchmarks/scale_model.json")
 
