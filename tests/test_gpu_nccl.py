@@ -337,9 +337,12 @@ tfring.shutdown()
 """
 
 
-def test_stuck_gpu_collective_times_out_and_aborts_the_communicator(fake_gpu_env):
-    env = dict(fake_gpu_env, FAKE_CUDA_HANG="1", TFRING_TIMEOUT_S="1", TFRING_LOG_LEVEL="warning")
+def test_stuck_gpu_collective_times_out_and_aborts_the_communicator(fake_gpu_env, tmp_path):
+    log = tmp_path / "teardown.log"
+    env = dict(fake_gpu_env, FAKE_CUDA_HANG="1", TFRING_TIMEOUT_S="1", TFRING_LOG_LEVEL="warning",
+               FAKE_NCCL_TEARDOWN_LOG=str(log))
     out = _run_python(_FAULT_SCRIPT, env)
+    assert log.read_text().split() == ["abort"]  # a failed job never finalizes
     line = next((x for x in out.stdout.splitlines() if x.startswith("ERROR")), out.stdout + out.stderr)
     assert line.startswith("ERROR TimeoutError"), line
     assert float(line.split()[2]) < 10, line
@@ -362,6 +365,46 @@ def test_too_old_nccl_is_refused(fake_gpu_env):
     out = _run_python(_FAULT_SCRIPT, dict(fake_gpu_env, FAKE_NCCL_VERSION="21300"))
     assert "ERROR UnimplementedError" in out.stdout and "2.14 or newer" in out.stdout, out.stdout + out.stderr
     assert "AFTER ok" in out.stdout
+
+
+_SHUTDOWN_SCRIPT = r"""
+import time, numpy as np, tfring
+from tfring import _core
+tfring.init()
+tfring.allreduce(_core.DeviceBuffer.from_numpy(np.ones(1000, np.float32), 0), op=tfring.Sum, name="g")
+start = time.monotonic()
+tfring.shutdown()
+print("SHUTDOWN", round(time.monotonic() - start, 3))
+"""
+
+
+def _teardown_run(env, tmp_path):
+    """Runs _SHUTDOWN_SCRIPT; returns (its output, the fake NCCL's teardown calls)."""
+    log = tmp_path / "teardown.log"
+    env = dict(env, PYTHONPATH=ROOT, TFRING_LOG_LEVEL="info", FAKE_NCCL_TEARDOWN_LOG=str(log))
+    out = _run_python(_SHUTDOWN_SCRIPT, env)
+    assert out.returncode == 0 and "SHUTDOWN" in out.stdout, out.stdout + out.stderr[-3000:]
+    return out, (log.read_text().split() if log.exists() else None)
+
+
+@pytest.mark.gpu
+def test_clean_shutdown_finalizes_the_nccl_communicator(tmp_path):
+    if not _AVAILABLE:
+        pytest.skip(_SKIP_REASON)
+    out, calls = _teardown_run(os.environ, tmp_path)
+    assert "finalized and destroyed the NCCL communicator on GPU 0" in out.stderr, out.stderr[-3000:]
+    assert "aborted" not in out.stderr, out.stderr[-3000:]
+    if calls is not None:  # the fake libraries say which calls ran
+        assert calls == ["finalize", "destroy"], calls
+
+
+def test_finalize_that_never_ends_is_aborted_within_the_shutdown_bound(fake_gpu_env, tmp_path):
+    env = dict(fake_gpu_env, FAKE_NCCL_FINALIZE_HANG="1", TFRING_SHUTDOWN_TIMEOUT_S="2")
+    out, calls = _teardown_run(env, tmp_path)
+    assert calls == ["finalize", "abort"], calls
+    assert float(out.stdout.split("SHUTDOWN")[1].split()[0]) < 1.9, out.stdout  # half the bound, then abort
+    assert "could not be closed cleanly, aborted it" in out.stderr and "TFRING_SHUTDOWN_TIMEOUT_S" in out.stderr, \
+        out.stderr[-3000:]
 
 
 # ------------------------------------------------------------------------------ two GPUs

@@ -77,6 +77,20 @@ PY
 PYTHONPATH=$PWD TFRING_TIMEOUT_S=30 timeout 90 $PY -m tfring.runner.launch -np 2 $PY /tmp/two_on_one.py 2>&1 | tail -25
 echo "launcher exit: ${PIPESTATUS[0]}"
 
+step "shutdown: NCCL finalize+destroy after a clean job (docs/gpu.md, Shutdown)"
+cat >/tmp/shutdown_cost.py <<'PY'
+import time, numpy as np, tfring
+from tfring import _core
+tfring.init()
+tfring.allreduce(_core.DeviceBuffer.from_numpy(np.ones(1000, np.float32), 0), op=tfring.Sum, name="g")
+t0 = time.monotonic()
+tfring.shutdown()
+print("SHUTDOWN_S", round(time.monotonic() - t0, 3), flush=True)
+PY
+for i in 1 2 3; do
+  PYTHONPATH=$PWD TFRING_LOG_LEVEL=info timeout 60 $PY /tmp/shutdown_cost.py 2>&1 | grep -E "SHUTDOWN_S|finalized|abort" | sed "s/^/clean $i: /"
+done
+
 step "benchmarks/gpu_collectives.py"
 PYTHONUNBUFFERED=1 timeout 150 $PY benchmarks/gpu_collectives.py --json "$OUT/gpu_collectives.json" || failed+=(bench)
 

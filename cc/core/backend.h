@@ -32,6 +32,7 @@ struct BackendContext {
   std::string key_prefix;        // namespace for this backend's keys in the store
   double timeout_s = 30;         // one collective (TFRING_TIMEOUT_S)
   double start_timeout_s = 120;  // setting up a communicator (TFRING_START_TIMEOUT_S)
+  double shutdown_timeout_s = 10;  // the whole shutdown (TFRING_SHUTDOWN_TIMEOUT_S); Close's share is half
   const std::atomic<bool>* abort = nullptr;  // set when the job is being torn down
   const Config* config = nullptr;
   Communicator* comm = nullptr;  // the CPU data links (CpuBackend)
@@ -57,6 +58,11 @@ class Backend {
   // is a transfer failure: the runtime fails the job with it.
   virtual Status Execute(const Response& response, const std::vector<Submission*>& group,
                          ExecutionTimings* timings) = 0;
+  // Called once, on the background thread, when the job ends, before the job's transports
+  // close; nothing runs on the backend afterwards. `clean`: the job ended by shutdown()
+  // without a failure, every collective finished, so the backend may release what it holds
+  // gracefully (bounded by half of shutdown_timeout_s); otherwise at once.
+  virtual void Close(bool clean) { (void)clean; }
 };
 
 // Device memory and libraries, for the bindings (the pybind module's device arrays) and

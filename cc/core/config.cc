@@ -52,7 +52,8 @@ const std::vector<ParamSpec>& ParamTable() {
       {"TFRING_START_TIMEOUT_S", ParamType::kFloat, "120", 0.1, 1e6,
        "How long init() waits for every rank to reach the rendezvous."},
       {"TFRING_SHUTDOWN_TIMEOUT_S", ParamType::kFloat, "10", 0, 1e6,
-       "How long shutdown() waits for the background thread to finish."},
+       "How long shutdown() waits for the background thread to finish; half of it bounds the "
+       "finalize of NCCL communicators after a clean job (then they are aborted)."},
       {"TFRING_PEER_TIMEOUT_S", ParamType::kFloat, "30", 0, 1e6,
        "A peer whose tfring runtime has not answered heartbeats for this long (a frozen "
        "process, a paused VM, a cut network) is lost: every collective fails naming it "

@@ -18,6 +18,11 @@ Executor::Executor(const Wiring& wiring) : w_(wiring) {
 
 Executor::~Executor() = default;
 
+void Executor::CloseBackends(bool clean) {
+  if (cpu_backend_) cpu_backend_->Close(clean);
+  if (gpu_backend_) gpu_backend_->Close(clean);
+}
+
 void Executor::Add(Submission s, Clock::time_point enqueued) {
   if (s.request.op == OpType::kJoin) joined_ = true;
   std::string name = s.request.name;  // C++17: the right side of = is evaluated first
@@ -103,6 +108,7 @@ BackendContext Executor::MakeBackendContext() const {
   ctx.store = w_.store;
   ctx.timeout_s = w_.config->Float("TFRING_TIMEOUT_S");
   ctx.start_timeout_s = w_.config->Float("TFRING_START_TIMEOUT_S");
+  ctx.shutdown_timeout_s = w_.config->Float("TFRING_SHUTDOWN_TIMEOUT_S");
   ctx.abort = w_.comm->abort_flag();
   ctx.config = w_.config;
   ctx.comm = w_.comm;

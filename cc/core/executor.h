@@ -74,6 +74,9 @@ class Executor {
   // Fails every held tensor and `unsent` (submissions never drained) with `status`, and
   // drops the schedule. Used once the job is broken.
   void FailAll(std::deque<Submission> unsent, const Status& status);
+  // The job is ending (Backend::Close): `clean` when it ends by shutdown() without a
+  // failure. Called once, before the job's transports close.
+  void CloseBackends(bool clean);
 
  private:
   struct Entry {
@@ -100,8 +103,8 @@ class Executor {
   std::deque<Scheduled> scheduled_;
   bool joined_ = false;  // this rank's join is pending: it adds zeros to the others' allreduces
   std::unique_ptr<Backend> cpu_backend_;
-  std::unique_ptr<Backend> gpu_backend_;
-  std::unique_ptr<LinkWatch> link_watch_;  // null for one rank (no store)  // created at the first GPU response (device >= 0)
+  std::unique_ptr<Backend> gpu_backend_;   // created at the first GPU response (device >= 0)
+  std::unique_ptr<LinkWatch> link_watch_;  // null for one rank (no store)
 };
 
 }  // namespace tfring

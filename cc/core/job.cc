@@ -475,6 +475,9 @@ void Job::Stop() {
     }
   }
   if (liveness_) liveness_->Stop();
+  // Before the transports close: a clean end lets the GPU backend finalize its NCCL
+  // communicators instead of aborting them.
+  executor_->CloseBackends(!was_broken && reason.empty());
   comm_->Abort();
   FailAllPending(Status::Precondition("tfring was shut down on rank " + std::to_string(id_.rank) +
                                       " while this collective was pending"));

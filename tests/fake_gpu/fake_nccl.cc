@@ -15,7 +15,9 @@
 //
 // Fault injection (environment): FAKE_NCCL_ASYNC_ERROR=1 makes ncclCommGetAsyncError report
 // ncclRemoteError once a collective ran (a peer died); FAKE_NCCL_VERSION=n overrides the
-// version (e.g. 21300 to test the "too old" refusal).
+// version (e.g. 21300 to test the "too old" refusal); FAKE_NCCL_FINALIZE_HANG=1 makes
+// ncclCommFinalize never finish (the async state stays ncclInProgress). FAKE_NCCL_TEARDOWN_LOG
+// names a file to which every ncclCommFinalize/Destroy/Abort appends a line ("finalize", ...).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,6 +45,7 @@ constexpr int kFirstCustomOp = 5;
 
 struct Comm {
   int polls_left = 3;  // async-error queries answered "in progress" after creation
+  bool finalizing = false;  // ncclCommFinalize was called
   int collectives = 0;
   int nranks = 1;
   int rank = 0;
@@ -479,12 +482,31 @@ int ncclCommInitRankConfig(Comm** comm, int nranks, UniqueId id, int rank, Confi
   *comm = c;
   return config->blocking == 0 ? kInProgress : kSuccess;
 }
+static void LogTeardown(const char* call) {
+  const char* path = std::getenv("FAKE_NCCL_TEARDOWN_LOG");
+  if (path != nullptr) std::ofstream(path, std::ios::app) << call << "\n";
+}
 int ncclCommAbort(Comm* comm) {
+  LogTeardown("abort");
+  delete comm;
+  return kSuccess;
+}
+int ncclCommFinalize(Comm* comm) {
+  LogTeardown("finalize");
+  if (comm->finalizing) return kInvalidArgument;
+  comm->finalizing = true;
+  comm->polls_left = 2;
+  return kInProgress;
+}
+int ncclCommDestroy(Comm* comm) {
+  LogTeardown("destroy");
   delete comm;
   return kSuccess;
 }
 int ncclCommGetAsyncError(Comm* comm, int* state) {
-  if (comm->polls_left > 0) {
+  if (comm->finalizing && std::getenv("FAKE_NCCL_FINALIZE_HANG")) {
+    *state = kInProgress;
+  } else if (comm->polls_left > 0) {
     --comm->polls_left;
     *state = kInProgress;
   } else if (std::getenv("FAKE_NCCL_ASYNC_ERROR") && comm->collectives > 0) {

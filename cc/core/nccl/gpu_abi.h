@@ -139,6 +139,8 @@ constexpr int kMinNcclVersion = NcclVersionCode(2, 14, 0);
   X(ncclGetUniqueId, ncclResult_t, (ncclUniqueId*))                                      \
   X(ncclCommInitRankConfig, ncclResult_t, (ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*)) \
   X(ncclCommAbort, ncclResult_t, (ncclComm_t))                                           \
+  X(ncclCommFinalize, ncclResult_t, (ncclComm_t))                                        \
+  X(ncclCommDestroy, ncclResult_t, (ncclComm_t))                                         \
   X(ncclCommGetAsyncError, ncclResult_t, (ncclComm_t, ncclResult_t*))                    \
   X(ncclRedOpCreatePreMulSum, ncclResult_t,                                              \
     (ncclRedOp_t*, void*, ncclDataType_t, ncclScalarResidence_t, ncclComm_t))            \

@@ -1,8 +1,10 @@
 #include "nccl_backend.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "../collective_layout.h"
+#include "../logging.h"
 #include "../reduce_kernels.h"
 
 namespace tfring {
@@ -162,6 +164,21 @@ Status NcclBackend::GetComm(const Response& r, const std::vector<Submission*>& g
   *out = comm.get();
   comms_[r.device] = std::move(comm);
   return Status::OK();
+}
+
+void NcclBackend::Close(bool clean) {
+  if (clean) {
+    const Deadline deadline = Deadline::After(ctx_.shutdown_timeout_s / 2);
+    for (auto& [label, comm] : comms_) {
+      Status st = comm->Close(std::max(0.0, deadline.SecondsLeft()));
+      if (!st.ok()) {
+        TFRING_LOG(LogLevel::kWarning, "nccl", "the NCCL communicator of GPU:"
+                                                   << label << " could not be closed cleanly, aborted it: "
+                                                   << st.message());
+      }
+    }
+  }
+  comms_.clear();  // the destructors abort what was not closed
 }
 
 Status NcclBackend::Execute(const Response& r, const std::vector<Submission*>& group,

@@ -55,6 +55,9 @@ class NcclBackend : public Backend {
   const char* name() const override { return "nccl"; }
   Status Execute(const Response& response, const std::vector<Submission*>& group,
                  ExecutionTimings* timings) override;
+  // Clean: every communicator is finalized and destroyed (NcclComm::Close, bounded by half of
+  // TFRING_SHUTDOWN_TIMEOUT_S in all); otherwise, or where that fails, aborted.
+  void Close(bool clean) override;
 
  private:
   Status GetComm(const Response& r, const std::vector<Submission*>& group, NcclComm** out);

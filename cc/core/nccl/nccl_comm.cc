@@ -72,17 +72,7 @@ Status NcclComm::Create(const CudaApi& cuda, const NcclApi& nccl, const NcclComm
   // Joining waits for every rank: bound it by the start timeout, not the per-op one.
   TFRING_RETURN_IF_ERROR(c->Poll(
       Deadline::After(options.start_timeout_s), "creating the NCCL communicator", options.start_timeout_s,
-      "TFRING_START_TIMEOUT_S", [&c](Status* st) {
-        ncclResult_t state = ncclInProgress;
-        ncclResult_t q = c->nccl_.ncclCommGetAsyncError(c->comm_, &state);
-        if (q != ncclSuccess) state = q;
-        if (state == ncclInProgress) return false;
-        if (state != ncclSuccess) {
-          *st = NcclStatus(state, std::string("NCCL communicator setup failed: ") +
-                                      c->nccl_.ncclGetErrorString(state) + " (" + c->LastError() + ")");
-        }
-        return true;
-      }));
+      "TFRING_START_TIMEOUT_S", [&c](Status* st) { return c->AsyncDone("NCCL communicator setup", st); }));
   TFRING_RETURN_IF_ERROR(c->CheckCuda(cuda.cudaStreamCreateWithFlags(&c->stream_, kCudaStreamNonBlocking),
                                       "cudaStreamCreateWithFlags"));
   TFRING_RETURN_IF_ERROR(c->CheckCuda(cuda.cudaEventCreateWithFlags(&c->done_, kCudaEventDisableTiming),
@@ -95,12 +85,39 @@ Status NcclComm::Create(const CudaApi& cuda, const NcclApi& nccl, const NcclComm
 
 NcclComm::~NcclComm() {
   cuda_.cudaSetDevice(options_.device);
-  // Abort rather than destroy: it is local and bounded (ncclCommDestroy may wait on work
-  // that a dead peer will never finish), and nothing is in flight at teardown.
+  // Not closed (the job failed): abort rather than destroy, which is local and bounded
+  // (ncclCommDestroy may wait on work that a dead peer will never finish).
   if (comm_ != nullptr && !aborted_) nccl_.ncclCommAbort(comm_);
   if (done_ != nullptr) cuda_.cudaEventDestroy(done_);
   if (stream_ != nullptr) cuda_.cudaStreamDestroy(stream_);
   if (fusion_ != nullptr) cuda_.cudaFree(fusion_);
+}
+
+Status NcclComm::Close(double timeout_s) {
+  if (comm_ == nullptr || aborted_) return Status::OK();
+  TFRING_RETURN_IF_ERROR(Activate());
+  const auto start = std::chrono::steady_clock::now();
+  const ncclResult_t rc = nccl_.ncclCommFinalize(comm_);
+  if (rc != ncclSuccess && rc != ncclInProgress) {
+    return Fail(NcclStatus(rc, std::string("ncclCommFinalize failed: ") + nccl_.ncclGetErrorString(rc) + " (" +
+                                   LastError() + ")"));
+  }
+  // Non-blocking: the finalize runs on NCCL's thread until the async state leaves ncclInProgress.
+  TFRING_RETURN_IF_ERROR(Poll(Deadline::After(timeout_s), "finalizing the NCCL communicator", timeout_s,
+                              "half of TFRING_SHUTDOWN_TIMEOUT_S",
+                              [this](Status* st) { return AsyncDone("ncclCommFinalize", st); }));
+  const ncclResult_t destroyed = nccl_.ncclCommDestroy(comm_);
+  if (destroyed != ncclSuccess) {
+    // After a finalize destroy only frees memory; a failure leaves nothing to abort safely.
+    TFRING_LOG(LogLevel::kWarning, "nccl", "ncclCommDestroy on GPU " << options_.device << " failed: "
+                                                                      << nccl_.ncclGetErrorString(destroyed));
+  }
+  comm_ = nullptr;
+  const auto took_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  TFRING_LOG(LogLevel::kInfo, "nccl", "finalized and destroyed the NCCL communicator on GPU "
+                                          << options_.device << " in " << took_ms << " ms");
+  return Status::OK();
 }
 
 Status NcclComm::Activate() { return CheckCuda(cuda_.cudaSetDevice(options_.device), "cudaSetDevice"); }
@@ -134,17 +151,18 @@ Status NcclComm::Check(ncclResult_t result, const char* call) {
                                        LastError() + ")"));
   }
   return Poll(Deadline::After(options_.timeout_s), call, options_.timeout_s, "TFRING_TIMEOUT_S",
-              [this, call](Status* st) {
-                ncclResult_t state = ncclInProgress;
-                ncclResult_t q = nccl_.ncclCommGetAsyncError(comm_, &state);
-                if (q != ncclSuccess) state = q;
-                if (state == ncclInProgress) return false;
-                if (state != ncclSuccess) {
-                  *st = NcclStatus(state, std::string(call) + " failed: " + nccl_.ncclGetErrorString(state) +
-                                              " (" + LastError() + ")");
-                }
-                return true;
-              });
+              [this, call](Status* st) { return AsyncDone(call, st); });
+}
+
+bool NcclComm::AsyncDone(const std::string& what, Status* st) {
+  ncclResult_t state = ncclInProgress;
+  ncclResult_t q = nccl_.ncclCommGetAsyncError(comm_, &state);
+  if (q != ncclSuccess) state = q;
+  if (state == ncclInProgress) return false;
+  if (state != ncclSuccess) {
+    *st = NcclStatus(state, what + " failed: " + nccl_.ncclGetErrorString(state) + " (" + LastError() + ")");
+  }
+  return true;
 }
 
 Status NcclComm::Synchronize(const std::string& what) {
