@@ -14,6 +14,11 @@ Rows (float32 sum, in place, one array per call, median of >= 20 calls after war
   nccl_us     ncclAllReduce through CuPy + stream synchronize, wall time per call;
   fused       64 tensors of 4 KiB submitted asynchronously and waited for, against 64
               sequential calls (what fusion saves a gradient list).
+  long        collectives that keep the GPU busy (64 MiB .. 4 GiB, prescale_factor=2: NCCL's
+              one-rank kernel reads and writes every byte), and CuPy's `x *= 2` on the same
+              bytes + synchronize for scale (a slower kernel on an H200: not a bound). Run two
+              builds alternately with `--long-only` to compare their completion polls: each
+              tree's own copy of this file, since it puts its checkout first on sys.path.
 """
 
 import argparse
@@ -61,6 +66,44 @@ def tfring_rows():
     return rows
 
 
+LONG_SIZES = [64 << 20, 256 << 20, 1 << 30, 4 << 30]
+
+
+def long_rows():
+    """tfring's premultiplied one-rank allreduce (a kernel over every byte) against CuPy's
+    in-place scaling of the same bytes; medians of 20 calls."""
+    rows = []
+    for nbytes in LONG_SIZES:
+        buf = _core.DeviceBuffer.from_numpy(np.ones(nbytes // 4, np.float32), 0)
+        name = f"gpu.long.{nbytes}"
+
+        def call(buf=buf, name=name):
+            tfring.allreduce(buf, op=tfring.Sum, name=name, out=buf, prescale_factor=2.0)
+
+        rows.append({"bytes": nbytes, "tfring_us": _median_us(call, 20, warmup=3)})
+        del buf
+    try:
+        import cupy
+    except ImportError:
+        return rows
+    for row in rows:
+        x = cupy.ones(row["bytes"] // 4, dtype=cupy.float32)
+
+        def scale(x=x):
+            x *= 2.0
+            cupy.cuda.runtime.deviceSynchronize()
+
+        row["cupy_scale_us"] = _median_us(scale, 20, warmup=3)
+        del x
+    return rows
+
+
+def _print_long(rows):
+    for row in rows:
+        cupy_us = f"{row['cupy_scale_us']:9.1f}" if "cupy_scale_us" in row else f"{'-':>9}"
+        print(f"long {row['bytes']:>11} tfring {row['tfring_us']:9.1f} us  cupy x*=2 {cupy_us} us")
+
+
 def nccl_rows():
     try:
         import cupy
@@ -102,24 +145,33 @@ def fused_row(tensors=64, nbytes=4 << 10, rounds=30):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--long-only", action="store_true", help="only the long collectives (see above)")
     args = parser.parse_args()
     tfring.init()
     info = _core.gpu_info()
     if not info["available"]:
         sys.exit(f"no usable GPU: {info['detail']}")
+    if args.long_only:
+        long = long_rows()
+        tfring.shutdown()
+        _print_long(long)
+        return
     rows = tfring_rows()
     fused = fused_row()
+    long = long_rows()
     tfring.shutdown()
     baseline, baseline_detail = nccl_rows()
     for row in rows:
         row["nccl_us"] = baseline.get(row["bytes"])
     result = {"benchmark": "gpu_collectives", "gpu_detail": info["detail"], "baseline": baseline_detail,
-              "host": platform.node(), "python": platform.python_version(), "allreduce": rows, "fused": fused}
+              "host": platform.node(), "python": platform.python_version(), "allreduce": rows, "fused": fused,
+              "long": long}
     print(f"{'bytes':>11} {'tfring us':>10} {'nccl us':>10}")
     for row in rows:
         nccl_us = f"{row['nccl_us']:10.1f}" if row["nccl_us"] is not None else f"{'-':>10}"
         print(f"{row['bytes']:>11} {row['tfring_us']:10.1f} {nccl_us}")
     print(f"fused: {fused}")
+    _print_long(long)
     print(baseline_detail)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")

@@ -7,13 +7,12 @@
 #include <cstring>
 
 #include "../logging.h"
+#include "../poll_backoff.h"
 
 namespace tfring {
 namespace gpu {
 namespace {
 
-constexpr auto kSpin = std::chrono::microseconds(100);  // spin before sleeping (GPU ops are fast)
-constexpr useconds_t kMaxSleepUs = 1000;
 
 Status NcclStatus(ncclResult_t result, const std::string& message) {
   // A remote or system error is how NCCL reports a dead peer or a broken network.
@@ -191,8 +190,7 @@ Status NcclComm::Synchronize(const std::string& what) {
 template <typename Finished>
 Status NcclComm::Poll(Deadline deadline, const std::string& what, double limit_s, const char* setting,
                       Finished finished) {
-  auto spin_until = std::chrono::steady_clock::now() + kSpin;
-  useconds_t sleep_us = 20;
+  const auto start = std::chrono::steady_clock::now();
   for (;;) {
     Status st;
     if (finished(&st)) return st.ok() ? st : Fail(st);
@@ -205,11 +203,12 @@ Status NcclComm::Poll(Deadline deadline, const std::string& what, double limit_s
                                   "); a peer may have died or stopped submitting; the NCCL "
                                   "communicator was aborted"));
     }
-    if (std::chrono::steady_clock::now() < spin_until) {
+    const auto sleep = PollBackoff::SleepAfter(
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start));
+    if (sleep.count() == 0) {
       sched_yield();
     } else {
-      usleep(sleep_us);
-      sleep_us = sleep_us * 2 > kMaxSleepUs ? kMaxSleepUs : sleep_us * 2;
+      usleep(static_cast<useconds_t>(sleep.count()));
     }
   }
 }
