@@ -35,8 +35,8 @@ GpuSupport* GetGpuSupport() { return Registered(); }
 void RegisterGpuSupport(GpuSupport* support) { Registered() = support; }
 
 Status CheckGpuRequest(const Request& r) {
-  const std::string what = std::string(OpTypeName(r.op)) + " of tensor '" + r.name + "' on GPU:" +
-                           std::to_string(r.device);
+  const std::string what = std::string(OpTypeName(r.attrs.op)) + " of tensor '" + r.name + "' on GPU:" +
+                           std::to_string(r.attrs.device);
   GpuSupport* gpu = GetGpuSupport();
   if (gpu == nullptr) {
     return Status::Unimplemented(

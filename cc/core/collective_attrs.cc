@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "messages.h"
+
 namespace tfring {
 
 std::string ReduceOpList() {
@@ -21,24 +23,19 @@ Status CollectiveAttrs::SetReduceOp(int value) {
   return Status::OK();
 }
 
-void CollectiveAttrs::ApplyTo(Request* r) const {
-  r->op = op;
-  r->reduce_op = reduce_op;
-  r->prescale = prescale;
-  r->postscale = postscale;
-  r->root = root;
-  r->process_set_id = process_set_id;
-  r->device = device;
-  r->splits = splits;
-}
-
 Request CollectiveAttrs::MakeRequest(const std::string& name, DataType dtype, std::vector<int64_t> shape) const {
   Request r;
   r.name = name;
-  r.dtype = dtype;
+  r.attrs = *this;
+  r.attrs.dtype = dtype;
   r.shape = std::move(shape);
-  ApplyTo(&r);
   return r;
+}
+
+bool operator==(const CollectiveAttrs& a, const CollectiveAttrs& b) {
+  return a.op == b.op && a.dtype == b.dtype && a.reduce_op == b.reduce_op && a.prescale == b.prescale &&
+         a.postscale == b.postscale && a.root == b.root && a.device == b.device &&
+         a.process_set_id == b.process_set_id;
 }
 
 }  // namespace tfring

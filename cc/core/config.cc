@@ -25,6 +25,7 @@ bool CheckAlgorithmPins(const std::string& text, std::string* error) {
 
 }  // namespace
 
+// A table, not logic: one entry per setting (its length is the number of settings).
 const std::vector<ParamSpec>& ParamTable() {
   static const std::vector<ParamSpec> kTable = {
       // Identity of this process in the job (set by tfringrun or a scheduler).

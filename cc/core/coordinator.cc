@@ -44,8 +44,8 @@ void Coordinator::Add(int rank, const Request& request, Clock::time_point now) {
   // A set's tensors are keyed apart: disjoint sets may use the same names at once. The
   // global set's key is the name itself (no copy).
   std::string set_key;
-  if (request.process_set_id != 0) set_key = request.name + '\0' + std::to_string(request.process_set_id);
-  const std::string& key = request.process_set_id == 0 ? request.name : set_key;
+  if (request.attrs.process_set_id != 0) set_key = request.name + '\0' + std::to_string(request.attrs.process_set_id);
+  const std::string& key = request.attrs.process_set_id == 0 ? request.name : set_key;
   auto it = pending_.find(key);
   if (it == pending_.end()) {
     Pending p;
@@ -54,7 +54,7 @@ void Coordinator::Add(int rank, const Request& request, Clock::time_point now) {
     p.arrived.resize(size_);
     p.first_seen = now;
     p.name = request.name;
-    p.set_id = request.process_set_id;
+    p.set_id = request.attrs.process_set_id;
     if (p.set_id != 0 && (sets_ == nullptr || !sets_->Members(p.set_id, &p.members))) {
       p.set_error = "tensor '" + request.name + "': process set id " + std::to_string(p.set_id) +
                     " is not registered on rank 0; add_process_set() must be called on every rank, "
@@ -78,7 +78,7 @@ void Coordinator::Add(int rank, const Request& request, Clock::time_point now) {
   p.by_rank[rank] = request;
   p.arrived[rank] = now;
   ++p.count;
-  if (request.op == OpType::kJoin && !joined_[rank]) {
+  if (request.attrs.op == OpType::kJoin && !joined_[rank]) {
     // From now on this rank adds zeros to the others' tensors: some may be complete now.
     joined_[rank] = true;
     ++joined_count_;
@@ -103,7 +103,7 @@ bool Coordinator::Complete(const Pending& p) const {
     return all;
   }
   const bool is_join = std::any_of(p.by_rank.begin(), p.by_rank.end(),
-                                   [](const Request& r) { return r.op == OpType::kJoin; });
+                                   [](const Request& r) { return r.attrs.op == OpType::kJoin; });
   for (int r = 0; r < size_; ++r) {
     if (!p.submitted[r] && (is_join || !joined_[r])) return false;
   }
@@ -118,20 +118,17 @@ void Coordinator::MaybeReady(std::map<std::string, Pending>::iterator it, Clock:
   // remember, and it must learn every name in full.
   if (resp.kind == Response::Kind::kCollective && joined_count_ == 0 && p.set_id == 0) {
     bool is_new = false;
-    const int32_t id = cache_.Assign(resp.names[0], p.by_rank, &is_new);
-    if (id >= 0) {
-      resp.cache_ids = {id};
-      resp.cache_id_is_new = {static_cast<uint8_t>(is_new ? 1 : 0)};
-    }
+    resp.tensors[0].cache_id = cache_.Assign(resp.tensors[0].name, p.by_rank, &is_new);
+    resp.tensors[0].cache_id_is_new = is_new;
   }
   resp.ready_wait_s.resize(size_);
   for (int r = 0; r < size_; ++r) {
     resp.ready_wait_s[r] =
         p.submitted[r] ? std::max(0.0, std::chrono::duration<double>(now - p.arrived[r]).count()) : 0.0;
   }
-  if (resp.op == OpType::kJoin && resp.kind == Response::Kind::kCollective) {
+  if (resp.attrs.op == OpType::kJoin && resp.kind == Response::Kind::kCollective) {
     // Every rank has joined: the join completes with the last one, and the job is whole again.
-    resp.root = last_joined_;
+    resp.attrs.root = last_joined_;
     joined_.assign(static_cast<size_t>(size_), false);
     joined_count_ = 0;
     last_joined_ = -1;
@@ -155,16 +152,10 @@ Response Coordinator::Validate(const std::string& name, const Pending& p) const 
   const auto& present = p.submitted;  // every rank, but ranks that joined without this tensor
   const Request& first = reqs[static_cast<size_t>(std::find(present.begin(), present.end(), true) - present.begin())];
   Response resp;
-  resp.names = {name};
-  resp.process_set_id = p.set_id;  // errors too: a rank completes only its own set's tensor
+  resp.tensors = {Response::Tensor{name}};
+  // Errors too carry the process set: a rank completes only its own set's tensor.
+  resp.attrs = first.attrs;
   resp.members = p.members;
-  resp.op = first.op;
-  resp.dtype = first.dtype;
-  resp.reduce_op = first.reduce_op;
-  resp.root = first.root;
-  resp.device = first.device;
-  resp.prescale = first.prescale;
-  resp.postscale = first.postscale;
   auto fail = [&](ErrorCode code, const std::string& message) {
     resp.kind = Response::Kind::kError;
     resp.error_code = code;
@@ -180,7 +171,7 @@ Response Coordinator::Validate(const std::string& name, const Pending& p) const 
   ErrorCode code = ErrorCode::kOk;
   err = JoinConflict(name, p, first, &code);
   if (!err.empty()) return fail(code, err);
-  if (first.op == OpType::kAllgather && first.shape.empty()) {
+  if (first.attrs.op == OpType::kAllgather && first.shape.empty()) {
     return fail(ErrorCode::kInvalidArgument, "tensor '" + name + "': allgather needs a tensor of rank >= 1");
   }
   FillSizes(p, first, &resp);
@@ -213,34 +204,34 @@ std::string Coordinator::FirstDisagreement(const std::string& name, const std::v
   auto reduce_name = [](ReduceOp o) { return std::string(ReduceOpName(o)); };
   auto num = [](auto v) { std::ostringstream os; os << v; return os.str(); };
   auto device_name = [](int32_t d) { return d < 0 ? std::string("CPU") : "GPU:" + std::to_string(d); };
-  std::string err = Disagreement(name, "the operation", reqs, present, +[](const Request& r) { return r.op; }, op_name);
-  if (err.empty()) err = Disagreement(name, "the dtype", reqs, present, +[](const Request& r) { return r.dtype; }, dtype_name);
+  std::string err = Disagreement(name, "the operation", reqs, present, +[](const Request& r) { return r.attrs.op; }, op_name);
+  if (err.empty()) err = Disagreement(name, "the dtype", reqs, present, +[](const Request& r) { return r.attrs.dtype; }, dtype_name);
   // Host memory or GPU must agree; GPU ordinals may differ (each rank drives its own GPU;
   // the response carries rank 0's as the label of the communicator every rank uses).
   for (size_t r = ref + 1; err.empty() && r < reqs.size(); ++r) {
-    if (present[r] && (reqs[r].device >= 0) != (first.device >= 0)) {
+    if (present[r] && (reqs[r].attrs.device >= 0) != (first.attrs.device >= 0)) {
       err = "tensor '" + name + "': ranks disagree on the device: rank " + std::to_string(ref) + " has " +
-            device_name(first.device) + ", rank " + std::to_string(r) + " has " + device_name(reqs[r].device) +
+            device_name(first.attrs.device) + ", rank " + std::to_string(r) + " has " + device_name(reqs[r].attrs.device) +
             ". Every rank must submit the same collective under the same name.";
     }
   }
-  if (err.empty() && (first.op == OpType::kAllreduce || first.op == OpType::kReducescatter)) {
-    err = Disagreement(name, "the reduce op", reqs, present, +[](const Request& r) { return r.reduce_op; }, reduce_name);
-    if (err.empty()) err = Disagreement(name, "prescale_factor", reqs, present, +[](const Request& r) { return r.prescale; }, num);
-    if (err.empty()) err = Disagreement(name, "postscale_factor", reqs, present, +[](const Request& r) { return r.postscale; }, num);
+  if (err.empty() && (first.attrs.op == OpType::kAllreduce || first.attrs.op == OpType::kReducescatter)) {
+    err = Disagreement(name, "the reduce op", reqs, present, +[](const Request& r) { return r.attrs.reduce_op; }, reduce_name);
+    if (err.empty()) err = Disagreement(name, "prescale_factor", reqs, present, +[](const Request& r) { return r.attrs.prescale; }, num);
+    if (err.empty()) err = Disagreement(name, "postscale_factor", reqs, present, +[](const Request& r) { return r.attrs.postscale; }, num);
   }
-  if (err.empty() && first.op == OpType::kBroadcast) {
-    err = Disagreement(name, "the root rank", reqs, present, +[](const Request& r) { return r.root; }, num);
+  if (err.empty() && first.attrs.op == OpType::kBroadcast) {
+    err = Disagreement(name, "the root rank", reqs, present, +[](const Request& r) { return r.attrs.root; }, num);
   }
   if (!err.empty()) return err;
-  if (first.op == OpType::kAllgather || first.op == OpType::kAlltoall) {
+  if (first.attrs.op == OpType::kAllgather || first.attrs.op == OpType::kAlltoall) {
     // first dimension may differ; the rest must agree
     auto tail = +[](const Request& r) {
       return r.shape.empty() ? std::vector<int64_t>{-1} : std::vector<int64_t>(r.shape.begin() + 1, r.shape.end());
     };
     return Disagreement(name, "the shape after the first dimension", reqs, present, tail, ShapeString);
   }
-  if (first.op != OpType::kBarrier) {
+  if (first.attrs.op != OpType::kBarrier) {
     return Disagreement(name, "the shape", reqs, present, +[](const Request& r) { return r.shape; }, ShapeString);
   }
   return "";
@@ -255,13 +246,13 @@ std::string Coordinator::JoinConflict(const std::string& name, const Pending& p,
     if (!p.submitted[r]) absent.push_back(r);
   }
   if (absent.empty()) return "";
-  if (first.op != OpType::kAllreduce && first.op != OpType::kBarrier) {
+  if (first.attrs.op != OpType::kAllreduce && first.attrs.op != OpType::kBarrier) {
     *code = ErrorCode::kPrecondition;
-    return "tensor '" + name + "': " + OpTypeName(first.op) + " cannot run while rank(s) " + RanksString(absent) +
+    return "tensor '" + name + "': " + OpTypeName(first.attrs.op) + " cannot run while rank(s) " + RanksString(absent) +
            " have joined (hvd.join(): a joined rank has no more data and adds zeros to allreduces only); "
            "run it on every rank before they join";
   }
-  if (first.device >= 0) {
+  if (first.attrs.device >= 0) {
     *code = ErrorCode::kUnimplemented;
     return "tensor '" + name + "': a GPU allreduce while rank(s) " + RanksString(absent) +
            " have joined is not supported; join with CPU tensors, or give every rank the same number of steps";
@@ -273,13 +264,13 @@ std::string Coordinator::JoinConflict(const std::string& name, const Pending& p,
 // an allgather, every member's splits for an alltoall.
 void Coordinator::FillSizes(const Pending& p, const Request& first, Response* resp) {
   const auto& reqs = p.by_rank;
-  if (first.op == OpType::kAllreduce) {
-    resp->sizes = {first.NumElements() * static_cast<int64_t>(DataTypeSize(first.dtype))};
-  } else if (first.op == OpType::kAllgather) {
+  if (first.attrs.op == OpType::kAllreduce) {
+    resp->sizes = {first.NumElements() * static_cast<int64_t>(DataTypeSize(first.attrs.dtype))};
+  } else if (first.attrs.op == OpType::kAllgather) {
     for (size_t r = 0; r < reqs.size(); ++r) {
       if (p.set_id == 0 || p.submitted[r]) resp->sizes.push_back(reqs[r].shape[0]);  // set members only
     }
-  } else if (first.op == OpType::kAlltoall) {
+  } else if (first.attrs.op == OpType::kAlltoall) {
     for (size_t r = 0; r < reqs.size(); ++r) {
       if (p.set_id != 0 && !p.submitted[r]) continue;
       for (int64_t s : reqs[r].splits) resp->sizes.push_back(s);
@@ -293,7 +284,7 @@ std::vector<Response> Coordinator::TakeReady() {
   std::map<std::string, size_t> open;
   std::map<size_t, int64_t> fused_bytes;
   for (auto& r : ready_) {
-    bool fusible = r.kind == Response::Kind::kCollective && r.op == OpType::kAllreduce &&
+    bool fusible = r.kind == Response::Kind::kCollective && r.attrs.op == OpType::kAllreduce &&
                    fusion_threshold_ > 0;
     if (!fusible) {
       out.push_back(std::move(r));
@@ -302,13 +293,13 @@ std::vector<Response> Coordinator::TakeReady() {
     // Fused tensors need the byte size, which only the request knew; carry it in sizes.
     int64_t bytes = r.sizes.empty() ? 0 : r.sizes[0];
     std::ostringstream key;
-    key << int(r.dtype) << "/" << int(r.reduce_op) << "/" << r.prescale << "/" << r.postscale
-        << "/" << r.device;
-    if (r.process_set_id != 0) key << "/ps" << r.process_set_id;  // fusion within one set
+    key << int(r.attrs.dtype) << "/" << int(r.attrs.reduce_op) << "/" << r.attrs.prescale << "/" << r.attrs.postscale
+        << "/" << r.attrs.device;
+    if (r.attrs.process_set_id != 0) key << "/ps" << r.attrs.process_set_id;  // fusion within one set
     auto it = open.find(key.str());
     if (it != open.end() && fused_bytes[it->second] + bytes <= fusion_threshold_) {
       Response& target = out[it->second];
-      AppendName(&target, r.names[0], CacheIdAt(r, 0), !r.cache_id_is_new.empty() && r.cache_id_is_new[0]);
+      target.tensors.push_back(std::move(r.tensors[0]));
       target.sizes.push_back(bytes);
       for (size_t i = 0; i < target.ready_wait_s.size() && i < r.ready_wait_s.size(); ++i) {
         target.ready_wait_s[i] += r.ready_wait_s[i];
@@ -330,7 +321,7 @@ std::vector<StalledTensor> Coordinator::Stalled(double min_wait_s, Clock::time_p
     double waited = std::chrono::duration<double>(now - kv.second.first_seen).count();
     if (waited < min_wait_s) continue;
     const auto& reqs = kv.second.by_rank;
-    if (std::any_of(reqs.begin(), reqs.end(), [](const Request& r) { return r.op == OpType::kJoin; })) {
+    if (std::any_of(reqs.begin(), reqs.end(), [](const Request& r) { return r.attrs.op == OpType::kJoin; })) {
       continue;  // a join waits for the ranks that still have data: that is no stall
     }
     StalledTensor s;

@@ -85,10 +85,10 @@ Status CpuBackend::Execute(const Response& r, const std::vector<Submission*>& gr
                            ExecutionTimings* timings) {
   const Group g = r.members.empty() ? Group(*ctx_.comm) : Group(*ctx_.comm, r.members);
   if (g.rank() < 0) {
-    return Status::Internal("rank " + std::to_string(ctx_.rank) + " was asked to run '" + r.names[0] +
-                            "' of process set " + std::to_string(r.process_set_id) + ", which it is not in");
+    return Status::Internal("rank " + std::to_string(ctx_.rank) + " was asked to run '" + r.tensors[0].name +
+                            "' of process set " + std::to_string(r.attrs.process_set_id) + ", which it is not in");
   }
-  switch (r.op) {
+  switch (r.attrs.op) {
     case OpType::kAllreduce: return Allreduce(g, r, group, timings);
     case OpType::kAllgather: return Allgather(g, r, *group[0]);
     case OpType::kBroadcast: return Broadcast(g, r, *group[0]);
@@ -96,10 +96,10 @@ Status CpuBackend::Execute(const Response& r, const std::vector<Submission*>& gr
     case OpType::kReducescatter: return Reducescatter(g, r, *group[0]);
     case OpType::kBarrier: return Status::OK();  // negotiation itself was the barrier
     case OpType::kJoin:  // negotiation was the work; the answer is the last rank to join
-      for (auto* s : group) *static_cast<int32_t*>(s->output) = r.root;
+      for (auto* s : group) *static_cast<int32_t*>(s->output) = r.attrs.root;
       return Status::OK();
   }
-  return Status::Internal("unknown collective " + std::to_string(static_cast<int>(r.op)));
+  return Status::Internal("unknown collective " + std::to_string(static_cast<int>(r.attrs.op)));
 }
 
 // With single-copy peers the buffer's new pages are asked to be huge before their first
@@ -143,7 +143,7 @@ size_t CpuBackend::InPlaceMinBytes(const Group& g) const {
 Status CpuBackend::Allreduce(const Group& comm, const Response& r, const std::vector<Submission*>& group,
                              ExecutionTimings* timings) {
   double transfer_s = 0;
-  if (r.reduce_op == ReduceOp::kAdasum) {
+  if (r.attrs.reduce_op == ReduceOp::kAdasum) {
     TFRING_RETURN_IF_ERROR(AllreducePacked(comm, r, group, &transfer_s, &timings->fusion_copied_bytes));
   } else {
     const size_t in_place_min = group.size() == 1 ? 0 : InPlaceMinBytes(comm);
@@ -168,14 +168,14 @@ Status CpuBackend::Allreduce(const Group& comm, const Response& r, const std::ve
 // One tensor, no copy: the ring reads the input in place and writes the output, or works
 // in the output when input and output are one buffer or a prescale needs a scaled copy.
 Status CpuBackend::AllreduceOne(const Group& comm, const Response& r, Submission& s, double* transfer_s) {
-  const DataType dtype = r.dtype;
+  const DataType dtype = r.attrs.dtype;
   const size_t count = static_cast<size_t>(s.request.NumElements());
   const size_t bytes = count * DataTypeSize(dtype);
   char* out = static_cast<char*>(s.output);
   const char* input = nullptr;  // set: the ring reads it and writes `out` (out of place)
   if (count > 0 && s.input != s.output) {
     if (ctx_.comm->cma_peers() > 0) AdviseHugePages(out, bytes);  // before the first touch
-    if (r.prescale == 1.0) {
+    if (r.attrs.prescale == 1.0) {
       input = static_cast<const char*>(s.input);  // saves a full copy (~1 ms per 16 MiB)
     } else {
       std::memcpy(out, s.input, bytes);
@@ -184,10 +184,10 @@ Status CpuBackend::AllreduceOne(const Group& comm, const Response& r, Submission
   const auto start = Clock::now();
   const double postscale = r.EffectivePostscale(comm.size());
   if (input != nullptr) {
-    TFRING_RETURN_IF_ERROR(Allreduce(comm, input, out, count, dtype, r.reduce_op, postscale));
+    TFRING_RETURN_IF_ERROR(Allreduce(comm, input, out, count, dtype, r.attrs.reduce_op, postscale));
   } else {
-    ScaleInPlace(out, count, dtype, r.prescale);
-    TFRING_RETURN_IF_ERROR(Allreduce(comm, out, out, count, dtype, r.reduce_op, postscale));
+    ScaleInPlace(out, count, dtype, r.attrs.prescale);
+    TFRING_RETURN_IF_ERROR(Allreduce(comm, out, out, count, dtype, r.attrs.reduce_op, postscale));
   }
   const auto end = Clock::now();
   *transfer_s += std::chrono::duration<double>(end - start).count();
@@ -215,7 +215,7 @@ Status CpuBackend::Allreduce(const Group& comm, const void* input, void* output,
 // Several tensors packed into the fusion buffer, reduced once, unpacked.
 Status CpuBackend::AllreducePacked(const Group& comm, const Response& r, const std::vector<Submission*>& group,
                                    double* transfer_s, size_t* copied_bytes) {
-  const DataType dtype = r.dtype;
+  const DataType dtype = r.attrs.dtype;
   const size_t es = DataTypeSize(dtype);
   size_t total = 0;
   for (auto* s : group) total += static_cast<size_t>(s->request.NumElements());
@@ -235,14 +235,14 @@ Status CpuBackend::AllreducePacked(const Group& comm, const Response& r, const s
   const std::string& first = group[0]->request.name;
   const auto transfer_start = Clock::now();
   if (!alone) ctx_.timeline->Span(first, "FUSION_COPY_IN", copy_in_start, transfer_start);
-  ScaleInPlace(buf, total, dtype, r.prescale);
-  if (r.reduce_op == ReduceOp::kAdasum) {  // in place, each tensor with its own coefficients
+  ScaleInPlace(buf, total, dtype, r.attrs.prescale);
+  if (r.attrs.reduce_op == ReduceOp::kAdasum) {  // in place, each tensor with its own coefficients
     std::vector<size_t> counts;
     for (auto* s : group) counts.push_back(static_cast<size_t>(s->request.NumElements()));
     TFRING_RETURN_IF_ERROR(AdasumAllreduce(comm, buf, counts, dtype));
     ScaleInPlace(buf, total, dtype, r.EffectivePostscale(comm.size()));
   } else {
-    TFRING_RETURN_IF_ERROR(Allreduce(comm, buf, buf, total, dtype, r.reduce_op, r.EffectivePostscale(comm.size())));
+    TFRING_RETURN_IF_ERROR(Allreduce(comm, buf, buf, total, dtype, r.attrs.reduce_op, r.EffectivePostscale(comm.size())));
   }
   const auto transfer_end = Clock::now();
   *transfer_s += std::chrono::duration<double>(transfer_end - transfer_start).count();
@@ -272,11 +272,11 @@ Status CpuBackend::Allgather(const Group& g, const Response& r, Submission& s) {
 // root is a global rank; the chain runs over the set's indices.
 Status CpuBackend::Broadcast(const Group& g, const Response& r, Submission& s) {
   const size_t bytes = s.request.Bytes();
-  if (ctx_.rank == r.root && bytes > 0 && s.input != s.output) std::memcpy(s.output, s.input, bytes);
+  if (ctx_.rank == r.attrs.root && bytes > 0 && s.input != s.output) std::memcpy(s.output, s.input, bytes);
   if (ChooseAlgorithm(OpType::kBroadcast, bytes, TopologyOf(g), settings_) == Algorithm::kHierarchical) {
-    return HierarchicalBroadcast(*ctx_.comm, host_layout_, s.output, bytes, r.root, ctx_.chunk_bytes);
+    return HierarchicalBroadcast(*ctx_.comm, host_layout_, s.output, bytes, r.attrs.root, ctx_.chunk_bytes);
   }
-  return ChainBroadcast(g, s.output, bytes, g.local_index(r.root), ctx_.chunk_bytes);
+  return ChainBroadcast(g, s.output, bytes, g.local_index(r.attrs.root), ctx_.chunk_bytes);
 }
 
 Status CpuBackend::Alltoall(const Group& g, const Response& r, Submission& s) {
@@ -288,7 +288,7 @@ Status CpuBackend::Alltoall(const Group& g, const Response& r, Submission& s) {
 
 Status CpuBackend::Reducescatter(const Group& g, const Response& r, Submission& s) {
   const size_t bytes = s.request.Bytes();
-  const size_t es = DataTypeSize(r.dtype);
+  const size_t es = DataTypeSize(r.attrs.dtype);
   const size_t row_elements = s.request.RowBytes() / es;
   std::vector<size_t> rows(g.size());
   for (int p = 0; p < g.size(); ++p) {
@@ -297,19 +297,19 @@ Status CpuBackend::Reducescatter(const Group& g, const Response& r, Submission& 
   char* buf = FusionBuffer(bytes);
   // Without a prescale the ring reads the input where it is; with one, a scaled copy.
   const char* input = static_cast<const char*>(s.input);
-  if (r.prescale != 1.0) {
+  if (r.attrs.prescale != 1.0) {
     if (bytes) std::memcpy(buf, s.input, bytes);
-    ScaleInPlace(buf, bytes / es, r.dtype, r.prescale);
+    ScaleInPlace(buf, bytes / es, r.attrs.dtype, r.attrs.prescale);
     input = nullptr;
   }
   if (ChooseAlgorithm(OpType::kReducescatter, bytes, TopologyOf(g), settings_) == Algorithm::kHierarchical) {
-    TFRING_RETURN_IF_ERROR(HierarchicalReducescatter(*ctx_.comm, host_layout_, buf, rows, row_elements, r.dtype,
-                                                     r.reduce_op, ctx_.chunk_bytes, s.output, input));
+    TFRING_RETURN_IF_ERROR(HierarchicalReducescatter(*ctx_.comm, host_layout_, buf, rows, row_elements, r.attrs.dtype,
+                                                     r.attrs.reduce_op, ctx_.chunk_bytes, s.output, input));
   } else {
-    TFRING_RETURN_IF_ERROR(RingReducescatter(g, buf, rows, row_elements, r.dtype, r.reduce_op,
+    TFRING_RETURN_IF_ERROR(RingReducescatter(g, buf, rows, row_elements, r.attrs.dtype, r.attrs.reduce_op,
                                              ctx_.chunk_bytes, s.output, input));
   }
-  ScaleInPlace(s.output, rows[g.rank()] * row_elements, r.dtype, r.EffectivePostscale(g.size()));
+  ScaleInPlace(s.output, rows[g.rank()] * row_elements, r.attrs.dtype, r.EffectivePostscale(g.size()));
   return Status::OK();
 }
 

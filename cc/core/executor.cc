@@ -24,30 +24,30 @@ void Executor::CloseBackends(bool clean) {
 }
 
 void Executor::Add(Submission s, Clock::time_point enqueued) {
-  if (s.request.op == OpType::kJoin) joined_ = true;
+  if (s.request.attrs.op == OpType::kJoin) joined_ = true;
   std::string name = s.request.name;  // C++17: the right side of = is evaluated first
   entries_[name] = Entry{std::move(s), enqueued};
 }
 
 const Request* Executor::EntryFor(const Response& r, size_t i) {
-  auto it = entries_.find(r.names[i]);
-  if (it == entries_.end() && joined_ && (r.op == OpType::kAllreduce || r.op == OpType::kBarrier)) {
-    it = entries_.emplace(r.names[i], JoinedContribution(r, i)).first;
+  auto it = entries_.find(r.tensors[i].name);
+  if (it == entries_.end() && joined_ && (r.attrs.op == OpType::kAllreduce || r.attrs.op == OpType::kBarrier)) {
+    it = entries_.emplace(r.tensors[i].name, JoinedContribution(r, i)).first;
   }
   return it == entries_.end() ? nullptr : &it->second.submission.request;
 }
 
-// What a joined rank contributes to names[i] of `r`, which it never submitted: zeros of
+// What a joined rank contributes to tensors[i] of `r`, which it never submitted: zeros of
 // the tensor's size (an allreduce), or nothing (a barrier).
 Executor::Entry Executor::JoinedContribution(const Response& r, size_t i) const {
-  const size_t bytes = r.op == OpType::kAllreduce && i < r.sizes.size() ? static_cast<size_t>(r.sizes[i]) : 0;
+  const size_t bytes = r.attrs.op == OpType::kAllreduce && i < r.sizes.size() ? static_cast<size_t>(r.sizes[i]) : 0;
   auto zeros = std::make_shared<std::vector<char>>(bytes, 0);
   Submission s;
-  s.request.name = r.names[i];
-  s.request.op = r.op;
-  s.request.dtype = r.dtype;
-  s.request.reduce_op = r.reduce_op;
-  s.request.shape = {static_cast<int64_t>(bytes / DataTypeSize(r.dtype))};
+  s.request.name = r.tensors[i].name;
+  s.request.attrs.op = r.attrs.op;
+  s.request.attrs.dtype = r.attrs.dtype;
+  s.request.attrs.reduce_op = r.attrs.reduce_op;
+  s.request.shape = {static_cast<int64_t>(bytes / DataTypeSize(r.attrs.dtype))};
   s.input = zeros->data();
   s.output = zeros->data();  // in place; the result is dropped with the buffer
   s.done = [zeros](const Status&) {};
@@ -120,7 +120,7 @@ BackendContext Executor::MakeBackendContext() const {
 // GPU tensors go to the registered GPU backend (backend.h), created on first use with this
 // job's store, timeouts and abort flag. Every rank reaches this at the same response.
 Status Executor::BackendFor(const Response& r, Backend** backend) {
-  if (r.device < 0) {
+  if (r.attrs.device < 0) {
     *backend = cpu_backend_.get();
     return Status::OK();
   }
@@ -139,21 +139,21 @@ Status Executor::BackendFor(const Response& r, Backend** backend) {
 // per-tensor errors decided by rank 0 complete just those tensors.
 Status Executor::Execute(const Response& r, Clock::time_point scheduled_at) {
   if (r.kind == Response::Kind::kError) {
-    for (const auto& name : r.names) {
-      auto it = entries_.find(name);  // disjoint sets may use one name: fail only this set's
-      if (it != entries_.end() && it->second.submission.request.process_set_id == r.process_set_id) {
-        Complete(name, Status(r.error_code, r.error_message));
+    for (const auto& t : r.tensors) {
+      auto it = entries_.find(t.name);  // disjoint sets may use one name: fail only this set's
+      if (it != entries_.end() && it->second.submission.request.attrs.process_set_id == r.attrs.process_set_id) {
+        Complete(t.name, Status(r.error_code, r.error_message));
       }
     }
     return Status::OK();
   }
   // A process set this rank is not in: it submitted nothing, and its links are not used.
-  if (r.process_set_id != 0 && !r.Includes(w_.rank)) return Status::OK();
+  if (r.attrs.process_set_id != 0 && !r.Includes(w_.rank)) return Status::OK();
   std::vector<Entry*> group;
   std::vector<Submission*> submissions;
-  for (const auto& name : r.names) {
-    auto it = entries_.find(name);
-    if (it == entries_.end()) return Status::Internal("tensor '" + name + "' was scheduled twice");
+  for (const auto& t : r.tensors) {
+    auto it = entries_.find(t.name);
+    if (it == entries_.end()) return Status::Internal("tensor '" + t.name + "' was scheduled twice");
     group.push_back(&it->second);
     submissions.push_back(&it->second.submission);
   }
@@ -163,13 +163,13 @@ Status Executor::Execute(const Response& r, Clock::time_point scheduled_at) {
   ExecutionTimings timings;
   Status st = BackendFor(r, &backend);
   if (st.ok()) st = backend->Execute(r, submissions, &timings);
-  if (!st.ok()) return st.WithContext(std::string(OpTypeName(r.op)) + " of '" + r.names[0] + "'" +
-                                      (r.names.size() > 1 ? " (fused with " + std::to_string(r.names.size() - 1) + " more)" : ""));
+  if (!st.ok()) return st.WithContext(std::string(OpTypeName(r.attrs.op)) + " of '" + r.tensors[0].name + "'" +
+                                      (r.tensors.size() > 1 ? " (fused with " + std::to_string(r.tensors.size() - 1) + " more)" : ""));
   if (w_.timeline->active()) TraceSpans(r, group, scheduled_at, start, sent_before);
   RecordStats(r, group, scheduled_at, start, timings);
   if (link_watch_) link_watch_->Tick(Clock::now());
-  if (r.op == OpType::kJoin) joined_ = false;  // every rank joined: the job is whole again
-  for (const auto& name : r.names) Complete(name, Status::OK());
+  if (r.attrs.op == OpType::kJoin) joined_ = false;  // every rank joined: the job is whole again
+  for (const auto& t : r.tensors) Complete(t.name, Status::OK());
   return Status::OK();
 }
 
@@ -186,10 +186,10 @@ void Executor::TraceSpans(const Response& r, const std::vector<Entry*>& group, C
   }
   const uint64_t sent = w_.comm->bytes_sent() - sent_before;
   std::string args = "{\"bytes\":" + std::to_string(bytes) + ",\"bytes_sent\":" + std::to_string(sent) +
-                     ",\"dtype\":\"" + DataTypeName(r.dtype) + "\",\"tensors\":" + std::to_string(group.size()) + "}";
-  std::string op = OpTypeName(r.op);
+                     ",\"dtype\":\"" + DataTypeName(r.attrs.dtype) + "\",\"tensors\":" + std::to_string(group.size()) + "}";
+  std::string op = OpTypeName(r.attrs.op);
   for (auto& c : op) c = static_cast<char>(std::toupper(c));
-  w_.timeline->Span(r.names[0], op.c_str(), start, end, args);
+  w_.timeline->Span(r.tensors[0].name, op.c_str(), start, end, args);
 }
 
 // Counters of one executed collective (RuntimeStats; definitions in docs/monitoring.md).
@@ -203,21 +203,21 @@ void Executor::RecordStats(const Response& r, const std::vector<Entry*>& group, 
   for (auto* e : group) {
     negotiation += seconds(scheduled_at - e->enqueued);
     queued += seconds(start - scheduled_at);
-    if (r.op == OpType::kAllreduce) reduced += static_cast<int64_t>(e->submission.request.Bytes());
+    if (r.attrs.op == OpType::kAllreduce) reduced += static_cast<int64_t>(e->submission.request.Bytes());
   }
   const double slowest = static_cast<size_t>(w_.rank) < r.ready_wait_s.size() ? r.ready_wait_s[w_.rank] : 0.0;
   const int64_t sent = static_cast<int64_t>(w_.comm->bytes_sent());
   const int64_t received = static_cast<int64_t>(w_.comm->bytes_received());
   w_.stats->Update([&](RuntimeStats& s) {
     ++s.collectives;
-    if (r.names.size() > 1) s.fused_tensors += static_cast<int64_t>(r.names.size());
+    if (r.tensors.size() > 1) s.fused_tensors += static_cast<int64_t>(r.tensors.size());
     s.bytes_reduced += reduced;
     s.fusion_copied_bytes += static_cast<int64_t>(timings.fusion_copied_bytes);
     s.negotiation_seconds += negotiation;
     s.wait_for_slowest_seconds += slowest;
     s.queue_seconds += queued;
     s.transfer_seconds += transport;
-    if (r.op == OpType::kAllreduce) s.allreduce_transfer_seconds += transport;
+    if (r.attrs.op == OpType::kAllreduce) s.allreduce_transfer_seconds += transport;
     s.execute_seconds += execute;
     s.bytes_sent = sent;
     s.bytes_received = received;

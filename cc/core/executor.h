@@ -54,7 +54,7 @@ class Executor {
   // naming it runs (or when FailAll does). A join makes this rank contribute zeros to the
   // others' allreduces until the join's own response runs.
   void Add(Submission submission, Clock::time_point enqueued);
-  // The request this rank holds for `response.names[i]`; for a rank whose join is pending,
+  // The request this rank holds for `response.tensors[i]`; for a rank whose join is pending,
   // a zero contribution (allreduce) or an empty one (barrier) added now. Null when this
   // rank never submitted the tensor.
   const Request* EntryFor(const Response& response, size_t i);

@@ -16,22 +16,40 @@ constexpr size_t kMaxCacheIdBytes = 1u << 21;  // 16 M ids
 // How one name of a response travels.
 enum NameForm : uint8_t { kNameOnly = 0, kNameAndNewId = 1, kIdOnly = 2 };
 
-bool IsNew(const Response& r, size_t i) {
-  return i < r.cache_id_is_new.size() && r.cache_id_is_new[i] != 0;
+// The attributes every rank agrees on (collective_attrs.h), in requests and responses alike.
+void EncodeAttrs(WireWriter& w, const CollectiveAttrs& a) {
+  w.U8(static_cast<uint8_t>(a.op));
+  w.U8(static_cast<uint8_t>(a.dtype));
+  w.U8(static_cast<uint8_t>(a.reduce_op));
+  w.I32(a.root);
+  w.I32(a.device);
+  w.F64(a.prescale);
+  w.F64(a.postscale);
+  w.I32(a.process_set_id);
+}
+
+// False for a value out of its table, a root that is no rank of the job, a scale factor
+// that is not finite or a negative process set id.
+bool DecodeAttrs(WireReader& rd, int world_size, CollectiveAttrs* a) {
+  const int op = rd.U8(), dtype = rd.U8(), reduce = rd.U8();
+  a->root = rd.I32();
+  a->device = rd.I32();
+  a->prescale = rd.F64();
+  a->postscale = rd.F64();
+  a->process_set_id = rd.I32();
+  if (!rd.ok() || !IsValidOpType(op) || !IsValidDataType(dtype) || !IsValidReduceOp(reduce)) return false;
+  a->op = static_cast<OpType>(op);
+  a->dtype = static_cast<DataType>(dtype);
+  a->reduce_op = static_cast<ReduceOp>(reduce);
+  return a->root >= 0 && a->root < world_size && std::isfinite(a->prescale) && std::isfinite(a->postscale) &&
+         a->process_set_id >= 0;
 }
 
 void EncodeRequest(WireWriter& w, const Request& r) {
   w.Str(r.name);
-  w.U8(static_cast<uint8_t>(r.op));
-  w.U8(static_cast<uint8_t>(r.dtype));
-  w.U8(static_cast<uint8_t>(r.reduce_op));
-  w.I32(r.root);
-  w.I32(r.device);
-  w.F64(r.prescale);
-  w.F64(r.postscale);
+  EncodeAttrs(w, r.attrs);
   w.I64s(r.shape);
   w.I64s(r.splits);
-  w.I32(r.process_set_id);
 }
 
 void EncodeIdBits(WireWriter& w, const std::vector<int32_t>& ids) {
@@ -58,95 +76,70 @@ bool DecodeIdBits(WireReader& rd, std::vector<int32_t>* ids) {
 
 bool DecodeRequest(WireReader& rd, int world_size, Request* r) {
   r->name = rd.Str();
-  int op = rd.U8(), dtype = rd.U8(), reduce = rd.U8();
-  r->root = rd.I32();
-  r->device = rd.I32();
-  r->prescale = rd.F64();
-  r->postscale = rd.F64();
+  const bool attrs_ok = DecodeAttrs(rd, world_size, &r->attrs);
   r->shape = rd.I64s();
   r->splits = rd.I64s();
-  r->process_set_id = rd.I32();
-  if (r->process_set_id < 0) return false;
-  if (!rd.ok() || !IsValidOpType(op) || !IsValidDataType(dtype) || !IsValidReduceOp(reduce)) {
-    return false;
-  }
-  r->op = static_cast<OpType>(op);
-  r->dtype = static_cast<DataType>(dtype);
-  r->reduce_op = static_cast<ReduceOp>(reduce);
+  if (!rd.ok() || !attrs_ok) return false;
   if (r->name.empty() || r->name.size() > kMaxNameBytes || r->shape.size() > kMaxDims) return false;
   for (int64_t d : r->shape) if (d < 0) return false;
   for (int64_t s : r->splits) if (s < 0) return false;
-  if (r->root < 0 || r->root >= world_size) return false;
-  if (!std::isfinite(r->prescale) || !std::isfinite(r->postscale)) return false;
   return true;
 }
 
 void EncodeResponse(WireWriter& w, const Response& r) {
   w.U8(static_cast<uint8_t>(r.kind));
-  w.U8(static_cast<uint8_t>(r.op));
-  w.U32(static_cast<uint32_t>(r.names.size()));
-  for (size_t i = 0; i < r.names.size(); ++i) {
-    const int32_t id = CacheIdAt(r, i);
-    if (id < 0) {
+  w.U32(static_cast<uint32_t>(r.tensors.size()));
+  for (const auto& t : r.tensors) {
+    if (t.cache_id < 0) {
       w.U8(kNameOnly);
-      w.Str(r.names[i]);
-    } else if (IsNew(r, i)) {
+      w.Str(t.name);
+    } else if (t.cache_id_is_new) {
       w.U8(kNameAndNewId);
-      w.I32(id);
-      w.Str(r.names[i]);
+      w.I32(t.cache_id);
+      w.Str(t.name);
     } else {
       w.U8(kIdOnly);
-      w.I32(id);
+      w.I32(t.cache_id);
     }
   }
-  w.U8(static_cast<uint8_t>(r.dtype));
-  w.U8(static_cast<uint8_t>(r.reduce_op));
-  w.I32(r.root);
-  w.I32(r.device);
-  w.F64(r.prescale);
-  w.F64(r.postscale);
+  EncodeAttrs(w, r.attrs);
   w.I64s(r.sizes);
   w.F64s(r.ready_wait_s);
-  w.I32(r.process_set_id);
   w.U32(static_cast<uint32_t>(r.members.size()));
   for (int32_t m : r.members) w.I32(m);
   w.U8(static_cast<uint8_t>(r.error_code));
   w.Str(r.error_message);
 }
 
+// One tensor of a response: its name, its name and new id, or its id alone (name left empty).
+bool DecodeResponseTensor(WireReader& rd, Response::Tensor* t) {
+  const int form = rd.U8();
+  if (!rd.ok() || form > kIdOnly) return false;
+  t->cache_id = -1;
+  if (form != kNameOnly) {
+    t->cache_id = rd.I32();
+    if (t->cache_id < 0) return false;
+  }
+  t->cache_id_is_new = form == kNameAndNewId;
+  t->name.clear();
+  if (form != kIdOnly) {
+    t->name = rd.Str();
+    if (rd.ok() && t->name.empty()) return false;
+  }
+  return rd.ok();
+}
+
 bool DecodeResponse(WireReader& rd, int world_size, Response* r) {
-  int kind = rd.U8(), op = rd.U8();
-  uint32_t n = rd.Count(5);
-  r->names.assign(n, std::string());
-  r->cache_ids.assign(n, -1);
-  r->cache_id_is_new.assign(n, 0);
-  bool any_id = false;
-  for (uint32_t i = 0; i < n && rd.ok(); ++i) {
-    const int form = rd.U8();
-    if (form != kNameOnly) {
-      r->cache_ids[i] = rd.I32();
-      if (r->cache_ids[i] < 0) return false;
-      any_id = true;
-    }
-    if (form == kNameAndNewId) r->cache_id_is_new[i] = 1;
-    if (form != kIdOnly) {
-      r->names[i] = rd.Str();
-      if (rd.ok() && r->names[i].empty()) return false;
-    }
-    if (form > kIdOnly) return false;
+  const int kind = rd.U8();
+  const uint32_t n = rd.Count(5);
+  if (!rd.ok() || kind > 1 || n == 0) return false;
+  r->tensors.resize(n);
+  for (auto& t : r->tensors) {
+    if (!DecodeResponseTensor(rd, &t)) return false;
   }
-  if (!any_id) {
-    r->cache_ids.clear();
-    r->cache_id_is_new.clear();
-  }
-  int dtype = rd.U8(), reduce = rd.U8();
-  r->root = rd.I32();
-  r->device = rd.I32();
-  r->prescale = rd.F64();
-  r->postscale = rd.F64();
+  const bool attrs_ok = DecodeAttrs(rd, world_size, &r->attrs);
   r->sizes = rd.I64s();
   r->ready_wait_s = rd.F64s();
-  r->process_set_id = rd.I32();
   const uint32_t members = rd.Count(4);
   r->members.clear();
   for (uint32_t i = 0; i < members && rd.ok(); ++i) {
@@ -155,21 +148,15 @@ bool DecodeResponse(WireReader& rd, int world_size, Response* r) {
     if (r->members.back() < 0 || r->members.back() >= world_size) return false;
     if (i > 0 && r->members[i] <= r->members[i - 1]) return false;
   }
-  // A collective on a set names its members; an error may not (an unknown set).
-  if (r->process_set_id < 0 || (r->process_set_id == 0 && !r->members.empty())) return false;
-  if (kind == 0 && r->process_set_id != 0 && r->members.empty()) return false;
-  int code = rd.U8();
+  const int code = rd.U8();
   r->error_message = rd.Str();
-  if (!rd.ok() || kind > 1 || !IsValidOpType(op) || !IsValidDataType(dtype) ||
-      !IsValidReduceOp(reduce) || code > static_cast<int>(ErrorCode::kAborted) || n == 0) {
-    return false;
-  }
+  if (!rd.ok() || !attrs_ok || code > static_cast<int>(ErrorCode::kAborted)) return false;
+  // A collective on a set names its members; an error may not (an unknown set).
+  const int32_t set = r->attrs.process_set_id;
+  if ((set == 0 && !r->members.empty()) || (kind == 0 && set != 0 && r->members.empty())) return false;
   if (!r->ready_wait_s.empty() && r->ready_wait_s.size() != static_cast<size_t>(world_size)) return false;
   for (double w : r->ready_wait_s) if (!std::isfinite(w) || w < 0) return false;
   r->kind = static_cast<Response::Kind>(kind);
-  r->op = static_cast<OpType>(op);
-  r->dtype = static_cast<DataType>(dtype);
-  r->reduce_op = static_cast<ReduceOp>(reduce);
   r->error_code = static_cast<ErrorCode>(code);
   return true;
 }
@@ -182,10 +169,10 @@ int64_t Request::NumElements() const {
   return n;
 }
 
-size_t Request::Bytes() const { return static_cast<size_t>(NumElements()) * DataTypeSize(dtype); }
+size_t Request::Bytes() const { return static_cast<size_t>(NumElements()) * DataTypeSize(attrs.dtype); }
 
 size_t Request::RowBytes() const {
-  size_t n = DataTypeSize(dtype);
+  size_t n = DataTypeSize(attrs.dtype);
   for (size_t i = 1; i < shape.size(); ++i) n *= static_cast<size_t>(shape[i]);
   return n;
 }
@@ -196,11 +183,11 @@ int64_t ReducescatterRows(int64_t dim0, int size, int rank) {
 
 std::string Request::Describe() const {
   std::ostringstream os;
-  os << OpTypeName(op) << " " << DataTypeName(dtype) << "[";
+  os << OpTypeName(attrs.op) << " " << DataTypeName(attrs.dtype) << "[";
   for (size_t i = 0; i < shape.size(); ++i) os << (i ? "," : "") << shape[i];
   os << "]";
-  if (op == OpType::kAllreduce || op == OpType::kReducescatter) os << " " << ReduceOpName(reduce_op);
-  if (op == OpType::kBroadcast) os << " root=" << root;
+  if (attrs.op == OpType::kAllreduce || attrs.op == OpType::kReducescatter) os << " " << ReduceOpName(attrs.reduce_op);
+  if (attrs.op == OpType::kBroadcast) os << " root=" << attrs.root;
   return os.str();
 }
 
@@ -210,18 +197,6 @@ bool Response::Includes(int rank) const {
     if (m == rank) return true;
   }
   return false;
-}
-
-int32_t CacheIdAt(const Response& r, size_t i) { return i < r.cache_ids.size() ? r.cache_ids[i] : -1; }
-
-void AppendName(Response* r, const std::string& name, int32_t cache_id, bool cache_id_is_new) {
-  if (cache_id >= 0 || !r->cache_ids.empty()) {
-    r->cache_ids.resize(r->names.size(), -1);
-    r->cache_id_is_new.resize(r->names.size(), 0);
-    r->cache_ids.push_back(cache_id);
-    r->cache_id_is_new.push_back(cache_id_is_new ? 1 : 0);
-  }
-  r->names.push_back(name);
 }
 
 ControlMessage AbortMessage(int origin, ErrorCode code, const std::string& message) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "collective_attrs.h"
 #include "data_type.h"
 #include "status.h"
 
@@ -18,18 +19,11 @@ namespace tfring {
 // One collective as this rank asked for it.
 struct Request {
   std::string name;  // negotiation key; equal on every rank, unique while in flight
-  OpType op = OpType::kAllreduce;
-  DataType dtype = DataType::kFloat32;
-  ReduceOp reduce_op = ReduceOp::kSum;
-  int32_t root = 0;      // broadcast
-  int32_t device = -1;   // -1 = host memory, >= 0 = GPU ordinal
-  double prescale = 1.0;
-  double postscale = 1.0;
+  // What the ranks must agree on. Only the process set's members submit it; root stays a
+  // global rank.
+  CollectiveAttrs attrs;
   std::vector<int64_t> shape;
   std::vector<int64_t> splits;  // alltoall: rows to each rank (size == the set's size)
-  // The process set (process_sets.h) the collective runs on: 0 = every rank. Only the
-  // set's members submit it; root stays a global rank.
-  int32_t process_set_id = 0;
 
   int64_t NumElements() const;
   size_t Bytes() const;     // payload bytes: NumElements() x the dtype's size
@@ -44,35 +38,32 @@ int64_t ReducescatterRows(int64_t dim0, int size, int rank);
 // What every rank must do next, decided by rank 0.
 struct Response {
   enum class Kind : uint8_t { kCollective = 0, kError = 1 };
+  // One tensor the response runs, named in full or by its cache id (response_cache.h). On
+  // the wire a tensor with an id that is not new travels as the id alone: decoding leaves
+  // its name empty, and the receiving rank fills it in from its RequestCache.
+  struct Tensor {
+    std::string name;
+    int32_t cache_id = -1;         // -1: none
+    bool cache_id_is_new = false;  // announces cache_id for name
+  };
   Kind kind = Kind::kCollective;
-  OpType op = OpType::kAllreduce;
-  std::vector<std::string> names;  // > 1 only for a fused allreduce
-  // Cache ids (response_cache.h), parallel to `names` or empty (= all -1). On the wire a
-  // name with an id that is not new travels as the id alone: decoding leaves that name
-  // empty, and the receiving rank fills it in from its RequestCache.
-  std::vector<int32_t> cache_ids;       // -1: none
-  std::vector<uint8_t> cache_id_is_new;  // 1: announces cache_ids[i] for names[i]
-  DataType dtype = DataType::kFloat32;
-  ReduceOp reduce_op = ReduceOp::kSum;
-  int32_t root = 0;
-  int32_t device = -1;
-  double prescale = 1.0;
-  double postscale = 1.0;
-  // The process set: 0 and no members = every rank. Otherwise the set's sorted global
-  // ranks, told by rank 0 so that no rank needs its table to execute: a rank not in
-  // `members` skips the response (it submitted nothing for it). An error response carries
-  // the set's id (members may be empty for an unknown set): a rank fails only its tensors
-  // of that name submitted on that set.
-  int32_t process_set_id = 0;
+  std::vector<Tensor> tensors;  // > 1 only for a fused allreduce
+  // What the ranks agreed on: the first submitting rank's (its GPU ordinal is only a label;
+  // each rank drives its own). process_set_id: the set; errors carry it too: a rank fails
+  // only its tensors of that name submitted on that set.
+  CollectiveAttrs attrs;
+  // The process set's sorted global ranks (none for the global set, and possibly none in
+  // an error for an unknown set), told by rank 0 so that no rank needs its table to
+  // execute: a rank not in `members` skips the response (it submitted nothing for it).
   std::vector<int32_t> members;
   // Per op (read it through the accessors below), n = the set's size and ranks as indices
   // into the set (global ranks for the global set):
-  //   allreduce: payload bytes of each of `names` (fusion adds them up);
+  //   allreduce: payload bytes of each of `tensors` (fusion adds them up);
   //   allgather: first dimension of every rank's tensor (size n);
   //   alltoall: row-major n x n matrix, sizes[i * n + j] = rows rank i sends to rank j.
   std::vector<int64_t> sizes;
   // Monitoring: for each rank (size n, or empty), seconds from its request reaching rank 0
-  // until the last rank's did, summed over `names` (rank 0's clock): how long that rank
+  // until the last rank's did, summed over `tensors` (rank 0's clock): how long that rank
   // waited for the slowest one. Finite and >= 0.
   std::vector<double> ready_wait_s;
   ErrorCode error_code = ErrorCode::kOk;
@@ -87,7 +78,7 @@ struct Response {
   // The factor applied after the reduction: postscale, with Average's 1/world_size folded in
   // (world_size: the set's size).
   double EffectivePostscale(int world_size) const {
-    return postscale * (reduce_op == ReduceOp::kAverage ? 1.0 / world_size : 1.0);
+    return attrs.postscale * (attrs.reduce_op == ReduceOp::kAverage ? 1.0 / world_size : 1.0);
   }
 };
 
@@ -135,11 +126,6 @@ ControlMessage AbortMessage(int origin, ErrorCode code, const std::string& messa
 // The abort that stands for `rank`'s orderly shutdown (kPrecondition, the only abort with
 // that code: a receiver lets collectives agreed before it run first).
 ControlMessage DepartureMessage(int rank);
-
-// Cache id of names[i], -1 for none.
-int32_t CacheIdAt(const Response& response, size_t i);
-// Appends a name to a (fused) response, keeping cache_ids parallel to names.
-void AppendName(Response* response, const std::string& name, int32_t cache_id, bool cache_id_is_new);
 
 std::string EncodeControl(const ControlMessage& message);
 Status DecodeControl(const std::string& bytes, int world_size, ControlMessage* message);

@@ -133,9 +133,9 @@ Status Negotiator::TakeResponses(ControlMessage& msg) {
   }
   for (auto& r : msg.responses) {
     if (relay_ != nullptr) {
-      if (r.kind == Response::Kind::kCollective && r.op == OpType::kJoin) relay_->JoinEnded();
-      for (size_t i = 0; i < r.names.size(); ++i) {
-        if (!r.names[i].empty()) relay_->Answered(r.names[i]);  // a name sent as an id was not sent in full
+      if (r.kind == Response::Kind::kCollective && r.attrs.op == OpType::kJoin) relay_->JoinEnded();
+      for (const auto& t : r.tensors) {
+        if (!t.name.empty()) relay_->Answered(t.name);  // a name sent as an id was not sent in full
       }
     }
     TFRING_RETURN_IF_ERROR(Schedule(std::move(r), received));
@@ -175,29 +175,29 @@ int Negotiator::MillisUntilDue() const {
 }
 
 Status Negotiator::Schedule(Response r, Clock::time_point at) {
-  for (size_t i = 0; i < r.names.size(); ++i) {
-    if (!r.names[i].empty()) continue;
-    const std::string* name = request_cache_.NameOf(CacheIdAt(r, i));
+  for (auto& t : r.tensors) {
+    if (!t.name.empty()) continue;
+    const std::string* name = request_cache_.NameOf(t.cache_id);
     if (name == nullptr) {
-      return Status::Internal("rank 0 named a tensor by cache id " + std::to_string(CacheIdAt(r, i)) +
+      return Status::Internal("rank 0 named a tensor by cache id " + std::to_string(t.cache_id) +
                               ", which rank " + std::to_string(w_.rank) + " was never told about");
     }
-    r.names[i] = *name;
+    t.name = *name;
   }
   // A process set this rank is not in: nothing of it to check or run here (Execute skips it).
-  if (r.kind == Response::Kind::kCollective && r.process_set_id != 0 && !r.Includes(w_.rank)) return Status::OK();
+  if (r.kind == Response::Kind::kCollective && r.attrs.process_set_id != 0 && !r.Includes(w_.rank)) return Status::OK();
   if (r.kind == Response::Kind::kCollective) {
     int64_t cached = 0;
-    for (size_t i = 0; i < r.names.size(); ++i) {
+    for (size_t i = 0; i < r.tensors.size(); ++i) {
+      const Response::Tensor& t = r.tensors[i];
       const Request* request = w_.executor->EntryFor(r, i);
       if (request == nullptr) {
-        return Status::Internal("rank 0 scheduled tensor '" + r.names[i] + "' which rank " +
+        return Status::Internal("rank 0 scheduled tensor '" + t.name + "' which rank " +
                                 std::to_string(w_.rank) + " never submitted");
       }
-      const int32_t id = CacheIdAt(r, i);
-      if (id < 0) continue;
-      if (i < r.cache_id_is_new.size() && r.cache_id_is_new[i]) {
-        TFRING_RETURN_IF_ERROR(request_cache_.Remember(id, *request));
+      if (t.cache_id < 0) continue;
+      if (t.cache_id_is_new) {
+        TFRING_RETURN_IF_ERROR(request_cache_.Remember(t.cache_id, *request));
       } else {
         ++cached;
       }

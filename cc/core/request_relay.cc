@@ -47,7 +47,7 @@ Status RequestRelay::AddFromChild(int child, const ControlMessage& m, Clock::tim
 }
 
 void RequestRelay::AddRequest(int origin, const Request& request) {
-  if (request.op == OpType::kJoin && !joined_) {
+  if (request.attrs.op == OpType::kJoin && !joined_) {
     joined_ = true;
     for (auto& [id, p] : partial_) ToDetail(id, p);
   }

@@ -3,10 +3,8 @@
 namespace tfring {
 
 bool SameRequest(const Request& a, const Request& b) {
-  return a.name == b.name && a.op == b.op && a.dtype == b.dtype && a.reduce_op == b.reduce_op &&
-         a.root == b.root && a.device == b.device && a.prescale == b.prescale &&
-         a.postscale == b.postscale && a.shape == b.shape && a.splits == b.splits &&
-         a.process_set_id == b.process_set_id;  // a set's tensor is never a cached global one
+  // attrs include the process set: a set's tensor is never a cached global one
+  return a.name == b.name && a.attrs == b.attrs && a.shape == b.shape && a.splits == b.splits;
 }
 
 int32_t CacheAssigner::Assign(const std::string& name, const std::vector<Request>& by_rank,

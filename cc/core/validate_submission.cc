@@ -27,11 +27,11 @@ struct Check {
   std::vector<int32_t> members;  // empty for the global set
 
   Status Bad(const std::string& why) const {
-    return Status::InvalidArgument(std::string(OpTypeName(r.op)) + " of tensor '" + r.name + "' on rank " +
+    return Status::InvalidArgument(std::string(OpTypeName(r.attrs.op)) + " of tensor '" + r.name + "' on rank " +
                                    std::to_string(global_rank) + ": " + why);
   }
   std::string Context() const {
-    return std::string(OpTypeName(r.op)) + " of tensor '" + r.name + "' on rank " + std::to_string(global_rank);
+    return std::string(OpTypeName(r.attrs.op)) + " of tensor '" + r.name + "' on rank " + std::to_string(global_rank);
   }
 };
 
@@ -39,26 +39,26 @@ struct Check {
 // members, an op that runs on sets, host memory. Narrows `rank` and `size` to the set.
 Status CheckProcessSet(Check& c, const ProcessSetTable& sets) {
   const Request& r = c.r;
-  if (r.process_set_id < 0 || !sets.Members(r.process_set_id, &c.members)) {
-    return c.Bad("process set id " + std::to_string(r.process_set_id) +
+  if (r.attrs.process_set_id < 0 || !sets.Members(r.attrs.process_set_id, &c.members)) {
+    return c.Bad("process set id " + std::to_string(r.attrs.process_set_id) +
                  " is not registered on this rank (removed, or never added); add it with "
                  "add_process_set() on every rank first");
   }
   const auto me = std::find(c.members.begin(), c.members.end(), c.rank);
   if (me == c.members.end()) {
-    return c.Bad("this rank is not a member of process set " + std::to_string(r.process_set_id) + " " +
+    return c.Bad("this rank is not a member of process set " + std::to_string(r.attrs.process_set_id) + " " +
                  RanksList(c.members) + "; only its members may call collectives on it");
   }
-  if (r.device >= 0) {
+  if (r.attrs.device >= 0) {
     return Status::Unimplemented(c.Context() + ": GPU tensors in process sets other than the global one are not "
                                  "supported yet; copy the tensor to the CPU (tf.device('/cpu:0')) or use the global set");
   }
-  if (r.op == OpType::kJoin || r.op == OpType::kBarrier) {
-    return c.Bad(std::string(OpTypeName(r.op)) + " runs on the global process set only");
+  if (r.attrs.op == OpType::kJoin || r.attrs.op == OpType::kBarrier) {
+    return c.Bad(std::string(OpTypeName(r.attrs.op)) + " runs on the global process set only");
   }
-  if (r.op == OpType::kBroadcast && std::find(c.members.begin(), c.members.end(), r.root) == c.members.end()) {
-    return c.Bad("root_rank=" + std::to_string(r.root) + " is not a member of process set " +
-                 std::to_string(r.process_set_id) + " " + RanksList(c.members) +
+  if (r.attrs.op == OpType::kBroadcast && std::find(c.members.begin(), c.members.end(), r.attrs.root) == c.members.end()) {
+    return c.Bad("root_rank=" + std::to_string(r.attrs.root) + " is not a member of process set " +
+                 std::to_string(r.attrs.process_set_id) + " " + RanksList(c.members) +
                  "; root_rank is a global rank and must be in the set");
   }
   c.rank = static_cast<int>(me - c.members.begin());
@@ -76,16 +76,16 @@ Status CheckCommon(const Check& c, int64_t bytes) {
   for (int64_t d : r.shape) {
     if (d < 0) return c.Bad("negative dimension in the shape");
   }
-  if ((r.op == OpType::kAllreduce || r.op == OpType::kReducescatter) && r.reduce_op == ReduceOp::kAdasum) {
-    TFRING_RETURN_IF_ERROR(CheckAdasum(r.op, r.dtype, c.size, r.device >= 0).WithContext(c.Context()));
+  if ((r.attrs.op == OpType::kAllreduce || r.attrs.op == OpType::kReducescatter) && r.attrs.reduce_op == ReduceOp::kAdasum) {
+    TFRING_RETURN_IF_ERROR(CheckAdasum(r.attrs.op, r.attrs.dtype, c.size, r.attrs.device >= 0).WithContext(c.Context()));
   }
-  if (r.device >= 0) TFRING_RETURN_IF_ERROR(CheckGpuRequest(r));
+  if (r.attrs.device >= 0) TFRING_RETURN_IF_ERROR(CheckGpuRequest(r));
   if (!c.s.done) return c.Bad("no completion callback");
-  const bool needs_rows = r.op == OpType::kAllgather || r.op == OpType::kAlltoall || r.op == OpType::kReducescatter;
+  const bool needs_rows = r.attrs.op == OpType::kAllgather || r.attrs.op == OpType::kAlltoall || r.attrs.op == OpType::kReducescatter;
   if (needs_rows && r.shape.empty()) {
     return c.Bad("needs a tensor with at least one dimension (got a scalar); reshape it to [1]");
   }
-  if (bytes > 0 && c.s.input == nullptr && r.op != OpType::kBarrier && r.op != OpType::kJoin) {
+  if (bytes > 0 && c.s.input == nullptr && r.attrs.op != OpType::kBarrier && r.attrs.op != OpType::kJoin) {
     return c.Bad("null input buffer");
   }
   return Status::OK();
@@ -104,7 +104,7 @@ Status CheckSplits(Check& c) {
   }
   if (static_cast<int>(r.splits.size()) != c.size) {
     return c.Bad("splits has " + std::to_string(r.splits.size()) + " entries but " +
-                 (c.members.empty() ? std::string("the job") : "process set " + std::to_string(r.process_set_id)) +
+                 (c.members.empty() ? std::string("the job") : "process set " + std::to_string(r.attrs.process_set_id)) +
                  " has " + std::to_string(c.size) + " ranks; give one entry per rank");
   }
   int64_t total = 0;
@@ -124,21 +124,21 @@ Status CheckSplits(Check& c) {
 Status CheckOp(Check& c, int64_t bytes) {
   const Request& r = c.r;
   const Submission& s = c.s;
-  switch (r.op) {
+  switch (r.attrs.op) {
     case OpType::kAllreduce:
     case OpType::kReducescatter: {
-      TFRING_RETURN_IF_ERROR(CheckReduceSupported(r.dtype, r.reduce_op, r.prescale, r.postscale)
-                                 .WithContext(std::string(OpTypeName(r.op)) + " of tensor '" + r.name + "'"));
+      TFRING_RETURN_IF_ERROR(CheckReduceSupported(r.attrs.dtype, r.attrs.reduce_op, r.attrs.prescale, r.attrs.postscale)
+                                 .WithContext(std::string(OpTypeName(r.attrs.op)) + " of tensor '" + r.name + "'"));
       // A reducescatter output holds only this rank's rows, which may be none.
-      const int64_t out_bytes = r.op == OpType::kAllreduce || r.shape[0] == 0
+      const int64_t out_bytes = r.attrs.op == OpType::kAllreduce || r.shape[0] == 0
                                     ? bytes
                                     : bytes / r.shape[0] * ReducescatterRows(r.shape[0], c.size, c.rank);
       if (out_bytes > 0 && s.output == nullptr) return c.Bad("null output buffer");
       return Status::OK();
     }
     case OpType::kBroadcast:
-      if (c.members.empty() && (r.root < 0 || r.root >= c.size)) {
-        return c.Bad("root_rank=" + std::to_string(r.root) + " is out of range for a job of " +
+      if (c.members.empty() && (r.attrs.root < 0 || r.attrs.root >= c.size)) {
+        return c.Bad("root_rank=" + std::to_string(r.attrs.root) + " is out of range for a job of " +
                      std::to_string(c.size) + " rank(s) (valid: 0.." + std::to_string(c.size - 1) + ")");
       }
       if (bytes > 0 && s.output == nullptr) return c.Bad("null output buffer");
@@ -152,7 +152,7 @@ Status CheckOp(Check& c, int64_t bytes) {
     case OpType::kBarrier:
       return Status::OK();
     case OpType::kJoin:  // the output is the last rank to join (int32)
-      if (r.dtype != DataType::kInt32 || r.NumElements() != 1 || s.output == nullptr || r.device >= 0) {
+      if (r.attrs.dtype != DataType::kInt32 || r.NumElements() != 1 || s.output == nullptr || r.attrs.device >= 0) {
         return c.Bad("a join takes a host int32 scalar output for the last rank to join");
       }
       return Status::OK();
@@ -166,11 +166,11 @@ Status ValidateSubmission(Submission& s, int rank, int size, const ProcessSetTab
   Request& r = s.request;
   if (r.name.empty()) return Status::InvalidArgument("a collective needs a non-empty name");
   Check c{s, r, rank, rank, size, {}};
-  if (r.process_set_id != 0) TFRING_RETURN_IF_ERROR(CheckProcessSet(c, sets));
-  const int64_t bytes = r.NumElements() * static_cast<int64_t>(DataTypeSize(r.dtype));
+  if (r.attrs.process_set_id != 0) TFRING_RETURN_IF_ERROR(CheckProcessSet(c, sets));
+  const int64_t bytes = r.NumElements() * static_cast<int64_t>(DataTypeSize(r.attrs.dtype));
   TFRING_RETURN_IF_ERROR(CheckCommon(c, bytes));
   TFRING_RETURN_IF_ERROR(CheckOp(c, bytes));
-  if (r.op != OpType::kBroadcast) r.root = 0;  // irrelevant; keep it valid on the wire
+  if (r.attrs.op != OpType::kBroadcast) r.attrs.root = 0;  // irrelevant; keep it valid on the wire
   return Status::OK();
 }
 

@@ -148,9 +148,9 @@ std::unique_ptr<Handle> Submit(Submission s, py::object input, py::object output
     }
     c->cv.notify_all();
   };
-  if ((s.request.op == OpType::kAllgather || s.request.op == OpType::kAlltoall) && s.request.device >= 0) {
-    DataType dtype = s.request.dtype;
-    int device = s.request.device;
+  if ((s.request.attrs.op == OpType::kAllgather || s.request.attrs.op == OpType::kAlltoall) && s.request.attrs.device >= 0) {
+    DataType dtype = s.request.attrs.dtype;
+    int device = s.request.attrs.device;
     s.allocate_output = [c, dtype, device](const std::vector<int64_t>& shape, void** data) {
       try {
         c->out_device = std::make_shared<python::DeviceBuffer>(device, dtype, shape);
@@ -162,8 +162,8 @@ std::unique_ptr<Handle> Submit(Submission s, py::object input, py::object output
       return Status::OK();
     };
     s.on_received_splits = [c](const std::vector<int64_t>& splits) { c->received_splits = splits; };
-  } else if (s.request.op == OpType::kAllgather || s.request.op == OpType::kAlltoall) {
-    DataType dtype = s.request.dtype;
+  } else if (s.request.attrs.op == OpType::kAllgather || s.request.attrs.op == OpType::kAlltoall) {
+    DataType dtype = s.request.attrs.dtype;
     s.allocate_output = [c, dtype](const std::vector<int64_t>& shape, void** data) {
       size_t n = DataTypeSize(dtype);
       for (int64_t d : shape) n *= static_cast<size_t>(d);
@@ -175,8 +175,8 @@ std::unique_ptr<Handle> Submit(Submission s, py::object input, py::object output
     s.on_received_splits = [c](const std::vector<int64_t>& splits) { c->received_splits = splits; };
   }
   std::string name = s.request.name;
-  OpType op = s.request.op;
-  DataType dtype = s.request.dtype;
+  OpType op = s.request.attrs.op;
+  DataType dtype = s.request.attrs.dtype;
   Check(Runtime::Global().Enqueue(std::move(s)));
   return std::make_unique<Handle>(name, op, dtype, c, std::move(input), std::move(output));
 }
@@ -238,13 +238,14 @@ std::vector<int64_t> ReducescatterShape(std::vector<int64_t> shape, int32_t id, 
 // A collective on a GPU array (see device_array.h). Allreduce/broadcast/reducescatter write
 // into a new DeviceBuffer unless `inplace`.
 std::unique_ptr<Handle> SubmitDeviceArray(const py::object& obj, const std::string& name,
-                                          const CollectiveAttrs& attrs, bool inplace) {
+                                          const CollectiveAttrs& attrs, std::vector<int64_t> splits, bool inplace) {
   python::DeviceArrayView v = python::ParseDeviceArray(obj, name);
   const std::string what = std::string(OpTypeName(attrs.op)) + " of GPU tensor '" + name + "'";
   Submission s;
   s.request = attrs.MakeRequest(name, v.dtype, v.shape);
+  s.request.splits = std::move(splits);
   python::PrepareDeviceArray(&v, what);  // kUnimplemented here without NCCL / CUDA
-  s.request.device = v.device;
+  s.request.attrs.device = v.device;
   s.input = v.data;
   py::object out = py::none();
   const OpType op = attrs.op;
@@ -280,8 +281,10 @@ py::object HostOutput(const CollectiveAttrs& attrs, const py::array& a, const py
 
 // Submits the collective `attrs` on `obj`: a NumPy array, or a GPU array (anything with
 // __cuda_array_interface__). `out_obj`: out= of allreduce/broadcast (NumPy only).
+// `splits`: an alltoall's rows to each rank (empty: divide evenly).
 std::unique_ptr<Handle> SubmitTensor(const py::object& obj, const std::string& name, const CollectiveAttrs& attrs,
-                                     bool inplace = false, const py::object& out_obj = py::none()) {
+                                     bool inplace = false, const py::object& out_obj = py::none(),
+                                     std::vector<int64_t> splits = {}) {
   if (python::IsDeviceArray(obj)) {
     // A GPU result is a new DeviceBuffer or, with out= the array itself, the input reduced
     // in place (what out=array means for NumPy too); any other GPU out= is refused.
@@ -289,11 +292,12 @@ std::unique_ptr<Handle> SubmitTensor(const py::object& obj, const std::string& n
       throw py::type_error("tensor '" + name + "': out= on a GPU array must be that array itself (the result "
                            "is written in place); leave out= unset to get a new DeviceBuffer");
     }
-    return SubmitDeviceArray(obj, name, attrs, inplace || !out_obj.is_none());
+    return SubmitDeviceArray(obj, name, attrs, std::move(splits), inplace || !out_obj.is_none());
   }
   py::array a = CheckedArray(obj, name);
   Submission s;
   s.request = attrs.MakeRequest(name, ToDataType(a, name), ShapeOf(a));
+  s.request.splits = std::move(splits);
   s.input = a.data();
   py::object out = HostOutput(attrs, a, out_obj, inplace, name);
   if (!out.is_none()) s.output = out.cast<py::array>().mutable_data();
@@ -354,9 +358,8 @@ void BindCollectives(py::module_& m) {
 
   m.def("alltoall_async", [](py::object obj, std::optional<std::vector<int64_t>> splits,
                              const std::string& name, int32_t process_set_id) {
-    CollectiveAttrs attrs = SetAttrs(OpType::kAlltoall, process_set_id);
-    if (splits) attrs.splits = *splits;
-    return SubmitTensor(obj, name, attrs);
+    return SubmitTensor(obj, name, SetAttrs(OpType::kAlltoall, process_set_id), false, py::none(),
+                        splits.value_or(std::vector<int64_t>{}));
   }, py::arg("array"), py::arg("splits"), py::arg("name"), py::arg("process_set_id") = 0);
 
   m.def("reducescatter_async", [](py::object obj, const std::string& name, int op, double prescale,

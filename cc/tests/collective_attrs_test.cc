@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "messages.h"
 #include "test_util.h"
 
 namespace tfring {
@@ -12,35 +13,50 @@ namespace {
 TEST(CollectiveAttrsTest, MakeRequestCopiesEveryAttribute) {
   CollectiveAttrs a;
   a.op = OpType::kReducescatter;
+  a.dtype = DataType::kInt8;  // replaced by the tensor's
   a.reduce_op = ReduceOp::kMax;
   a.prescale = 0.5;
   a.postscale = 3.0;
   a.root = 2;
   a.process_set_id = 7;
   a.device = 1;
-  a.splits = {1, 2};
   const Request r = a.MakeRequest("grad/w", DataType::kBFloat16, {4, 3});
   EXPECT_EQ(r.name, "grad/w");
-  EXPECT_EQ(r.dtype, DataType::kBFloat16);
   EXPECT_EQ(r.shape, (std::vector<int64_t>{4, 3}));
-  EXPECT_EQ(r.op, OpType::kReducescatter);
-  EXPECT_EQ(r.reduce_op, ReduceOp::kMax);
-  EXPECT_EQ(r.prescale, 0.5);
-  EXPECT_EQ(r.postscale, 3.0);
-  EXPECT_EQ(r.root, 2);
-  EXPECT_EQ(r.process_set_id, 7);
-  EXPECT_EQ(r.device, 1);
-  EXPECT_EQ(r.splits, (std::vector<int64_t>{1, 2}));
+  EXPECT_TRUE(r.splits.empty());
+  EXPECT_EQ(r.attrs.dtype, DataType::kBFloat16);
+  EXPECT_EQ(r.attrs.op, OpType::kReducescatter);
+  EXPECT_EQ(r.attrs.reduce_op, ReduceOp::kMax);
+  EXPECT_EQ(r.attrs.prescale, 0.5);
+  EXPECT_EQ(r.attrs.postscale, 3.0);
+  EXPECT_EQ(r.attrs.root, 2);
+  EXPECT_EQ(r.attrs.process_set_id, 7);
+  EXPECT_EQ(r.attrs.device, 1);
   // The defaults are a Request's defaults: host memory, every rank, no scaling.
   const Request d = CollectiveAttrs().MakeRequest("x", DataType::kFloat32, {});
-  const Request plain;
-  EXPECT_EQ(d.op, plain.op);
-  EXPECT_EQ(d.reduce_op, plain.reduce_op);
-  EXPECT_EQ(d.device, plain.device);
-  EXPECT_EQ(d.root, plain.root);
-  EXPECT_EQ(d.process_set_id, plain.process_set_id);
-  EXPECT_EQ(d.prescale, plain.prescale);
-  EXPECT_EQ(d.postscale, plain.postscale);
+  EXPECT_TRUE(d.attrs == Request().attrs);
+}
+
+// Equality covers every field: the response cache (SameRequest) relies on it.
+TEST(CollectiveAttrsTest, EqualityComparesEveryField) {
+  const CollectiveAttrs base;
+  const std::vector<void (*)(CollectiveAttrs&)> changes = {
+      [](CollectiveAttrs& a) { a.op = OpType::kBroadcast; },
+      [](CollectiveAttrs& a) { a.dtype = DataType::kInt64; },
+      [](CollectiveAttrs& a) { a.reduce_op = ReduceOp::kMin; },
+      [](CollectiveAttrs& a) { a.prescale = 2.0; },
+      [](CollectiveAttrs& a) { a.postscale = 0.5; },
+      [](CollectiveAttrs& a) { a.root = 1; },
+      [](CollectiveAttrs& a) { a.device = 0; },
+      [](CollectiveAttrs& a) { a.process_set_id = 3; },
+  };
+  EXPECT_TRUE(base == CollectiveAttrs());
+  for (size_t i = 0; i < changes.size(); ++i) {
+    CollectiveAttrs other;
+    changes[i](other);
+    EXPECT_FALSE(base == other) << i;
+    EXPECT_TRUE(base != other) << i;
+  }
 }
 
 TEST(CollectiveAttrsTest, SetReduceOpChecksAgainstTheCoreTable) {

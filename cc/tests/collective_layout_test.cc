@@ -15,14 +15,14 @@ using Rows = std::vector<int64_t>;
 
 Request Float32Rows(Rows shape) {
   Request q;
-  q.dtype = DataType::kFloat32;
+  q.attrs.dtype = DataType::kFloat32;
   q.shape = std::move(shape);
   return q;
 }
 
 TEST(CollectiveLayoutTest, AllgatherOfUnevenRows) {
   Response r;
-  r.op = OpType::kAllgather;
+  r.attrs.op = OpType::kAllgather;
   r.sizes = {2, 0, 3};  // rows of ranks 0, 1, 2
   const GatherLayout l = AllgatherLayout(r, Float32Rows({2, 4}), 3);  // rows of 16 bytes
   EXPECT_EQ(l.recv.bytes, (Sizes{32, 0, 48}));
@@ -49,7 +49,7 @@ TEST(CollectiveLayoutTest, AllgatherOfEqualRowsAndEmptyTensors) {
 
 TEST(CollectiveLayoutTest, AlltoallFromTheMiddleRank) {
   Response r;
-  r.op = OpType::kAlltoall;
+  r.attrs.op = OpType::kAlltoall;
   // sizes[i * 3 + j]: rows rank i sends to rank j.
   r.sizes = {1, 2, 3,
              4, 0, 6,

@@ -91,7 +91,7 @@ TEST(ControlChannelTest, RequestsGoUpAndResponsesReachEveryRankWithTheBytesCount
     ControlMessage responses;
     responses.kind = ControlKind::kResponses;
     responses.responses.emplace_back();
-    responses.responses[0].names = {"t1"};
+    responses.responses[0].tensors = {{"t1"}};
     return channel.SendToChildren(responses);
   });
   ExpectAllOk(statuses, "control round");

@@ -11,15 +11,17 @@
 namespace tfring {
 namespace {
 
+using testing_util::NamesOf;
+
 using Clock = Coordinator::Clock;
 
 Request Allreduce(const std::string& name, std::vector<int64_t> shape,
                   DataType dtype = DataType::kFloat32, ReduceOp op = ReduceOp::kSum) {
   Request r;
   r.name = name;
-  r.op = OpType::kAllreduce;
-  r.dtype = dtype;
-  r.reduce_op = op;
+  r.attrs.op = OpType::kAllreduce;
+  r.attrs.dtype = dtype;
+  r.attrs.reduce_op = op;
   r.shape = std::move(shape);
   return r;
 }
@@ -68,7 +70,7 @@ TEST(CoordinatorTest, ReadyOnlyWhenEveryRankSubmitted) {
   auto out = c.TakeReady();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].kind, Response::Kind::kCollective);
-  EXPECT_EQ(out[0].names, std::vector<std::string>{"a"});
+  EXPECT_EQ(NamesOf(out[0]), std::vector<std::string>{"a"});
   EXPECT_EQ(out[0].sizes, std::vector<int64_t>{16});  // bytes
   EXPECT_FALSE(c.HasReady());
   EXPECT_TRUE(c.TakeReady().empty());
@@ -90,10 +92,10 @@ TEST(CoordinatorTest, AnySubmissionOrderYieldsReadinessOrder) {
         c.Add(rank, Allreduce("t" + std::to_string(t), {t + 1}));
         if (++count[t] == size) completed.push_back("t" + std::to_string(t));
         if (rng() % 3 == 0) {  // rank 0 answers at arbitrary moments
-          for (auto& r : c.TakeReady()) taken.push_back(r.names.at(0));
+          for (auto& r : c.TakeReady()) taken.push_back(r.tensors.at(0).name);
         }
       }
-      for (auto& r : c.TakeReady()) taken.push_back(r.names.at(0));
+      for (auto& r : c.TakeReady()) taken.push_back(r.tensors.at(0).name);
       EXPECT_EQ(taken, completed) << "size " << size << " trial " << trial;
       EXPECT_FALSE(c.HasPartial());
     }
@@ -103,15 +105,15 @@ TEST(CoordinatorTest, AnySubmissionOrderYieldsReadinessOrder) {
 TEST(CoordinatorTest, ResponseCarriesTheAgreedAttributes) {
   Coordinator c(2, 0);
   Request r = Allreduce("g", {3, 5}, DataType::kBFloat16, ReduceOp::kAverage);
-  r.prescale = 0.5;
-  r.postscale = 4;
+  r.attrs.prescale = 0.5;
+  r.attrs.postscale = 4;
   auto out = SubmitAll(c, 2, r);
   ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].op, OpType::kAllreduce);
-  EXPECT_EQ(out[0].dtype, DataType::kBFloat16);
-  EXPECT_EQ(out[0].reduce_op, ReduceOp::kAverage);
-  EXPECT_EQ(out[0].prescale, 0.5);
-  EXPECT_EQ(out[0].postscale, 4);
+  EXPECT_EQ(out[0].attrs.op, OpType::kAllreduce);
+  EXPECT_EQ(out[0].attrs.dtype, DataType::kBFloat16);
+  EXPECT_EQ(out[0].attrs.reduce_op, ReduceOp::kAverage);
+  EXPECT_EQ(out[0].attrs.prescale, 0.5);
+  EXPECT_EQ(out[0].attrs.postscale, 4);
   EXPECT_EQ(out[0].sizes, std::vector<int64_t>{30});
 }
 
@@ -119,9 +121,9 @@ TEST(CoordinatorTest, ResponseCarriesTheAgreedAttributes) {
 
 TEST(CoordinatorValidationTest, DtypeMismatchNamesTensorRanksAndValues) {
   Response r = MismatchOn(3, 2, Allreduce("dense/bias", {4}),
-                          [](Request& q) { q.dtype = DataType::kInt32; });
+                          [](Request& q) { q.attrs.dtype = DataType::kInt32; });
   ExpectMismatch(r, {"'dense/bias'", "dtype", "rank 0 has float32", "rank 2 has int32"});
-  EXPECT_EQ(r.names, std::vector<std::string>{"dense/bias"});
+  EXPECT_EQ(NamesOf(r), std::vector<std::string>{"dense/bias"});
 }
 
 TEST(CoordinatorValidationTest, ShapeMismatch) {
@@ -132,48 +134,48 @@ TEST(CoordinatorValidationTest, ShapeMismatch) {
 }
 
 TEST(CoordinatorValidationTest, OpMismatch) {
-  ExpectMismatch(MismatchOn(3, 1, Allreduce("x", {4}), [](Request& q) { q.op = OpType::kBroadcast; }),
+  ExpectMismatch(MismatchOn(3, 1, Allreduce("x", {4}), [](Request& q) { q.attrs.op = OpType::kBroadcast; }),
                  {"'x'", "operation", "rank 0 has allreduce", "rank 1 has broadcast"});
 }
 
 TEST(CoordinatorValidationTest, RootMismatch) {
   Request b = Allreduce("init/w", {8});
-  b.op = OpType::kBroadcast;
-  b.root = 0;
-  ExpectMismatch(MismatchOn(3, 2, b, [](Request& q) { q.root = 1; }),
+  b.attrs.op = OpType::kBroadcast;
+  b.attrs.root = 0;
+  ExpectMismatch(MismatchOn(3, 2, b, [](Request& q) { q.attrs.root = 1; }),
                  {"'init/w'", "root rank", "rank 0 has 0", "rank 2 has 1"});
 }
 
 TEST(CoordinatorValidationTest, ReduceOpScaleAndDeviceMismatch) {
-  ExpectMismatch(MismatchOn(2, 1, Allreduce("r", {4}), [](Request& q) { q.reduce_op = ReduceOp::kMax; }),
+  ExpectMismatch(MismatchOn(2, 1, Allreduce("r", {4}), [](Request& q) { q.attrs.reduce_op = ReduceOp::kMax; }),
                  {"'r'", "reduce op", "rank 0 has Sum", "rank 1 has Max"});
-  ExpectMismatch(MismatchOn(2, 1, Allreduce("p", {4}), [](Request& q) { q.prescale = 2; }),
+  ExpectMismatch(MismatchOn(2, 1, Allreduce("p", {4}), [](Request& q) { q.attrs.prescale = 2; }),
                  {"'p'", "prescale_factor", "rank 0 has 1", "rank 1 has 2"});
-  ExpectMismatch(MismatchOn(2, 1, Allreduce("q", {4}), [](Request& q) { q.postscale = 0.5; }),
+  ExpectMismatch(MismatchOn(2, 1, Allreduce("q", {4}), [](Request& q) { q.attrs.postscale = 0.5; }),
                  {"'q'", "postscale_factor", "rank 1 has 0.5"});
-  ExpectMismatch(MismatchOn(2, 1, Allreduce("d", {4}), [](Request& q) { q.device = 0; }),
+  ExpectMismatch(MismatchOn(2, 1, Allreduce("d", {4}), [](Request& q) { q.attrs.device = 0; }),
                  {"'d'", "device", "rank 0 has CPU", "rank 1 has GPU:0"});
   Request on_gpu = Allreduce("e", {4});
-  on_gpu.device = 1;
-  ExpectMismatch(MismatchOn(3, 2, on_gpu, [](Request& q) { q.device = -1; }),
+  on_gpu.attrs.device = 1;
+  ExpectMismatch(MismatchOn(3, 2, on_gpu, [](Request& q) { q.attrs.device = -1; }),
                  {"'e'", "device", "rank 0 has GPU:1", "rank 2 has CPU"});
 }
 
 TEST(CoordinatorValidationTest, RanksOnDifferentGpusAgreeWithRankZerosOrdinalAsTheLabel) {
   Coordinator c(3, 0);
-  auto out = SubmitAll(c, 3, Allreduce("g", {4}), [](int rank, Request& q) { q.device = rank; });
+  auto out = SubmitAll(c, 3, Allreduce("g", {4}), [](int rank, Request& q) { q.attrs.device = rank; });
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].kind, Response::Kind::kCollective) << out[0].error_message;
-  EXPECT_EQ(out[0].device, 0);
+  EXPECT_EQ(out[0].attrs.device, 0);
 }
 
 TEST(CoordinatorValidationTest, ReduceOpIgnoredWhereItDoesNotApply) {
   Request b = Allreduce("b", {4});
-  b.op = OpType::kBroadcast;
+  b.attrs.op = OpType::kBroadcast;
   Coordinator c(2, 0);
   auto out = SubmitAll(c, 2, b, [](int rank, Request& q) {
-    q.reduce_op = rank ? ReduceOp::kMax : ReduceOp::kSum;
-    q.prescale = rank ? 3 : 1;
+    q.attrs.reduce_op = rank ? ReduceOp::kMax : ReduceOp::kSum;
+    q.attrs.prescale = rank ? 3 : 1;
   });
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].kind, Response::Kind::kCollective);
@@ -181,7 +183,7 @@ TEST(CoordinatorValidationTest, ReduceOpIgnoredWhereItDoesNotApply) {
 
 TEST(CoordinatorValidationTest, AllgatherFirstDimensionMayDiffer) {
   Request g = Allreduce("ag", {2, 3});
-  g.op = OpType::kAllgather;
+  g.attrs.op = OpType::kAllgather;
   Coordinator c(3, 0);
   auto out = SubmitAll(c, 3, g, [](int rank, Request& q) { q.shape[0] = rank * 2; });
   ASSERT_EQ(out.size(), 1u);
@@ -201,7 +203,7 @@ TEST(CoordinatorValidationTest, AllgatherFirstDimensionMayDiffer) {
 
 TEST(CoordinatorValidationTest, AlltoallSizesAreTheSplitMatrix) {
   Request a = Allreduce("a2a", {0, 2});
-  a.op = OpType::kAlltoall;
+  a.attrs.op = OpType::kAlltoall;
   Coordinator c(3, 0);
   auto out = SubmitAll(c, 3, a, [](int rank, Request& q) {
     q.splits = {rank, rank + 1, 0};
@@ -215,7 +217,7 @@ TEST(CoordinatorValidationTest, AlltoallSizesAreTheSplitMatrix) {
 TEST(CoordinatorValidationTest, BarrierIgnoresShape) {
   Request b;
   b.name = "barrier";
-  b.op = OpType::kBarrier;
+  b.attrs.op = OpType::kBarrier;
   Coordinator c(2, 0);
   auto out = SubmitAll(c, 2, b, [](int rank, Request& q) { q.shape = {rank}; });
   ASSERT_EQ(out.size(), 1u);
@@ -262,7 +264,7 @@ TEST(CoordinatorTest, ReadyWaitIsPerRankAndSummedOverFusedTensors) {
   c.Add(1, Allreduce("b", {2}), at(4));  // rank 1 is the slowest for b: ready at 4 s
   auto out = c.TakeReady();
   ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(NamesOf(out[0]), (std::vector<std::string>{"a", "b"}));
   ASSERT_EQ(out[0].ready_wait_s.size(), 3u);
   EXPECT_NEAR(out[0].ready_wait_s[0], 3.0 + 0.0, 1e-6);
   EXPECT_NEAR(out[0].ready_wait_s[1], 2.0 + 0.0, 1e-6);
@@ -276,16 +278,16 @@ TEST(CoordinatorFusionTest, FusesUpToTheThresholdExactly) {
   // 40 + 40 + 20 = 100 bytes fit exactly; d (4 bytes) would exceed: it opens a new group,
   // which e (120 bytes) cannot join either.
   ASSERT_EQ(out.size(), 3u);
-  EXPECT_EQ(out[0].names, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(NamesOf(out[0]), (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ(out[0].sizes, (std::vector<int64_t>{40, 40, 20}));
-  EXPECT_EQ(out[1].names, (std::vector<std::string>{"d"}));
+  EXPECT_EQ(NamesOf(out[1]), (std::vector<std::string>{"d"}));
   EXPECT_EQ(out[1].sizes, (std::vector<int64_t>{4}));
-  EXPECT_EQ(out[2].names, (std::vector<std::string>{"e"}));
+  EXPECT_EQ(NamesOf(out[2]), (std::vector<std::string>{"e"}));
   Coordinator c2(2, 100);
   auto big = ReadyAll(c2, 2, {Allreduce("huge", {1000}), Allreduce("small", {1})});
   ASSERT_EQ(big.size(), 2u);  // a tensor above the threshold travels alone
-  EXPECT_EQ(big[0].names, std::vector<std::string>{"huge"});
-  EXPECT_EQ(big[1].names, std::vector<std::string>{"small"});
+  EXPECT_EQ(NamesOf(big[0]), std::vector<std::string>{"huge"});
+  EXPECT_EQ(NamesOf(big[1]), std::vector<std::string>{"small"});
 }
 
 TEST(CoordinatorFusionTest, NeverAcrossDtypeOpOrScale) {
@@ -294,38 +296,38 @@ TEST(CoordinatorFusionTest, NeverAcrossDtypeOpOrScale) {
   Request m1 = Allreduce("m1", {2}, DataType::kFloat32, ReduceOp::kMax);
   Request a1 = Allreduce("a1", {2}, DataType::kFloat32, ReduceOp::kAverage);
   Request s1 = Allreduce("s1", {2});
-  s1.prescale = 2;
+  s1.attrs.prescale = 2;
   Request s2 = Allreduce("s2", {2});
-  s2.postscale = 2;
+  s2.attrs.postscale = 2;
   Request s3 = Allreduce("s3", {2});
-  s3.postscale = 2;
+  s3.attrs.postscale = 2;
   Coordinator c(3, 1 << 20);
   auto out = ReadyAll(c, 3, {f1, i1, m1, a1, s1, s2, f2, i2, s3});
   std::vector<std::vector<std::string>> groups;
-  for (const auto& r : out) groups.push_back(r.names);
+  for (const auto& r : out) groups.push_back(NamesOf(r));
   EXPECT_EQ(groups, (std::vector<std::vector<std::string>>{
                         {"f1", "f2"}, {"i1", "i2"}, {"m1"}, {"a1"}, {"s1"}, {"s2", "s3"}}));
   for (const auto& r : out) {
-    for (const auto& n : r.names) {
+    for (const auto& n : NamesOf(r)) {
       Request want = n[0] == 'i' ? i1 : n[0] == 'm' ? m1 : n[0] == 'a' ? a1 : n == "s1" ? s1
                      : n[0] == 's' ? s2 : f1;
-      EXPECT_EQ(r.dtype, want.dtype) << n;
-      EXPECT_EQ(r.reduce_op, want.reduce_op) << n;
-      EXPECT_EQ(r.prescale, want.prescale) << n;
-      EXPECT_EQ(r.postscale, want.postscale) << n;
+      EXPECT_EQ(r.attrs.dtype, want.attrs.dtype) << n;
+      EXPECT_EQ(r.attrs.reduce_op, want.attrs.reduce_op) << n;
+      EXPECT_EQ(r.attrs.prescale, want.attrs.prescale) << n;
+      EXPECT_EQ(r.attrs.postscale, want.attrs.postscale) << n;
     }
   }
 }
 
 TEST(CoordinatorFusionTest, OnlyCollectiveAllreducesFuse) {
   Request b1 = Allreduce("b1", {2}), b2 = Allreduce("b2", {2});
-  b1.op = b2.op = OpType::kBroadcast;
+  b1.attrs.op = b2.attrs.op = OpType::kBroadcast;
   Request g1 = Allreduce("g1", {2}), g2 = Allreduce("g2", {2});
-  g1.op = g2.op = OpType::kAllgather;
+  g1.attrs.op = g2.attrs.op = OpType::kAllgather;
   Coordinator c(2, 1 << 20);
   auto out = ReadyAll(c, 2, {b1, b2, g1, g2, Allreduce("x", {2}), Allreduce("y", {2})});
   ASSERT_EQ(out.size(), 5u);
-  EXPECT_EQ(out[4].names, (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(NamesOf(out[4]), (std::vector<std::string>{"x", "y"}));
 
   // An error response is never a fusion target, and travels on its own.
   Coordinator c2(2, 1 << 20);
@@ -335,15 +337,15 @@ TEST(CoordinatorFusionTest, OnlyCollectiveAllreducesFuse) {
   auto mixed = c2.TakeReady();
   ASSERT_EQ(mixed.size(), 2u);
   EXPECT_EQ(mixed[0].kind, Response::Kind::kError);
-  EXPECT_EQ(mixed[0].names, std::vector<std::string>{"bad"});
-  EXPECT_EQ(mixed[1].names, std::vector<std::string>{"ok"});
+  EXPECT_EQ(NamesOf(mixed[0]), std::vector<std::string>{"bad"});
+  EXPECT_EQ(NamesOf(mixed[1]), std::vector<std::string>{"ok"});
 }
 
 TEST(CoordinatorFusionTest, ThresholdZeroDisablesFusion) {
   Coordinator c(2, 0);
   auto out = ReadyAll(c, 2, {Allreduce("a", {1}), Allreduce("b", {1}), Allreduce("c", {1})});
   ASSERT_EQ(out.size(), 3u);
-  for (const auto& r : out) EXPECT_EQ(r.names.size(), 1u);
+  for (const auto& r : out) EXPECT_EQ(r.tensors.size(), 1u);
 }
 
 TEST(CoordinatorFusionTest, OnlyWithinOneTakeReadyBatch) {
@@ -352,7 +354,7 @@ TEST(CoordinatorFusionTest, OnlyWithinOneTakeReadyBatch) {
   auto second = ReadyAll(c, 2, {Allreduce("b", {1})});
   ASSERT_EQ(first.size(), 1u);
   ASSERT_EQ(second.size(), 1u);
-  EXPECT_EQ(second[0].names, std::vector<std::string>{"b"});
+  EXPECT_EQ(NamesOf(second[0]), std::vector<std::string>{"b"});
 }
 
 // ---- stalls ----------------------------------------------------------------------

@@ -16,7 +16,7 @@ using namespace testing_util;
 Request Tensor(const std::string& name, OpType op = OpType::kAllreduce) {
   Request r;
   r.name = name;
-  r.op = op;
+  r.attrs.op = op;
   r.shape = {4};
   return r;
 }
@@ -24,8 +24,8 @@ Request Tensor(const std::string& name, OpType op = OpType::kAllreduce) {
 Request JoinRequest(const std::string& name = "join.0") {
   Request r;
   r.name = name;
-  r.op = OpType::kJoin;
-  r.dtype = DataType::kInt32;
+  r.attrs.op = OpType::kJoin;
+  r.attrs.dtype = DataType::kInt32;
   return r;
 }
 
@@ -38,9 +38,9 @@ TEST(JoinCoordinatorTest, AJoinedRankNoLongerHoldsBackAllreduces) {
   auto ready = c.TakeReady();
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0].kind, Response::Kind::kCollective) << ready[0].error_message;
-  EXPECT_EQ(ready[0].names[0], "g");
+  EXPECT_EQ(ready[0].tensors[0].name, "g");
   EXPECT_EQ(ready[0].sizes, (std::vector<int64_t>{16}));  // what the joined rank adds zeros for
-  EXPECT_TRUE(ready[0].cache_ids.empty());  // names travel in full while a rank has joined
+  EXPECT_EQ(CacheIdsOf(ready[0]), std::vector<int32_t>{-1});  // names travel in full while a rank has joined
   EXPECT_EQ(ready[0].ready_wait_s[2], 0.0);
   c.Add(0, Tensor("h"));  // submitted after the join: complete with ranks 0 and 1
   EXPECT_FALSE(c.HasReady());
@@ -57,8 +57,8 @@ TEST(JoinCoordinatorTest, TheJoinCompletesWithTheLastRankToJoinAndTheJobIsWholeA
   c.Add(2, JoinRequest());
   auto ready = c.TakeReady();
   ASSERT_EQ(ready.size(), 1u);
-  EXPECT_EQ(ready[0].op, OpType::kJoin);
-  EXPECT_EQ(ready[0].root, 2);
+  EXPECT_EQ(ready[0].attrs.op, OpType::kJoin);
+  EXPECT_EQ(ready[0].attrs.root, 2);
   c.Add(0, Tensor("after"));
   c.Add(1, Tensor("after"));
   EXPECT_FALSE(c.HasReady());  // nobody has joined any more: rank 2 is needed again
@@ -105,8 +105,8 @@ TEST(JoinCoordinatorTest, MismatchesAreReportedBetweenTheRanksThatSubmitted) {
 Submission Join(const std::string& name, int32_t* out) {
   Submission s;
   s.request.name = name;
-  s.request.op = OpType::kJoin;
-  s.request.dtype = DataType::kInt32;
+  s.request.attrs.op = OpType::kJoin;
+  s.request.attrs.dtype = DataType::kInt32;
   s.output = out;
   return s;
 }
@@ -160,8 +160,8 @@ TEST_P(JoinJobTest, ABroadcastWhileARankHasJoinedFailsOnTheOthersAndTheJobGoesOn
   float* data = job.Alloc<float>(4);
   Submission b;
   b.request.name = "weights";
-  b.request.op = OpType::kBroadcast;
-  b.request.dtype = DataType::kFloat32;
+  b.request.attrs.op = OpType::kBroadcast;
+  b.request.attrs.dtype = DataType::kFloat32;
   b.request.shape = {4};
   b.input = data;
   b.output = data;

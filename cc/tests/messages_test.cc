@@ -21,38 +21,38 @@ constexpr int kWorld = 4;
 Request MakeRequest(std::mt19937& rng, int i) {
   Request r;
   r.name = "layer" + std::to_string(i) + "/kernel:0";
-  r.op = static_cast<OpType>(rng() % kNumOpTypes);
-  r.dtype = static_cast<DataType>(rng() % kNumDataTypes);
-  r.reduce_op = static_cast<ReduceOp>(rng() % kNumReduceOps);
-  r.root = static_cast<int32_t>(rng() % kWorld);
-  r.device = static_cast<int32_t>(rng() % 3) - 1;
-  r.prescale = 0.5 * (rng() % 5);
-  r.postscale = 1.0 / (1 + rng() % 7);
+  r.attrs.op = static_cast<OpType>(rng() % kNumOpTypes);
+  r.attrs.dtype = static_cast<DataType>(rng() % kNumDataTypes);
+  r.attrs.reduce_op = static_cast<ReduceOp>(rng() % kNumReduceOps);
+  r.attrs.root = static_cast<int32_t>(rng() % kWorld);
+  r.attrs.device = static_cast<int32_t>(rng() % 3) - 1;
+  r.attrs.prescale = 0.5 * (rng() % 5);
+  r.attrs.postscale = 1.0 / (1 + rng() % 7);
   for (int d = 0, n = rng() % 5; d < n; ++d) r.shape.push_back(rng() % 1000);
-  if (r.op == OpType::kAlltoall) {
+  if (r.attrs.op == OpType::kAlltoall) {
     for (int p = 0; p < kWorld; ++p) r.splits.push_back(rng() % 10);
   }
-  r.process_set_id = static_cast<int32_t>(rng() % 3);  // 0: the global set
+  r.attrs.process_set_id = static_cast<int32_t>(rng() % 3);  // 0: the global set
   return r;
 }
 
 Response MakeResponse(std::mt19937& rng, int i) {
   Response r;
   r.kind = (rng() % 4 == 0) ? Response::Kind::kError : Response::Kind::kCollective;
-  r.op = static_cast<OpType>(rng() % kNumOpTypes);
-  for (int n = 0, k = 1 + rng() % 4; n < k; ++n) r.names.push_back("t" + std::to_string(i) + "_" + std::to_string(n));
-  r.dtype = static_cast<DataType>(rng() % kNumDataTypes);
-  r.reduce_op = static_cast<ReduceOp>(rng() % kNumReduceOps);
-  r.root = static_cast<int32_t>(rng() % kWorld);
-  r.device = -1;
-  r.prescale = 2.0;
-  r.postscale = 0.25;
+  r.attrs.op = static_cast<OpType>(rng() % kNumOpTypes);
+  for (int n = 0, k = 1 + rng() % 4; n < k; ++n) r.tensors.push_back({"t" + std::to_string(i) + "_" + std::to_string(n)});
+  r.attrs.dtype = static_cast<DataType>(rng() % kNumDataTypes);
+  r.attrs.reduce_op = static_cast<ReduceOp>(rng() % kNumReduceOps);
+  r.attrs.root = static_cast<int32_t>(rng() % kWorld);
+  r.attrs.device = -1;
+  r.attrs.prescale = 2.0;
+  r.attrs.postscale = 0.25;
   for (int n = 0, k = rng() % (kWorld * kWorld + 1); n < k; ++n) r.sizes.push_back(static_cast<int64_t>(rng()) << 8);
   if (rng() % 2) {
     for (int p = 0; p < kWorld; ++p) r.ready_wait_s.push_back(static_cast<double>(rng() % 1000) / 8);
   }
   if (rng() % 2) {  // a process set: its id and sorted members
-    r.process_set_id = 1 + static_cast<int32_t>(rng() % 5);
+    r.attrs.process_set_id = 1 + static_cast<int32_t>(rng() % 5);
     for (int p = 0; p < kWorld; ++p) {
       if (rng() % 2 || (p == kWorld - 1 && r.members.empty())) r.members.push_back(p);
     }
@@ -61,17 +61,16 @@ Response MakeResponse(std::mt19937& rng, int i) {
     r.error_code = ErrorCode::kMismatch;
     r.error_message = "tensor 't': ranks disagree on the dtype";
   } else if (rng() % 2) {  // cache ids: none, announced, or known (sent as the id alone)
-    for (size_t n = 0; n < r.names.size(); ++n) {
+    for (auto& t : r.tensors) {
       const int form = rng() % 3;
-      r.cache_ids.push_back(form == 0 ? -1 : static_cast<int32_t>(rng() % 5000));
-      r.cache_id_is_new.push_back(form == 1 ? 1 : 0);
+      t.cache_id = form == 0 ? -1 : static_cast<int32_t>(rng() % 5000);
+      t.cache_id_is_new = form == 1;
     }
   }
   return r;
 }
 
-void ExpectSameRequest(const Request& a, const Request& b) {
-  EXPECT_EQ(a.name, b.name);
+void ExpectSameAttrs(const CollectiveAttrs& a, const CollectiveAttrs& b) {
   EXPECT_EQ(a.op, b.op);
   EXPECT_EQ(a.dtype, b.dtype);
   EXPECT_EQ(a.reduce_op, b.reduce_op);
@@ -79,9 +78,15 @@ void ExpectSameRequest(const Request& a, const Request& b) {
   EXPECT_EQ(a.device, b.device);
   EXPECT_EQ(a.prescale, b.prescale);
   EXPECT_EQ(a.postscale, b.postscale);
+  EXPECT_EQ(a.process_set_id, b.process_set_id);
+  EXPECT_TRUE(a == b);
+}
+
+void ExpectSameRequest(const Request& a, const Request& b) {
+  EXPECT_EQ(a.name, b.name);
+  ExpectSameAttrs(a.attrs, b.attrs);
   EXPECT_EQ(a.shape, b.shape);
   EXPECT_EQ(a.splits, b.splits);
-  EXPECT_EQ(a.process_set_id, b.process_set_id);
 }
 
 // `decoded` came from `sent` over the wire: names sent as a known cache id arrive empty.
@@ -89,24 +94,16 @@ void ExpectSameResponse(const Response& decoded, const Response& sent) {
   const Response& a = decoded;
   const Response& b = sent;
   EXPECT_EQ(a.kind, b.kind);
-  EXPECT_EQ(a.op, b.op);
-  ASSERT_EQ(a.names.size(), b.names.size());
-  for (size_t i = 0; i < b.names.size(); ++i) {
-    const int32_t id = CacheIdAt(b, i);
-    const bool is_new = i < b.cache_id_is_new.size() && b.cache_id_is_new[i];
-    EXPECT_EQ(CacheIdAt(a, i), id) << i;
-    EXPECT_EQ(a.names[i], id >= 0 && !is_new ? "" : b.names[i]) << i;
-    EXPECT_EQ(i < a.cache_id_is_new.size() && a.cache_id_is_new[i], is_new) << i;
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  for (size_t i = 0; i < b.tensors.size(); ++i) {
+    const Response::Tensor& t = b.tensors[i];
+    EXPECT_EQ(a.tensors[i].cache_id, t.cache_id) << i;
+    EXPECT_EQ(a.tensors[i].name, t.cache_id >= 0 && !t.cache_id_is_new ? "" : t.name) << i;
+    EXPECT_EQ(a.tensors[i].cache_id_is_new, t.cache_id >= 0 && t.cache_id_is_new) << i;
   }
-  EXPECT_EQ(a.dtype, b.dtype);
-  EXPECT_EQ(a.reduce_op, b.reduce_op);
-  EXPECT_EQ(a.root, b.root);
-  EXPECT_EQ(a.device, b.device);
-  EXPECT_EQ(a.prescale, b.prescale);
-  EXPECT_EQ(a.postscale, b.postscale);
+  ExpectSameAttrs(a.attrs, b.attrs);
   EXPECT_EQ(a.sizes, b.sizes);
   EXPECT_EQ(a.ready_wait_s, b.ready_wait_s);
-  EXPECT_EQ(a.process_set_id, b.process_set_id);
   EXPECT_EQ(a.members, b.members);
   EXPECT_EQ(a.error_code, b.error_code);
   EXPECT_EQ(a.error_message, b.error_message);
@@ -172,8 +169,8 @@ TEST(MessagesTest, EmptyListsAndExtremeValuesRoundTrip) {
   r.name = std::string(4096, 'n');  // the longest name accepted
   r.shape = std::vector<int64_t>(64, 0);  // the most dims accepted, zero-sized
   r.shape[0] = std::numeric_limits<int64_t>::max();
-  r.prescale = -0.0;
-  r.postscale = std::numeric_limits<double>::denorm_min();
+  r.attrs.prescale = -0.0;
+  r.attrs.postscale = std::numeric_limits<double>::denorm_min();
   m.requests = {r};
   ASSERT_TRUE(DecodeControl(EncodeControl(m), 1, &back).ok());
   ExpectSameRequest(back.requests[0], r);
@@ -200,15 +197,15 @@ TEST(MessagesTest, CachedRequestsTravelAsABitVector) {
   EXPECT_TRUE(back.subtree_cached.empty());
 
   Response r;  // a fused response naming 161 known tensors: 5 bytes per name
-  for (int32_t id = 0; id < 161; ++id) AppendName(&r, "model/dense_" + std::to_string(id) + "/kernel", id, false);
+  for (int32_t id = 0; id < 161; ++id) r.tensors.push_back({"model/dense_" + std::to_string(id) + "/kernel", id, false});
   ControlMessage resp;
   resp.kind = ControlKind::kResponses;
   resp.responses = {r};
   EXPECT_LT(EncodeControl(resp).size(), 161u * 5 + 100);
   ASSERT_TRUE(DecodeControl(EncodeControl(resp), kWorld, &back).ok());
-  ASSERT_EQ(back.responses[0].names.size(), 161u);
-  EXPECT_EQ(back.responses[0].names[7], "") << "known ids travel without their names";
-  EXPECT_EQ(CacheIdAt(back.responses[0], 7), 7);
+  ASSERT_EQ(back.responses[0].tensors.size(), 161u);
+  EXPECT_EQ(back.responses[0].tensors[7].name, "") << "known ids travel without their names";
+  EXPECT_EQ(back.responses[0].tensors[7].cache_id, 7);
 }
 
 TEST(MessagesTest, RelayedRequestsKeepTheirRanks) {
@@ -239,19 +236,6 @@ TEST(MessagesTest, RelayedRequestsKeepTheirRanks) {
   EXPECT_EQ(back.subtree_cached, (std::vector<int32_t>{4}));
   m.relayed[0].rank = kWorld;  // no such rank
   EXPECT_EQ(DecodeControl(EncodeControl(m), kWorld, &back).code(), ErrorCode::kInvalidArgument);
-}
-
-TEST(MessagesTest, AppendNameKeepsCacheIdsParallel) {
-  Response r;
-  AppendName(&r, "a", -1, false);
-  EXPECT_TRUE(r.cache_ids.empty()) << "no ids: no id vector";
-  AppendName(&r, "b", 4, true);
-  AppendName(&r, "c", -1, false);
-  EXPECT_EQ(r.names, (std::vector<std::string>{"a", "b", "c"}));
-  EXPECT_EQ(r.cache_ids, (std::vector<int32_t>{-1, 4, -1}));
-  EXPECT_EQ(r.cache_id_is_new, (std::vector<uint8_t>{0, 1, 0}));
-  EXPECT_EQ(CacheIdAt(r, 1), 4);
-  EXPECT_EQ(CacheIdAt(r, 9), -1);
 }
 
 TEST(MessagesTest, DecodeClearsPreviousContents) {
@@ -308,11 +292,15 @@ TEST(MessagesTest, MutatedAndRandomBytesNeverCrash) {
       // What is accepted must be sane enough for the runtime to act on.
       for (const auto& r : back.requests) {
         EXPECT_FALSE(r.name.empty());
-        EXPECT_GE(r.root, 0);
-        EXPECT_LT(r.root, kWorld);
+        EXPECT_GE(r.attrs.root, 0);
+        EXPECT_LT(r.attrs.root, kWorld);
         for (int64_t d : r.shape) EXPECT_GE(d, 0);
       }
-      for (const auto& r : back.responses) EXPECT_FALSE(r.names.empty());
+      for (const auto& r : back.responses) {
+        EXPECT_FALSE(r.tensors.empty());
+        EXPECT_GE(r.attrs.root, 0);
+        EXPECT_LT(r.attrs.root, kWorld);
+      }
     } else {
       ++refused;
       EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument) << st.ToString();
@@ -392,23 +380,23 @@ TEST(MessagesTest, InvalidRequestFieldsAreRefused) {
   refused([](Request& r) { r.shape = std::vector<int64_t>(65, 1); }, "too many dims");
   refused([](Request& r) { r.shape = {2, -1}; }, "negative dim");
   refused([](Request& r) { r.splits = {1, -2}; }, "negative split");
-  refused([](Request& r) { r.root = kWorld; }, "root out of range");
-  refused([](Request& r) { r.root = -1; }, "negative root");
-  refused([](Request& r) { r.prescale = std::numeric_limits<double>::infinity(); }, "inf prescale");
-  refused([](Request& r) { r.postscale = std::nan(""); }, "nan postscale");
-  refused([](Request& r) { r.op = static_cast<OpType>(kNumOpTypes); }, "op");
-  refused([](Request& r) { r.dtype = static_cast<DataType>(kNumDataTypes); }, "dtype");
-  refused([](Request& r) { r.reduce_op = static_cast<ReduceOp>(kNumReduceOps); }, "reduce op");
-  refused([](Request& r) { r.process_set_id = -1; }, "negative process set id");
+  refused([](Request& r) { r.attrs.root = kWorld; }, "root out of range");
+  refused([](Request& r) { r.attrs.root = -1; }, "negative root");
+  refused([](Request& r) { r.attrs.prescale = std::numeric_limits<double>::infinity(); }, "inf prescale");
+  refused([](Request& r) { r.attrs.postscale = std::nan(""); }, "nan postscale");
+  refused([](Request& r) { r.attrs.op = static_cast<OpType>(kNumOpTypes); }, "op");
+  refused([](Request& r) { r.attrs.dtype = static_cast<DataType>(kNumDataTypes); }, "dtype");
+  refused([](Request& r) { r.attrs.reduce_op = static_cast<ReduceOp>(kNumReduceOps); }, "reduce op");
+  refused([](Request& r) { r.attrs.process_set_id = -1; }, "negative process set id");
   // The root is checked against the receiver's world size.
-  EXPECT_TRUE(DecodeOneRequest([](Request& r) { r.root = 1; }, 2).ok());
-  EXPECT_FALSE(DecodeOneRequest([](Request& r) { r.root = 1; }, 1).ok());
+  EXPECT_TRUE(DecodeOneRequest([](Request& r) { r.attrs.root = 1; }, 2).ok());
+  EXPECT_FALSE(DecodeOneRequest([](Request& r) { r.attrs.root = 1; }, 1).ok());
 }
 
 TEST(MessagesTest, InvalidResponseFieldsAreRefused) {
   auto decode = [](const std::function<void(Response&)>& mutate) {
     Response r;
-    r.names = {"t"};
+    r.tensors = {{"t"}};
     mutate(r);
     ControlMessage m;
     m.kind = ControlKind::kResponses;
@@ -417,24 +405,28 @@ TEST(MessagesTest, InvalidResponseFieldsAreRefused) {
     return DecodeControl(EncodeControl(m), kWorld, &back);
   };
   EXPECT_TRUE(decode([](Response&) {}).ok());
-  EXPECT_FALSE(decode([](Response& r) { r.names.clear(); }).ok());
+  EXPECT_FALSE(decode([](Response& r) { r.tensors.clear(); }).ok());
+  // The attributes are checked as in a request.
+  EXPECT_FALSE(decode([](Response& r) { r.attrs.root = kWorld; }).ok());
+  EXPECT_FALSE(decode([](Response& r) { r.attrs.prescale = std::nan(""); }).ok());
+  EXPECT_FALSE(decode([](Response& r) { r.attrs.reduce_op = static_cast<ReduceOp>(kNumReduceOps); }).ok());
   EXPECT_FALSE(decode([](Response& r) { r.kind = static_cast<Response::Kind>(2); }).ok());
   EXPECT_FALSE(decode([](Response& r) { r.error_code = static_cast<ErrorCode>(9); }).ok());
-  EXPECT_FALSE(decode([](Response& r) { r.dtype = static_cast<DataType>(200); }).ok());
+  EXPECT_FALSE(decode([](Response& r) { r.attrs.dtype = static_cast<DataType>(200); }).ok());
   EXPECT_TRUE(decode([](Response& r) { r.ready_wait_s.assign(kWorld, 0.5); }).ok());
   EXPECT_FALSE(decode([](Response& r) { r.ready_wait_s.assign(kWorld - 1, 0.5); }).ok());
   EXPECT_FALSE(decode([](Response& r) { r.ready_wait_s.assign(kWorld, -1.0); }).ok());
   EXPECT_FALSE(decode([](Response& r) { r.ready_wait_s.assign(kWorld, std::nan("")); }).ok());
   // Process sets: a collective names its sorted, distinct members; the global set none.
-  EXPECT_TRUE(decode([](Response& r) { r.process_set_id = 2; r.members = {0, kWorld - 1}; }).ok());
-  EXPECT_FALSE(decode([](Response& r) { r.process_set_id = 2; }).ok());
+  EXPECT_TRUE(decode([](Response& r) { r.attrs.process_set_id = 2; r.members = {0, kWorld - 1}; }).ok());
+  EXPECT_FALSE(decode([](Response& r) { r.attrs.process_set_id = 2; }).ok());
   EXPECT_FALSE(decode([](Response& r) { r.members = {0}; }).ok());
-  EXPECT_FALSE(decode([](Response& r) { r.process_set_id = -2; r.members = {0}; }).ok());
-  EXPECT_FALSE(decode([](Response& r) { r.process_set_id = 2; r.members = {1, 0}; }).ok());
-  EXPECT_FALSE(decode([](Response& r) { r.process_set_id = 2; r.members = {0, 0}; }).ok());
-  EXPECT_FALSE(decode([](Response& r) { r.process_set_id = 2; r.members = {kWorld}; }).ok());
+  EXPECT_FALSE(decode([](Response& r) { r.attrs.process_set_id = -2; r.members = {0}; }).ok());
+  EXPECT_FALSE(decode([](Response& r) { r.attrs.process_set_id = 2; r.members = {1, 0}; }).ok());
+  EXPECT_FALSE(decode([](Response& r) { r.attrs.process_set_id = 2; r.members = {0, 0}; }).ok());
+  EXPECT_FALSE(decode([](Response& r) { r.attrs.process_set_id = 2; r.members = {kWorld}; }).ok());
   // An error on an unknown set has the id and no members.
-  EXPECT_TRUE(decode([](Response& r) { r.kind = Response::Kind::kError; r.process_set_id = 9; }).ok());
+  EXPECT_TRUE(decode([](Response& r) { r.kind = Response::Kind::kError; r.attrs.process_set_id = 9; }).ok());
 }
 
 TEST(MessagesTest, InvalidAbortIsRefused) {
@@ -464,13 +456,13 @@ TEST(RequestTest, NumElementsAndDescribe) {
   r.shape = {5, 0};
   EXPECT_EQ(r.NumElements(), 0);
   r.shape = {2, 3};
-  r.reduce_op = ReduceOp::kMax;
+  r.attrs.reduce_op = ReduceOp::kMax;
   EXPECT_EQ(r.Describe(), "allreduce float32[2,3] Max");
-  r.op = OpType::kBroadcast;
-  r.dtype = DataType::kInt64;
-  r.root = 2;
+  r.attrs.op = OpType::kBroadcast;
+  r.attrs.dtype = DataType::kInt64;
+  r.attrs.root = 2;
   EXPECT_EQ(r.Describe(), "broadcast int64[2,3] root=2");
-  r.op = OpType::kAllgather;
+  r.attrs.op = OpType::kAllgather;
   r.shape = {};
   EXPECT_EQ(r.Describe(), "allgather int64[]");
 }

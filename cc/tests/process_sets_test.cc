@@ -19,13 +19,15 @@
 namespace tfring {
 namespace {
 
+using testing_util::CacheIdsOf;
 using testing_util::Completion;
 using testing_util::FilledInput;
 using testing_util::HasError;
 using testing_util::Input;
-using testing_util::ThreadedJob;
 using testing_util::kOpTimeoutS;
+using testing_util::NamesOf;
 using testing_util::Submit;
+using testing_util::ThreadedJob;
 
 // ---- the table -----------------------------------------------------------------------
 
@@ -59,10 +61,10 @@ Request OnSet(const std::string& name, int32_t set, std::vector<int64_t> shape =
               OpType op = OpType::kAllreduce) {
   Request r;
   r.name = name;
-  r.op = op;
-  r.dtype = DataType::kFloat32;
+  r.attrs.op = op;
+  r.attrs.dtype = DataType::kFloat32;
   r.shape = std::move(shape);
-  r.process_set_id = set;
+  r.attrs.process_set_id = set;
   return r;
 }
 
@@ -84,9 +86,9 @@ TEST_F(SetCoordinatorTest, ReadyWhenEveryMemberSubmittedAndCarriesTheMembers) {
   auto out = c.TakeReady();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].kind, Response::Kind::kCollective);
-  EXPECT_EQ(out[0].process_set_id, 1);
+  EXPECT_EQ(out[0].attrs.process_set_id, 1);
   EXPECT_EQ(out[0].members, (std::vector<int32_t>{0, 2}));
-  EXPECT_TRUE(out[0].cache_ids.empty());  // no cache ids outside the global set
+  EXPECT_EQ(CacheIdsOf(out[0]), std::vector<int32_t>{-1});  // no cache ids outside the global set
   EXPECT_TRUE(out[0].Includes(2));
   EXPECT_FALSE(out[0].Includes(1));
   // A one-rank set is ready at once.
@@ -106,10 +108,10 @@ TEST_F(SetCoordinatorTest, DisjointSetsMayUseTheSameNameAtOnce) {
   ASSERT_EQ(out.size(), 2u);
   for (const auto& r : out) {
     EXPECT_EQ(r.kind, Response::Kind::kCollective) << r.error_message;
-    EXPECT_EQ(r.names, (std::vector<std::string>{"grad"}));
+    EXPECT_EQ(NamesOf(r), (std::vector<std::string>{"grad"}));
   }
-  EXPECT_EQ(out[0].process_set_id, 2);  // ready first: its one member submitted
-  EXPECT_EQ(out[1].process_set_id, 1);
+  EXPECT_EQ(out[0].attrs.process_set_id, 2);  // ready first: its one member submitted
+  EXPECT_EQ(out[1].attrs.process_set_id, 1);
   EXPECT_EQ(out[1].members, (std::vector<int32_t>{0, 2}));
 }
 
@@ -148,11 +150,11 @@ TEST_F(SetCoordinatorTest, FusionStaysWithinOneSet) {
   for (int r : {0, 2}) c.Add(r, OnSet("s1b", 1));
   auto out = c.TakeReady();
   ASSERT_EQ(out.size(), 3u);
-  EXPECT_EQ(out[0].names, (std::vector<std::string>{"s1", "s1b"}));
-  EXPECT_EQ(out[0].process_set_id, 1);
-  EXPECT_EQ(out[1].names, (std::vector<std::string>{"s3"}));
-  EXPECT_EQ(out[2].names, (std::vector<std::string>{"g"}));
-  EXPECT_EQ(out[2].process_set_id, 0);
+  EXPECT_EQ(NamesOf(out[0]), (std::vector<std::string>{"s1", "s1b"}));
+  EXPECT_EQ(out[0].attrs.process_set_id, 1);
+  EXPECT_EQ(NamesOf(out[1]), (std::vector<std::string>{"s3"}));
+  EXPECT_EQ(NamesOf(out[2]), (std::vector<std::string>{"g"}));
+  EXPECT_EQ(out[2].attrs.process_set_id, 0);
   EXPECT_TRUE(out[2].members.empty());
 }
 
@@ -176,12 +178,12 @@ TEST_F(SetCoordinatorTest, ASetsTensorFailsWhenAMemberJoins) {
   c.Add(0, OnSet("a", 1));
   Request join;
   join.name = "join";
-  join.op = OpType::kJoin;
-  join.dtype = DataType::kInt32;
+  join.attrs.op = OpType::kJoin;
+  join.attrs.dtype = DataType::kInt32;
   c.Add(2, join);  // rank 2 will never submit "a"
   auto out = c.TakeReady();
   ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].names[0], "a");
+  EXPECT_EQ(out[0].tensors[0].name, "a");
   EXPECT_EQ(out[0].error_code, ErrorCode::kPrecondition);
   EXPECT_NE(out[0].error_message.find("global process set only"), std::string::npos) << out[0].error_message;
   // Requested after the join: fails at once too.
@@ -213,14 +215,14 @@ TEST(ProcessSetMessagesTest, SetFieldsRoundTripAndBadMembersAreRefused) {
   ControlMessage m;
   m.kind = ControlKind::kResponses;
   Response r;
-  r.names = {"t"};
-  r.process_set_id = 4;
+  r.tensors = {{"t"}};
+  r.attrs.process_set_id = 4;
   r.members = {1, 3};
   m.responses.push_back(r);
   ControlMessage back;
   TFRING_ASSERT_OK(DecodeControl(EncodeControl(m), 4, &back));
   ASSERT_EQ(back.responses.size(), 1u);
-  EXPECT_EQ(back.responses[0].process_set_id, 4);
+  EXPECT_EQ(back.responses[0].attrs.process_set_id, 4);
   EXPECT_EQ(back.responses[0].members, (std::vector<int32_t>{1, 3}));
   m.responses[0].members = {3, 1};  // unsorted
   EXPECT_FALSE(DecodeControl(EncodeControl(m), 4, &back).ok());
@@ -233,7 +235,7 @@ TEST(ProcessSetMessagesTest, SetFieldsRoundTripAndBadMembersAreRefused) {
   q.requests.push_back(req);
   TFRING_ASSERT_OK(DecodeControl(EncodeControl(q), 4, &back));
   ASSERT_EQ(back.requests.size(), 1u);
-  EXPECT_EQ(back.requests[0].process_set_id, 2);
+  EXPECT_EQ(back.requests[0].attrs.process_set_id, 2);
 }
 
 // ---- jobs ------------------------------------------------------------------------------
@@ -258,10 +260,10 @@ constexpr int64_t kRsRows = 5;  // reducescatter rows of 2 floats
 Submission Make(const std::string& name, OpType op, DataType dtype, std::vector<int64_t> shape, int32_t set) {
   Submission s;
   s.request.name = name;
-  s.request.op = op;
-  s.request.dtype = dtype;
+  s.request.attrs.op = op;
+  s.request.attrs.dtype = dtype;
   s.request.shape = std::move(shape);
-  s.request.process_set_id = set;
+  s.request.attrs.process_set_id = set;
   return s;
 }
 
@@ -279,7 +281,7 @@ void SubmitAllOps(ThreadedJob& job, int me, SetOps& ops, const std::string& p) {
   ops.done.push_back(Submit(rt, std::move(s)));
   ops.avg = job.Alloc<float>(kN);
   Submission a = Make(p + "avg", OpType::kAllreduce, DataType::kFloat32, {kN}, ops.id);
-  a.request.reduce_op = ReduceOp::kAverage;
+  a.request.attrs.reduce_op = ReduceOp::kAverage;
   a.input = FilledInput(job, me, kN);
   a.output = ops.avg;
   ops.done.push_back(Submit(rt, std::move(a)));
@@ -295,7 +297,7 @@ void SubmitAllOps(ThreadedJob& job, int me, SetOps& ops, const std::string& p) {
   };
   ops.done.push_back(Submit(rt, std::move(g)));
   Submission b = Make(p + "bcast", OpType::kBroadcast, DataType::kFloat64, {5}, ops.id);
-  b.request.root = ops.members.back();  // a global rank
+  b.request.attrs.root = ops.members.back();  // a global rank
   double* bin = job.Alloc<double>(5);
   for (int k = 0; k < 5; ++k) bin[k] = me * 1000 + k;
   ops.bcast = job.Alloc<double>(5);
@@ -422,7 +424,7 @@ TEST_P(ProcessSetJobTest, AnErrorOnOneSetLeavesTheSameNameOnAnotherSetAlone) {
   for (int r = 0; r < 3; ++r) {
     const int64_t n = r == 2 ? 5 : 4;  // ranks 0 and 2 disagree on the shape in set 1
     Submission s = testing_util::Allreduce("g", FilledInput(job, r, n), job.Alloc<float>(n), n);
-    s.request.process_set_id = r == 1 ? 2 : 1;
+    s.request.attrs.process_set_id = r == 1 ? 2 : 1;
     done.push_back(Submit(job[r], std::move(s)));
   }
   EXPECT_TRUE(HasError(done[0].Wait(kOpTimeoutS), ErrorCode::kMismatch, {"'g'", "rank 0 has [4], rank 2 has [5]"}));
@@ -444,7 +446,7 @@ TEST_P(ProcessSetJobTest, EnqueueErrorsNameTheTensorTheSetAndTheRank) {
   };
   auto allreduce = [&](const std::string& name, int32_t set) {
     Submission s = testing_util::Allreduce(name, in, out, 6);
-    s.request.process_set_id = set;
+    s.request.attrs.process_set_id = set;
     return s;
   };
   EXPECT_TRUE(HasError(try_enqueue(rt, allreduce("outsider", 1)), ErrorCode::kInvalidArgument,
@@ -452,18 +454,18 @@ TEST_P(ProcessSetJobTest, EnqueueErrorsNameTheTensorTheSetAndTheRank) {
   EXPECT_TRUE(HasError(try_enqueue(rt, allreduce("unknown", 7)), ErrorCode::kInvalidArgument,
                        {"'unknown'", "process set id 7", "not registered"}));
   Submission b = allreduce("root", 1);
-  b.request.op = OpType::kBroadcast;
-  b.request.root = 1;  // a global rank outside the set
+  b.request.attrs.op = OpType::kBroadcast;
+  b.request.attrs.root = 1;  // a global rank outside the set
   EXPECT_TRUE(HasError(try_enqueue(job[0], b), ErrorCode::kInvalidArgument,
                        {"'root'", "root_rank=1", "not a member of process set 1"}));
   Submission a = allreduce("splits", 1);
-  a.request.op = OpType::kAlltoall;
+  a.request.attrs.op = OpType::kAlltoall;
   a.allocate_output = [](const std::vector<int64_t>&, void**) { return Status::OK(); };
   a.request.splits = {2, 2, 2};  // the job's size, not the set's
   EXPECT_TRUE(HasError(try_enqueue(job[2], a), ErrorCode::kInvalidArgument,
                        {"'splits'", "3 entries", "process set 1 has 2 ranks"}));
   Submission g = allreduce("gpu", 1);
-  g.request.device = 0;
+  g.request.attrs.device = 0;
   EXPECT_TRUE(HasError(try_enqueue(job[0], g), ErrorCode::kUnimplemented, {"'gpu'", "process sets", "CPU"}));
   // Removed sets are unknown again; the global set cannot be removed.
   for (int r = 0; r < 3; ++r) TFRING_ASSERT_OK(job[r].RemoveProcessSet(1));

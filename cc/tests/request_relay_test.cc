@@ -25,7 +25,7 @@ class RequestRelayTest : public ::testing::Test {
   static Request Named(const std::string& name, OpType op = OpType::kAllreduce) {
     Request r;
     r.name = name;
-    r.op = op;
+    r.attrs.op = op;
     r.shape = {3};
     return r;
   }
@@ -105,7 +105,7 @@ TEST_F(RequestRelayTest, AfterAJoinIdsGoRankByRankUntilTheJoinEnds) {
   ControlMessage m = relay_.TakeMessage();
   EXPECT_EQ(m.cached_requests, (std::vector<int32_t>{5})) << "the pending id is now reported as it stands";
   ASSERT_EQ(m.relayed.size(), 1u);
-  EXPECT_EQ(m.relayed[0].requests[0].op, OpType::kJoin);
+  EXPECT_EQ(m.relayed[0].requests[0].attrs.op, OpType::kJoin);
   ASSERT_TRUE(relay_.AddFromChild(3, Bits({5}), t0_).ok());
   EXPECT_EQ(RelayedCached(relay_.TakeMessage(), 3), (std::vector<int32_t>{5}));
   relay_.JoinEnded();

@@ -12,18 +12,21 @@
 namespace tfring {
 namespace {
 
+using testing_util::CacheIdsOf;
 using testing_util::Completion;
 using testing_util::FilledInput;
-using testing_util::ThreadedJob;
 using testing_util::kOpTimeoutS;
+using testing_util::NamesOf;
+using testing_util::NewCacheIdsOf;
 using testing_util::SumOfInputs;
+using testing_util::ThreadedJob;
 
 Request Gradient(const std::string& name, int64_t n = 4) {
   Request r;
   r.name = name;
-  r.op = OpType::kAllreduce;
-  r.dtype = DataType::kFloat32;
-  r.reduce_op = ReduceOp::kAverage;
+  r.attrs.op = OpType::kAllreduce;
+  r.attrs.dtype = DataType::kFloat32;
+  r.attrs.reduce_op = ReduceOp::kAverage;
   r.shape = {n};
   return r;
 }
@@ -55,11 +58,11 @@ TEST(CacheAssignerTest, KeepsEachRanksOwnRequest) {
   // each rank's id back as that rank's request, not its own.
   CacheAssigner c(10);
   std::vector<Request> by_rank(2, Gradient("bcast"));
-  by_rank[1].reduce_op = ReduceOp::kMax;
+  by_rank[1].attrs.reduce_op = ReduceOp::kMax;
   bool is_new;
   ASSERT_EQ(c.Assign("bcast", by_rank, &is_new), 0);
-  EXPECT_EQ(c.Expand(0, 0)->reduce_op, ReduceOp::kAverage);
-  EXPECT_EQ(c.Expand(0, 1)->reduce_op, ReduceOp::kMax);
+  EXPECT_EQ(c.Expand(0, 0)->attrs.reduce_op, ReduceOp::kAverage);
+  EXPECT_EQ(c.Expand(0, 1)->attrs.reduce_op, ReduceOp::kMax);
 }
 
 TEST(CacheAssignerTest, FullCacheAssignsNothingNewButKeepsOldIds) {
@@ -83,10 +86,10 @@ TEST(RequestCacheTest, LookupNeedsEveryFieldEqual) {
   EXPECT_EQ(c.NameOf(4), nullptr) << "a gap: id 4 was never announced to this rank";
   EXPECT_EQ(c.NameOf(6), nullptr);
   Request other = Gradient("w");
-  other.prescale = 0.5;
+  other.attrs.prescale = 0.5;
   EXPECT_EQ(c.Lookup(other), -1);
   other = Gradient("w");
-  other.device = 0;
+  other.attrs.device = 0;
   EXPECT_EQ(c.Lookup(other), -1);
   other = Gradient("w", 5);
   EXPECT_EQ(c.Lookup(other), -1);
@@ -110,17 +113,17 @@ TEST(CoordinatorCacheTest, ResponsesAnnounceThenReuseIds) {
   for (int rank = 0; rank < 2; ++rank) c.Add(rank, Gradient("w"));
   auto out = c.TakeReady();
   ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].cache_ids, std::vector<int32_t>{0});
-  EXPECT_EQ(out[0].cache_id_is_new, std::vector<uint8_t>{1});
+  EXPECT_EQ(CacheIdsOf(out[0]), std::vector<int32_t>{0});
+  EXPECT_EQ(NewCacheIdsOf(out[0]), std::vector<bool>{true});
 
   c.Add(0, Gradient("w"));
   TFRING_ASSERT_OK(c.AddCached(1, 0));
   out = c.TakeReady();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].kind, Response::Kind::kCollective);
-  EXPECT_EQ(out[0].names, std::vector<std::string>{"w"});
-  EXPECT_EQ(out[0].cache_ids, std::vector<int32_t>{0});
-  EXPECT_EQ(out[0].cache_id_is_new, std::vector<uint8_t>{0});
+  EXPECT_EQ(NamesOf(out[0]), std::vector<std::string>{"w"});
+  EXPECT_EQ(CacheIdsOf(out[0]), std::vector<int32_t>{0});
+  EXPECT_EQ(NewCacheIdsOf(out[0]), std::vector<bool>{false});
 }
 
 TEST(CoordinatorCacheTest, MismatchIsStillDetectedAgainstACachedRequest) {
@@ -133,7 +136,7 @@ TEST(CoordinatorCacheTest, MismatchIsStillDetectedAgainstACachedRequest) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].kind, Response::Kind::kError);
   EXPECT_NE(out[0].error_message.find("rank 0 has [6], rank 1 has [4]"), std::string::npos) << out[0].error_message;
-  EXPECT_TRUE(out[0].cache_ids.empty()) << "errors get no id";
+  EXPECT_EQ(CacheIdsOf(out[0]), std::vector<int32_t>{-1}) << "errors get no id";
 }
 
 TEST(CoordinatorCacheTest, UnknownIdIsAnInternalError) {
@@ -148,9 +151,9 @@ TEST(CoordinatorCacheTest, FusionCarriesEveryTensorsId) {
   }
   auto out = c.TakeReady();
   ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].names, (std::vector<std::string>{"a", "b", "c"}));
-  EXPECT_EQ(out[0].cache_ids, (std::vector<int32_t>{0, 1, 2}));
-  EXPECT_EQ(out[0].cache_id_is_new, (std::vector<uint8_t>{1, 1, 1}));
+  EXPECT_EQ(NamesOf(out[0]), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(CacheIdsOf(out[0]), (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(NewCacheIdsOf(out[0]), (std::vector<bool>{true, true, true}));
 }
 
 // ---- whole jobs ------------------------------------------------------------------------

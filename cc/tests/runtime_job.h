@@ -146,9 +146,9 @@ inline Submission Allreduce(const std::string& name, const float* in, float* out
                      ReduceOp op = ReduceOp::kSum) {
   Submission s;
   s.request.name = name;
-  s.request.op = OpType::kAllreduce;
-  s.request.dtype = DataType::kFloat32;
-  s.request.reduce_op = op;
+  s.request.attrs.op = OpType::kAllreduce;
+  s.request.attrs.dtype = DataType::kFloat32;
+  s.request.attrs.reduce_op = op;
   s.request.shape = {n};
   s.input = in;
   s.output = out;

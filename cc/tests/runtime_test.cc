@@ -73,7 +73,7 @@ TEST(RuntimeLifecycleTest, SingleRankRunsEveryCollectiveLocally) {
   EXPECT_EQ(rt.size(), 1);
   std::vector<float> in = {1, 2, 3, 4}, out(4, 0);
   Submission avg = Allreduce("avg", in.data(), out.data(), 4, ReduceOp::kAverage);
-  avg.request.postscale = 2;
+  avg.request.attrs.postscale = 2;
   TFRING_EXPECT_OK(Submit(rt, std::move(avg)).Wait(kOpTimeoutS));
   EXPECT_EQ(out, (std::vector<float>{2, 4, 6, 8}));
 
@@ -81,7 +81,7 @@ TEST(RuntimeLifecycleTest, SingleRankRunsEveryCollectiveLocally) {
   std::vector<int64_t> gathered_shape;
   Submission g;
   g.request.name = "gather";
-  g.request.op = OpType::kAllgather;
+  g.request.attrs.op = OpType::kAllgather;
   g.request.shape = {2, 2};
   g.input = in.data();
   g.allocate_output = [&](const std::vector<int64_t>& shape, void** data) {
@@ -96,7 +96,7 @@ TEST(RuntimeLifecycleTest, SingleRankRunsEveryCollectiveLocally) {
 
   Submission b;
   b.request.name = "barrier";
-  b.request.op = OpType::kBarrier;
+  b.request.attrs.op = OpType::kBarrier;
   TFRING_EXPECT_OK(Submit(rt, std::move(b)).Wait(kOpTimeoutS));
   RuntimeStats stats = rt.stats();
   EXPECT_EQ(stats.tensors, 3);
@@ -209,8 +209,8 @@ TEST_P(RuntimeJobTest, GroupIsFusedAndNeverAcrossDtypes) {
       iout[r].push_back(job.Alloc<int32_t>(4));
       Submission s;
       s.request.name = "i" + std::to_string(t);
-      s.request.dtype = DataType::kInt32;
-      s.request.reduce_op = ReduceOp::kMax;
+      s.request.attrs.dtype = DataType::kInt32;
+      s.request.attrs.reduce_op = ReduceOp::kMax;
       s.request.shape = {4};
       s.input = in;
       s.output = iout[r][t];
@@ -251,8 +251,8 @@ TEST_P(RuntimeJobTest, GroupReducesLargeTensorsInPlaceAndPacksTheRest) {
       const bool forwarded = t % 2 == 1;  // input and output are one buffer
       out[r].push_back(forwarded ? in : job.Alloc<float>(sizes[t]));
       group.push_back(Allreduce("t" + std::to_string(t), in, out[r][t], sizes[t], ReduceOp::kAverage));
-      group.back().request.prescale = 2.0;
-      group.back().request.postscale = 3.0;
+      group.back().request.attrs.prescale = 2.0;
+      group.back().request.attrs.postscale = 3.0;
     }
     TFRING_ASSERT_OK(SubmitGroup(job[r], std::move(group), &done[r]));
   }
@@ -313,8 +313,8 @@ TEST_P(RuntimeJobTest, EveryCollective) {
     // allgather: rank r contributes r + 1 rows of 2 int64.
     Submission g;
     g.request.name = "gather";
-    g.request.op = OpType::kAllgather;
-    g.request.dtype = DataType::kInt64;
+    g.request.attrs.op = OpType::kAllgather;
+    g.request.attrs.dtype = DataType::kInt64;
     g.request.shape = {r + 1, 2};
     int64_t* gin = job.Alloc<int64_t>(2 * (r + 1));
     for (int i = 0; i < 2 * (r + 1); ++i) gin[i] = 100 * r + i;
@@ -329,9 +329,9 @@ TEST_P(RuntimeJobTest, EveryCollective) {
     // broadcast from rank 2.
     Submission b;
     b.request.name = "bcast";
-    b.request.op = OpType::kBroadcast;
-    b.request.dtype = DataType::kFloat64;
-    b.request.root = 2;
+    b.request.attrs.op = OpType::kBroadcast;
+    b.request.attrs.dtype = DataType::kFloat64;
+    b.request.attrs.root = 2;
     b.request.shape = {5};
     double* bin = job.Alloc<double>(5);
     for (int i = 0; i < 5; ++i) bin[i] = r * 1000 + i;
@@ -342,8 +342,8 @@ TEST_P(RuntimeJobTest, EveryCollective) {
     // alltoall: rank r sends (p + r) % 3 rows of 1 int64 to rank p.
     Submission a;
     a.request.name = "a2a";
-    a.request.op = OpType::kAlltoall;
-    a.request.dtype = DataType::kInt64;
+    a.request.attrs.op = OpType::kAlltoall;
+    a.request.attrs.dtype = DataType::kInt64;
     int64_t rows = 0;
     for (int p = 0; p < n; ++p) {
       a.request.splits.push_back((p + r) % 3);
@@ -366,7 +366,7 @@ TEST_P(RuntimeJobTest, EveryCollective) {
     // reducescatter of 7 rows of 2 floats: ranks keep 3, 2, 2 rows.
     Submission s;
     s.request.name = "rs";
-    s.request.op = OpType::kReducescatter;
+    s.request.attrs.op = OpType::kReducescatter;
     s.request.shape = {7, 2};
     s.input = FilledInput(job, r, 14);
     out.rs = job.Alloc<float>(ReducescatterRows(7, n, r) * 2);
@@ -374,7 +374,7 @@ TEST_P(RuntimeJobTest, EveryCollective) {
     done[r].push_back(Submit(job[r], std::move(s)));
     Submission bar;
     bar.request.name = "barrier";
-    bar.request.op = OpType::kBarrier;
+    bar.request.attrs.op = OpType::kBarrier;
     done[r].push_back(Submit(job[r], std::move(bar)));
   }
   for (int r = 0; r < n; ++r) {
@@ -421,7 +421,7 @@ TEST_P(RuntimeJobTest, MismatchFailsOnEveryRankThenNextOpWorks) {
   std::vector<Completion> done2;
   for (int r = 0; r < 3; ++r) {
     Submission s = Allreduce("bias", FilledInput(job, r, 2), job.Alloc<float>(2), 2);
-    if (r == 2) s.request.dtype = DataType::kInt32;
+    if (r == 2) s.request.attrs.dtype = DataType::kInt32;
     done2.push_back(Submit(job[r], std::move(s)));
   }
   for (int r = 0; r < 3; ++r) {
@@ -471,32 +471,32 @@ TEST_P(RuntimeJobTest, LocalArgumentErrorsAreImmediate) {
     return rt.Enqueue(std::move(s));
   };
   Submission b = Allreduce("w", in, out, 6);
-  b.request.op = OpType::kBroadcast;
-  b.request.root = 2;
+  b.request.attrs.op = OpType::kBroadcast;
+  b.request.attrs.root = 2;
   EXPECT_TRUE(HasError(try_enqueue(b), ErrorCode::kInvalidArgument, {"'w'", "root_rank=2", "rank 1"}));
   Submission a = Allreduce("split", in, out, 6);
-  a.request.op = OpType::kAlltoall;
+  a.request.attrs.op = OpType::kAlltoall;
   a.allocate_output = [](const std::vector<int64_t>&, void**) { return Status::OK(); };
   a.request.splits = {1, 2};
   EXPECT_TRUE(HasError(try_enqueue(a), ErrorCode::kInvalidArgument, {"'split'", "sum to 3", "6"}));
   a.request.splits = {1, 2, 3};
   EXPECT_TRUE(HasError(try_enqueue(a), ErrorCode::kInvalidArgument, {"'split'", "3 entries"}));
   Submission g = Allreduce("gpu", in, out, 6);
-  g.request.device = 0;
+  g.request.attrs.device = 0;
   EXPECT_TRUE(HasError(try_enqueue(g), ErrorCode::kUnimplemented, {"'gpu'", "GPU:0"}));
   Submission gada = Allreduce("gpu-adasum", in, out, 6, ReduceOp::kAdasum);
-  gada.request.device = 0;  // refused for Adasum before any GPU library is looked for
+  gada.request.attrs.device = 0;  // refused for Adasum before any GPU library is looked for
   EXPECT_TRUE(HasError(try_enqueue(gada), ErrorCode::kUnimplemented, {"'gpu-adasum'", "rank 1", "CPU"}));
   Submission iada = Allreduce("int-adasum", in, out, 6, ReduceOp::kAdasum);
-  iada.request.dtype = DataType::kInt32;
+  iada.request.attrs.dtype = DataType::kInt32;
   EXPECT_TRUE(HasError(try_enqueue(iada), ErrorCode::kUnimplemented, {"'int-adasum'", "int32"}));
   Submission bavg = Allreduce("flags", in, out, 6, ReduceOp::kAverage);
-  bavg.request.dtype = DataType::kBool;
+  bavg.request.attrs.dtype = DataType::kBool;
   EXPECT_TRUE(HasError(try_enqueue(bavg), ErrorCode::kUnimplemented, {"'flags'", "Average"}));
   Submission nameless = Allreduce("", in, out, 6);
   EXPECT_TRUE(HasError(try_enqueue(nameless), ErrorCode::kInvalidArgument, {"name"}));
   Submission scalar = Allreduce("scalar", in, out, 1);
-  scalar.request.op = OpType::kReducescatter;
+  scalar.request.attrs.op = OpType::kReducescatter;
   scalar.request.shape = {};
   EXPECT_TRUE(HasError(try_enqueue(scalar), ErrorCode::kInvalidArgument, {"'scalar'", "scalar"}));
   Submission no_done = Allreduce("no_done", in, out, 6);
@@ -585,8 +585,8 @@ TEST_P(RuntimeJobTest, ResponsesAgreedBeforeAPeersShutdownStillRun) {
   TFRING_ASSERT_OK(job.InitAll());
   auto broadcast = [&](int r) {
     Submission b = Allreduce("second", nullptr, nullptr, 4);
-    b.request.op = OpType::kBroadcast;
-    b.request.root = 0;
+    b.request.attrs.op = OpType::kBroadcast;
+    b.request.attrs.root = 0;
     float* data = job.Alloc<float>(4);
     for (int i = 0; i < 4; ++i) data[i] = r == 0 ? 10.0f + i : -1.0f;
     b.input = data;

@@ -90,8 +90,8 @@ TEST_P(StatsTest, BytesOnTheWireFusionAndTransferTime) {
   for (int r = 0; r < 3; ++r) {
     Submission b;
     b.request.name = "bcast";
-    b.request.op = OpType::kBroadcast;
-    b.request.dtype = DataType::kUInt8;
+    b.request.attrs.op = OpType::kBroadcast;
+    b.request.attrs.dtype = DataType::kUInt8;
     b.request.shape = {300};
     b.input = b.output = job.Alloc<uint8_t>(300);
     done.push_back(Submit(job[r], std::move(b)));

@@ -23,10 +23,28 @@
 #include "auth.h"
 #include "communicator.h"
 #include "memory_store.h"
+#include "messages.h"
 #include "status.h"
 
 namespace tfring {
 namespace testing_util {
+
+// A response's tensors, field by field, for comparisons.
+inline std::vector<std::string> NamesOf(const Response& r) {
+  std::vector<std::string> out;
+  for (const auto& t : r.tensors) out.push_back(t.name);
+  return out;
+}
+inline std::vector<int32_t> CacheIdsOf(const Response& r) {
+  std::vector<int32_t> out;
+  for (const auto& t : r.tensors) out.push_back(t.cache_id);
+  return out;
+}
+inline std::vector<bool> NewCacheIdsOf(const Response& r) {
+  std::vector<bool> out;
+  for (const auto& t : r.tensors) out.push_back(t.cache_id_is_new);
+  return out;
+}
 
 // gtest printing of a Status in failure messages.
 inline std::string Show(const Status& st) { return st.ToString(); }

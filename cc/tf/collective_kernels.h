@@ -48,7 +48,7 @@ class PlacedKernel : public CollectiveKernel {
   bool Fill(tensorflow::OpKernelContext* ctx, const tensorflow::Tensor& input, const std::string& name,
             Request* r) {
     if (!FillRequest(ctx, input, name, r)) return false;
-    r->device = Placement::Device(ctx);
+    r->attrs.device = Placement::Device(ctx);
     return true;
   }
   // One submission with the common fields; the caller adds op-specific ones.

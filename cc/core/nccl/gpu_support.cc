@@ -62,14 +62,14 @@ class NcclGpuSupport : public GpuSupport {
   }
 
   Status CheckRequest(const Request& r) const override {
-    if (r.dtype == DataType::kInt16 || r.dtype == DataType::kUInt16) {
-      return Status::Unimplemented(std::string("NCCL has no 16-bit integer type, so ") + DataTypeName(r.dtype) +
+    if (r.attrs.dtype == DataType::kInt16 || r.attrs.dtype == DataType::kUInt16) {
+      return Status::Unimplemented(std::string("NCCL has no 16-bit integer type, so ") + DataTypeName(r.attrs.dtype) +
                                    " tensors are collected on the CPU only; keep the tensor on the CPU or "
                                    "cast it to int32");
     }
-    if (r.op != OpType::kAllreduce && r.op != OpType::kReducescatter) return Status::OK();
+    if (r.attrs.op != OpType::kAllreduce && r.attrs.op != OpType::kReducescatter) return Status::OK();
     NcclReduction red;
-    return MapReduction(r.dtype, r.reduce_op, r.prescale, r.postscale, 1, &red);
+    return MapReduction(r.attrs.dtype, r.attrs.reduce_op, r.attrs.prescale, r.attrs.postscale, 1, &red);
   }
 
   Status CreateBackend(const BackendContext& context, std::unique_ptr<Backend>* out) override {

@@ -132,19 +132,19 @@ Status NcclBackend::GetComm(const Response& r, const std::vector<Submission*>& g
     if (e != cudaSuccess || (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged)) {
       cuda_.cudaGetLastError();
       return Status::InvalidArgument("tensor '" + s->request.name + "' was submitted as GPU:" +
-                                     std::to_string(s->request.device) +
+                                     std::to_string(s->request.attrs.device) +
                                      " but its memory is not GPU memory (" +
                                      (e != cudaSuccess ? CudaErrorText(cuda_, e) : "host memory") + ")");
     }
     device = attr.device;
     break;
   }
-  auto it = comms_.find(r.device);
+  auto it = comms_.find(r.attrs.device);
   if (it != comms_.end()) {
     if (device >= 0 && device != it->second->device()) {
       return Status::InvalidArgument(
-          "tensor '" + r.names[0] + "' is on CUDA device " + std::to_string(device) + " but earlier GPU:" +
-          std::to_string(r.device) + " tensors of this process were on CUDA device " +
+          "tensor '" + r.tensors[0].name + "' is on CUDA device " + std::to_string(device) + " but earlier GPU:" +
+          std::to_string(r.attrs.device) + " tensors of this process were on CUDA device " +
           std::to_string(it->second->device()) + "; tfring drives one GPU per device number per process");
     }
     *out = it->second.get();
@@ -153,7 +153,7 @@ Status NcclBackend::GetComm(const Response& r, const std::vector<Submission*>& g
   NcclCommOptions o;
   o.rank = ctx_.rank;
   o.size = ctx_.size;
-  o.device = device >= 0 ? device : r.device;
+  o.device = device >= 0 ? device : r.attrs.device;
   o.store = ctx_.store;
   o.id_key = ctx_.key_prefix + "g" + std::to_string(generation_) + "/comm" + std::to_string(comms_created_++) + "/id";
   o.start_timeout_s = ctx_.start_timeout_s;
@@ -162,7 +162,7 @@ Status NcclBackend::GetComm(const Response& r, const std::vector<Submission*>& g
   std::unique_ptr<NcclComm> comm;
   TFRING_RETURN_IF_ERROR(NcclComm::Create(cuda_, nccl_, o, &comm));
   *out = comm.get();
-  comms_[r.device] = std::move(comm);
+  comms_[r.attrs.device] = std::move(comm);
   return Status::OK();
 }
 
@@ -183,12 +183,12 @@ void NcclBackend::Close(bool clean) {
 
 Status NcclBackend::Execute(const Response& r, const std::vector<Submission*>& group,
                             ExecutionTimings* /*timings: the whole call counts*/) {
-  if (r.op == OpType::kBarrier) return Status::OK();  // negotiation itself was the barrier
+  if (r.attrs.op == OpType::kBarrier) return Status::OK();  // negotiation itself was the barrier
   NcclComm* c = nullptr;
   TFRING_RETURN_IF_ERROR(GetComm(r, group, &c));
   Status st = c->Activate();
   if (st.ok()) {
-    switch (r.op) {
+    switch (r.attrs.op) {
       case OpType::kAllreduce: st = Allreduce(*c, r, group); break;
       case OpType::kAllgather: st = Allgather(*c, r, *group[0]); break;
       case OpType::kBroadcast: st = Broadcast(*c, r, *group[0]); break;
@@ -198,8 +198,8 @@ Status NcclBackend::Execute(const Response& r, const std::vector<Submission*>& g
       case OpType::kJoin: break;  // joins are host-only (refused at enqueue with device >= 0)
     }
   }
-  if (st.ok()) st = c->Synchronize(std::string("NCCL ") + OpTypeName(r.op));
-  if (!st.ok() && c->aborted()) comms_.erase(r.device);  // unusable; the job fails anyway
+  if (st.ok()) st = c->Synchronize(std::string("NCCL ") + OpTypeName(r.attrs.op));
+  if (!st.ok() && c->aborted()) comms_.erase(r.attrs.device);  // unusable; the job fails anyway
   return st;
 }
 
@@ -224,12 +224,12 @@ Status NcclBackend::Grouped(NcclComm& c, const char* what, Calls calls) {
 }
 
 Status NcclBackend::Allreduce(NcclComm& c, const Response& r, const std::vector<Submission*>& group) {
-  const size_t es = DataTypeSize(r.dtype);
+  const size_t es = DataTypeSize(r.attrs.dtype);
   size_t total = 0;
   for (Submission* s : group) total += static_cast<size_t>(s->request.NumElements());
   if (total == 0) return Status::OK();
   NcclReduction red;
-  TFRING_RETURN_IF_ERROR(MapReduction(r.dtype, r.reduce_op, r.prescale, r.postscale, ctx_.size, &red));
+  TFRING_RETURN_IF_ERROR(MapReduction(r.attrs.dtype, r.attrs.reduce_op, r.attrs.prescale, r.attrs.postscale, ctx_.size, &red));
   ncclRedOp_t op;
   TFRING_RETURN_IF_ERROR(AcquireOp(c, red, &op));
   auto all_reduce = [&](const void* in, void* out) {
@@ -292,7 +292,7 @@ Status NcclBackend::Allgather(NcclComm& c, const Response& r, Submission& s) {
 Status NcclBackend::Broadcast(NcclComm& c, const Response& r, Submission& s) {
   size_t bytes = s.request.Bytes();
   if (bytes == 0) return Status::OK();
-  return c.Check(nccl_.ncclBroadcast(s.input, s.output, bytes, ncclUint8, r.root, c.comm(), c.stream()),
+  return c.Check(nccl_.ncclBroadcast(s.input, s.output, bytes, ncclUint8, r.attrs.root, c.comm(), c.stream()),
                  "ncclBroadcast");
 }
 
@@ -327,7 +327,7 @@ Status NcclBackend::Alltoall(NcclComm& c, const Response& r, Submission& s) {
 
 Status NcclBackend::Reducescatter(NcclComm& c, const Response& r, Submission& s) {
   const int n = ctx_.size;
-  const size_t es = DataTypeSize(r.dtype);
+  const size_t es = DataTypeSize(r.attrs.dtype);
   const size_t row_elements = s.request.RowBytes() / es;
   std::vector<size_t> counts(n), offsets(n);
   bool equal = true;
@@ -340,7 +340,7 @@ Status NcclBackend::Reducescatter(NcclComm& c, const Response& r, Submission& s)
   }
   if (total == 0) return Status::OK();
   NcclReduction red;
-  TFRING_RETURN_IF_ERROR(MapReduction(r.dtype, r.reduce_op, r.prescale, r.postscale, n, &red));
+  TFRING_RETURN_IF_ERROR(MapReduction(r.attrs.dtype, r.attrs.reduce_op, r.attrs.prescale, r.attrs.postscale, n, &red));
   ncclRedOp_t op;
   TFRING_RETURN_IF_ERROR(AcquireOp(c, red, &op));
   Status st;
