@@ -90,6 +90,16 @@ const std::vector<ParamSpec>& ParamTable() {
        "responses down): rank 0 exchanges messages with this many ranks per step whatever the "
        "job's size, and a cached step costs every rank one message each way. 0: a star, every "
        "rank talks to rank 0 directly. Every rank must use the same value."},
+      {"TFRING_CONTROL_HOLD_US", ParamType::kFloat, "200", 0, 1e6,
+       "How long a rank other than 0 first holds new requests back while its last message to "
+       "its control parent is unanswered, to send them up as one message (microseconds). A "
+       "message goes up at once when nothing is unanswered (a lone collective waits for "
+       "nothing); held requests go up when the parent's responses arrive or the hold ends. "
+       "Each hold that ends unanswered doubles the next, up to TFRING_CONTROL_HOLD_MAX_US. "
+       "0: every batch of submissions goes up at once."},
+      {"TFRING_CONTROL_HOLD_MAX_US", ParamType::kFloat, "3200", 0, 1e7,
+       "The longest hold of TFRING_CONTROL_HOLD_US after holds that ended unanswered "
+       "(microseconds; at least TFRING_CONTROL_HOLD_US)."},
       {"TFRING_CYCLE_TIME_MS", ParamType::kFloat, "1", 0, 10000,
        "While more tensors are still arriving, how long the coordinator waits to fuse them "
        "with those already ready (ms)."},

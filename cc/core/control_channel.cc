@@ -1,5 +1,7 @@
 #include "control_channel.h"
 
+#include <ctime>
+
 #include "wire.h"
 
 namespace tfring {
@@ -207,9 +209,15 @@ void ControlChannel::MarkSleeping(bool sleeping) {
   }
 }
 
-int ControlChannel::PollAsleep(std::vector<pollfd>* fds, int timeout_ms) {
+int PollMicros(std::vector<pollfd>* fds, int64_t timeout_us) {
+  if (timeout_us < 0) return ppoll(fds->data(), fds->size(), nullptr, nullptr);
+  const timespec ts{static_cast<time_t>(timeout_us / 1000000), static_cast<long>(timeout_us % 1000000) * 1000};
+  return ppoll(fds->data(), fds->size(), &ts, nullptr);
+}
+
+int ControlChannel::PollAsleep(std::vector<pollfd>* fds, int64_t timeout_us) {
   MarkSleeping(true);
-  const int rc = ShmPending() ? 0 : poll(fds->data(), fds->size(), timeout_ms);
+  const int rc = ShmPending() ? 0 : PollMicros(fds, timeout_us);
   MarkSleeping(false);
   return rc;
 }
@@ -219,7 +227,7 @@ Status ControlChannel::Receive(int wait_ms,
   if (peers_.empty()) return Status::OK();
   std::vector<pollfd> fds;
   AppendPollFds(&fds);
-  int ready = wait_ms > 0 ? PollAsleep(&fds, wait_ms) : 0;
+  int ready = wait_ms > 0 ? PollAsleep(&fds, int64_t{wait_ms} * 1000) : 0;
   if (ready == 0) ready = poll(fds.data(), fds.size(), 0);
   // TCP first: a message that took TCP was sent after every ring frame before it, so the
   // rings then hold whatever it must wait for.

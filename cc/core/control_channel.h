@@ -29,6 +29,9 @@
 
 namespace tfring {
 
+// poll() on `fds` for up to `timeout_us` microseconds (ppoll; < 0: no limit).
+int PollMicros(std::vector<pollfd>* fds, int64_t timeout_us);
+
 class ControlChannel {
  public:
   // `comm` and `stats` must outlive the channel. With size 1 there are no peers and every
@@ -72,10 +75,10 @@ class ControlChannel {
   // shared-memory ring holds a message (poll() cannot see those). Cheap: memory reads only.
   bool ShmPending() const;
   // That caller's blocking poll() on `fds` (AppendPollFds' and any others), for up to
-  // `timeout_ms`: announced as sleeping in the rings, so that writers ring the doorbell on
+  // `timeout_us` microseconds (ppoll: a negotiation hold is shorter than a millisecond): announced as sleeping in the rings, so that writers ring the doorbell on
   // TCP, which poll() sees. Returns 0 at once when a ring already holds a message (one may
   // have come just before), else poll()'s result.
-  int PollAsleep(std::vector<pollfd>* fds, int timeout_ms);
+  int PollAsleep(std::vector<pollfd>* fds, int64_t timeout_us);
 
   // Messages that went through shared memory, and received messages that had to wait for
   // an earlier one (tests and benchmarks).

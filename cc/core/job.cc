@@ -172,6 +172,8 @@ Status Job::BuildWorkers() {
   nw.cycle_s = cycle_s_;
   nw.tree = &comm_->control_tree();
   nw.relay_detail_after_s = RelayDetailAfter(c);
+  nw.control_hold_s = c.Float("TFRING_CONTROL_HOLD_US") / 1e6;
+  nw.control_hold_max_s = c.Float("TFRING_CONTROL_HOLD_MAX_US") / 1e6;
   nw.control = control_.get();
   nw.executor = executor_.get();
   nw.timeline = &timeline_;
@@ -337,10 +339,10 @@ void Job::WaitForWork() {
   fds.push_back(pollfd{wake_fd_.get(), POLLIN, 0});
   const bool is_broken = broken();
   if (!is_broken) control_->AppendPollFds(&fds);
-  int timeout_ms = kIdleWakeMs;
+  int64_t timeout_us = int64_t{kIdleWakeMs} * 1000;
   if (!is_broken) {
-    const int cycle_ms = negotiator_->MillisUntilDue();
-    if (cycle_ms >= 0) timeout_ms = cycle_ms;
+    const int64_t due_us = negotiator_->MicrosUntilDue();
+    if (due_us >= 0) timeout_us = due_us;
   }
   // A short spin catches work that arrives within microseconds (a blocked thread takes
   // 30-120 us to wake on these machines). It yields between looks: the thread it waits for
@@ -363,8 +365,8 @@ void Job::WaitForWork() {
   } while (rc == 0 && std::chrono::steady_clock::now() < spin_until && !stop_requested_.load());
   spinning_.store(false, std::memory_order_seq_cst);
   if (work_pending()) return;  // a submission that saw `spinning_` did not write wake_fd_
-  if (rc == 0 && timeout_ms > 0) {
-    rc = watch_shm ? control_->PollAsleep(&fds, timeout_ms) : poll(fds.data(), fds.size(), timeout_ms);
+  if (rc == 0 && timeout_us > 0) {
+    rc = watch_shm ? control_->PollAsleep(&fds, timeout_us) : PollMicros(&fds, timeout_us);
   }
   if (rc > 0 && (fds[0].revents & POLLIN)) {
     uint64_t value;

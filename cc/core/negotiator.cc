@@ -15,7 +15,10 @@ double SecondsSince(std::chrono::steady_clock::time_point t) {
 
 Negotiator::Negotiator(const Wiring& wiring, std::unique_ptr<Coordinator> coordinator,
                        std::unique_ptr<StallInspector> stall_inspector)
-    : w_(wiring), coordinator_(std::move(coordinator)), stall_inspector_(std::move(stall_inspector)) {
+    : w_(wiring),
+      coordinator_(std::move(coordinator)),
+      stall_inspector_(std::move(stall_inspector)),
+      pacer_(wiring.control_hold_s, wiring.control_hold_max_s) {
   if (w_.tree == nullptr || w_.tree->size() == 1) return;
   if (w_.rank == 0) {
     for (int c : w_.tree->children()) subtree_of_child_[c] = w_.tree->SubtreeOf(c);
@@ -47,6 +50,9 @@ void Negotiator::Announce(std::deque<Submission> batch) {
 
 void Negotiator::FlushRelay() {
   if (relay_ == nullptr || !relay_->HasMessage()) return;
+  const auto now = Clock::now();
+  if (!pacer_.MaySend(now)) return;  // held: goes with the parent's answer or when the hold ends
+  pacer_.Sent(now);
   Status st = w_.control->SendToParent(relay_->TakeMessage());
   if (!st.ok()) w_.events->FailTransfer(st);
 }
@@ -126,6 +132,7 @@ Status Negotiator::AddRequests(int child, const ControlMessage& msg) {
 
 Status Negotiator::TakeResponses(ControlMessage& msg) {
   const auto received = Clock::now();
+  pacer_.Answered();  // what this rank holds goes up after this message (Negotiate)
   Status st = w_.control->SendToChildren(msg);  // before scheduling: the children start sooner
   if (!st.ok()) {
     w_.events->FailTransfer(st);
@@ -167,11 +174,20 @@ void Negotiator::MaybeRespond() {
   }
 }
 
-int Negotiator::MillisUntilDue() const {
-  if (relay_ != nullptr) return relay_->MillisUntilAging(Clock::now());
+int64_t Negotiator::MicrosUntilDue() const {
+  if (relay_ != nullptr) {
+    const auto now = Clock::now();
+    const int aging_ms = relay_->MillisUntilAging(now);
+    int64_t due = aging_ms < 0 ? -1 : int64_t{aging_ms} * 1000;
+    if (relay_->HasMessage()) {
+      const int64_t send = pacer_.MicrosUntilSend(now);
+      if (due < 0 || send < due) due = send;
+    }
+    return due;
+  }
   if (w_.rank != 0 || !coordinator_->HasReady() || first_ready_at_ == Clock::time_point{}) return -1;
   const double left = w_.cycle_s - SecondsSince(first_ready_at_);
-  return left <= 0 ? 0 : std::max(1, static_cast<int>(left * 1000));
+  return left <= 0 ? 0 : std::max<int64_t>(1, static_cast<int64_t>(left * 1e6));
 }
 
 Status Negotiator::Schedule(Response r, Clock::time_point at) {

@@ -26,6 +26,7 @@
 #include "coordinator.h"
 #include "executor.h"
 #include "job_events.h"
+#include "parent_pacer.h"
 #include "request_relay.h"
 #include "response_cache.h"
 #include "runtime_stats.h"
@@ -48,6 +49,10 @@ class Negotiator {
     // How long a relay combines a cache id that part of its subtree has submitted before it
     // reports it rank by rank (RequestRelay).
     double relay_detail_after_s = 1.0;
+    // Ranks other than 0: how long new requests are held back while this rank's last
+    // message to its parent is unanswered, first and at most (parent_pacer.h; 0: never).
+    double control_hold_s = 0;
+    double control_hold_max_s = 0;
     const ControlTree* tree = nullptr;  // the communicator's
     ControlChannel* control = nullptr;
     Executor* executor = nullptr;
@@ -72,10 +77,11 @@ class Negotiator {
   // loop fails the job with it. OK when there is none.
   const Status& departure() const { return departure_; }
   int departure_origin() const { return departure_origin_; }
-  // Milliseconds until the negotiator must run without new input: rank 0's fusion cycle
-  // ends with ready tensors unanswered, or the relay reports an incomplete cache id rank by
-  // rank. -1 when no such deadline runs (the loop may sleep until new input).
-  int MillisUntilDue() const;
+  // Microseconds until the negotiator must run without new input: rank 0's fusion cycle
+  // ends with ready tensors unanswered, a hold of requests for the parent ends, or the
+  // relay reports an incomplete cache id rank by rank. -1 when no such deadline runs (the
+  // loop may sleep until new input).
+  int64_t MicrosUntilDue() const;
 
  private:
   Status HandleControl(int from_rank, ControlMessage& message);
@@ -84,7 +90,7 @@ class Negotiator {
   Status AddRequests(int child, const ControlMessage& message);
   // Ranks other than 0: responses from the parent, passed on, then scheduled.
   Status TakeResponses(ControlMessage& message);
-  // Ranks other than 0: what the relay has, to the parent.
+  // Ranks other than 0: what the relay has, to the parent, unless the pacer holds it back.
   void FlushRelay();
   void MaybeRespond();
   // Accepts a negotiated response for execution: fills names sent as cache ids, checks
@@ -96,6 +102,7 @@ class Negotiator {
   std::unique_ptr<StallInspector> stall_inspector_;  // rank 0
   RequestCache request_cache_;  // this rank's requests under rank 0's cache ids
   std::unique_ptr<RequestRelay> relay_;  // ranks other than 0
+  ParentPacer pacer_;                    // ranks other than 0
   std::map<int, std::vector<int>> subtree_of_child_;  // rank 0
   Status departure_;
   int departure_origin_ = -1;

@@ -66,7 +66,14 @@ void RequestRelay::AddRequest(int origin, const Request& request) {
 
 void RequestRelay::AddCached(int origin, int32_t id, Clock::time_point now) {
   if (subtree_.size() == 1 && !joined_ && !SentInFull(id)) {  // a leaf: complete at once (every step at np=2)
-    out_.subtree_cached.push_back(id);
+    // A second report of an id the message already carries (a message held back by the
+    // pacer gathers several batches) goes up as it is: the wire's bit vector would merge
+    // the two, and rank 0 must see the duplicate to name it.
+    if (std::find(out_.subtree_cached.begin(), out_.subtree_cached.end(), id) != out_.subtree_cached.end()) {
+      ReportRank(origin, id);
+    } else {
+      out_.subtree_cached.push_back(id);
+    }
     has_message_ = true;
     return;
   }

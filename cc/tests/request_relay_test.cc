@@ -41,6 +41,19 @@ class RequestRelayTest : public ::testing::Test {
   RequestRelay relay_;
 };
 
+// A leaf's message held back by the pacer (parent_pacer.h) gathers several batches: an id
+// submitted twice must not merge into one bit (rank 0 names the duplicate).
+TEST(RequestRelayLeafTest, AnIdReportedTwiceInOneMessageGoesUpTwice) {
+  RequestRelay leaf(ControlTree(3, 7, 2), 1.0, nullptr);
+  const auto t0 = Clock::now();
+  leaf.AddOwnCached(5, t0);
+  leaf.AddOwnCached(6, t0);
+  leaf.AddOwnCached(5, t0);
+  ControlMessage m = leaf.TakeMessage();
+  EXPECT_EQ(m.subtree_cached, (std::vector<int32_t>{5, 6}));
+  EXPECT_EQ(m.cached_requests, (std::vector<int32_t>{5})) << "the second report, as this rank's own";
+}
+
 TEST_F(RequestRelayTest, ACacheIdGoesUpAsOneBitOnceTheWholeSubtreeHasIt) {
   relay_.AddOwnCached(5, t0_);
   relay_.AddOwnCached(6, t0_);

@@ -23,6 +23,13 @@ class StatsTest : public ::testing::TestWithParam<bool> {  // shared memory?
   std::map<std::string, std::string> Transport() const {
     return {{"TFRING_SHM", GetParam() ? "1" : "0"}};
   }
+  // Transport() with the pacer's holds (parent_pacer.h), in microseconds.
+  std::map<std::string, std::string> Holds(const char* first_us, const char* max_us) const {
+    auto o = Transport();
+    o["TFRING_CONTROL_HOLD_US"] = first_us;
+    o["TFRING_CONTROL_HOLD_MAX_US"] = max_us;
+    return o;
+  }
 };
 
 TEST_P(StatsTest, LateRankMakesTheOthersWaitAndIsCountedAsAStall) {
@@ -128,6 +135,59 @@ TEST_P(StatsTest, RecursiveDoublingBytesOnTheWire) {
     EXPECT_EQ(s.bytes_sent, expected[r]) << "rank " << r;
     EXPECT_EQ(s.bytes_received, expected[r]) << "rank " << r;
   }
+}
+
+// A rank other than 0 sends its parent a message at once only while nothing it sent is
+// unanswered (parent_pacer.h): the batches it drains before rank 0 answers are held and go
+// up together. 40 submissions drained one by one while rank 0 submits nothing cost rank 1
+// a few messages (holds of 0.2, 0.4, 0.8 ... ms; about 7), where each went up at once before (and
+// still does with TFRING_CONTROL_HOLD_US=0).
+TEST_P(StatsTest, AWorkerHoldsItsBatchesWhileItsLastMessageIsUnanswered) {
+  constexpr int kTensors = 40;
+  int64_t held_messages = 0;
+  for (const char* hold_us : {"200", "0"}) {
+    ThreadedJob job(2, Holds(hold_us, "100000"));
+    TFRING_ASSERT_OK(job.InitAll());
+    const int64_t sent0 = job[1].stats().control_messages_sent;
+    std::vector<Completion> done;
+    std::vector<float*> outs;
+    for (int r : {1, 0}) {
+      for (int t = 0; t < kTensors; ++t) {
+        outs.push_back(job.Alloc<float>(4));
+        done.push_back(Submit(job[r], Allreduce("held/" + std::to_string(t), FilledInput(job, r, 4), outs.back(), 4)));
+        if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // one batch each
+      }
+      if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    for (size_t i = 0; i < done.size(); ++i) {
+      TFRING_ASSERT_OK(done[i].Wait(kOpTimeoutS));
+      for (int64_t k = 0; k < 4; ++k) ASSERT_EQ(outs[i][k], testing_util::SumOfInputs(2, k));
+    }
+    const int64_t messages = job[1].stats().control_messages_sent - sent0;
+    if (std::string(hold_us) == "0") {
+      EXPECT_GT(messages, held_messages) << "without holds each batch goes up at once";
+    } else {
+      EXPECT_LE(messages, 10) << "rank 1 sent " << messages << " messages for " << kTensors << " batches";
+      held_messages = messages;
+    }
+  }
+}
+
+// Nothing unanswered, nothing held: with holds of a second, 20 lone allreduces one after
+// the other still take milliseconds each.
+TEST_P(StatsTest, ALoneCollectiveIsNeverHeld) {
+  ThreadedJob job(3, Holds("1000000", "1000000"));
+  TFRING_ASSERT_OK(job.InitAll());
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20; ++i) {
+    std::vector<Completion> done;
+    for (int r = 0; r < 3; ++r) {
+      done.push_back(Submit(job[r], Allreduce("lone", FilledInput(job, r, 2), job.Alloc<float>(2), 2)));
+    }
+    for (auto& d : done) TFRING_ASSERT_OK(d.Wait(kOpTimeoutS));
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0)
+      << "a lone collective was held";
 }
 
 TEST(StatsLifecycleTest, SingleRankCountsNoWireBytesAndResetsAtShutdown) {
