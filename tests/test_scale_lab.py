@@ -86,6 +86,9 @@ def test_store_requests_counted_by_hand():
     # roster/1, SET roster (cc/tests/roster_test.cc counts the 3n - 2 of the exchange).
     assert model.store_requests_today(2) == 6 and model.store_requests_today(1) == 0
     assert model.store_requests_today(n) == 4 * n - 2
+    # shared-memory rings: 4 per rank with a local peer (roster_test.cc counts 54 at 8 ranks on a
+    # host, without the 8 generation ADDs of a real init)
+    assert model.store_requests_today(8, local_size=8, shm=True) == 54 + 8
 
 
 def test_link_bound_fractions_match_issue_31():

@@ -158,8 +158,8 @@ def store_requests_today(n, local_size=1, shm=False, design=CONTROL_PLANE):
     GETs it (3n - 2, counted by cc/tests/roster_test.cc). The star design read every record
     on every rank: per rank r one ADD, one SET addr, r GETs of lower ranks' addresses, one
     SET and n-1 GETs of host records; rank 0 SET its hostname, every other rank GOT it.
-    With shared memory, per local peer: SET ring name, GET the peer's, SET "opened", plus
-    one WAIT; rank 0 and its local peers once more for the control rings."""
+    With shared memory, every rank with a local peer: SET "created", WAIT for its local
+    peers', SET "opened", WAIT (4, whatever the local peers; roster_test.cc counts them)."""
     n = int(n)
     if n <= 1:
         return 0
@@ -168,8 +168,7 @@ def store_requests_today(n, local_size=1, shm=False, design=CONTROL_PLANE):
     else:
         total = n + 3 * n - 2
     if shm and local_size > 1:
-        hosts = n // local_size
-        total += hosts * local_size * (3 * (local_size - 1) + 1) + 2 * 3 * (local_size - 1)
+        total += n // local_size * local_size * 4
     return total
 
 
@@ -299,9 +298,12 @@ class TreeCosts:
     crash_lab: tuple  # a SIGKILLed rank named by every survivor, here: a + b (n-1)
 
     @classmethod
-    def fit(cls, payloads):
-        """``payloads``: scale_*.json results of the tree + lazy build."""
+    def fit(cls, payloads, senders=()):
+        """``payloads``: scale_*.json results of the tree + lazy build; ``senders``: those whose
+        other ranks send as the build does now (paced: ParentPacer), for the other ranks'
+        messages (default: ``payloads``)."""
         tcp = [(n, r) for p in payloads for n, r in _tcp_runs(p, "off")]
+        paced = [(n, r) for p in senders for n, r in _tcp_runs(p, "off")] or tcp
         shm = [(n, r) for p in payloads for n, r in _tcp_runs(p, "on")]
         if not tcp:
             raise ValueError("no TCP (shm off) runs of the control tree to fit")
@@ -314,7 +316,7 @@ class TreeCosts:
         per_msg = [r["rank0_control_bytes_per_step"] / r["rank0_control_messages_per_step"]
                    for _, r in tcp if r["rank0_control_messages_per_step"]]
         at4 = [r["rank0_control_messages_per_step"] for n, r in tcp if n == 4]
-        wide = [(n, r) for n, r in tcp if n > FULL_MESH_UP_TO_RANKS] or tcp
+        wide = [(n, r) for n, r in paced if n > FULL_MESH_UP_TO_RANKS] or paced
         kills = [(p_res["np"], p_res["kill"]["kill"]["detect_max_s"]) for p in payloads for p_res in p["results"]
                  if p_res.get("kill") and p_res["kill"].get("kill") and p_res["kill"]["kill"]["detect_max_s"]]
         return cls(
@@ -360,10 +362,11 @@ class Model:
     # ------------------------------------------------------------ fitting
 
     @classmethod
-    def fit(cls, local, store_cost=None, assumptions=None, tree_runs=()):
+    def fit(cls, local, store_cost=None, assumptions=None, tree_runs=(), paced_runs=()):
         """Fits the old design to a scale_local.json payload (``local``: the star and the full
         mesh) and, when given, the store_cost.measure() result; the design as built to
-        ``tree_runs`` (payloads of its lab runs)."""
+        ``tree_runs`` (payloads of its lab runs; ``paced_runs`` among them for the other
+        ranks' messages, see TreeCosts.fit)."""
         tcp = _tcp_runs(local, "off")
         shm = _tcp_runs(local, "on")
         if not tcp:
@@ -411,7 +414,7 @@ class Model:
         return cls(base0, base1, tuple(msgs0), tuple(bytes0), worker_msgs, worker_bytes, tuple(cpu0), message_cpu,
                    tuple(lat_tcp), tuple(lat_shm), tuple(init), store_cpu, tuple(rss), tuple(shutdown),
                    float(np.median([t for n, t in kills if n == kills[0][0]])) if kills else float("nan"),
-                   init_fixed, tuple(crash_lab), TreeCosts.fit(tree_runs) if tree_runs else None,
+                   init_fixed, tuple(crash_lab), TreeCosts.fit(tree_runs, paced_runs) if tree_runs else None,
                    assumptions or Assumptions())
 
     @property
