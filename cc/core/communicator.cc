@@ -86,7 +86,7 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
   TFRING_RETURN_IF_ERROR(comm->ConnectMesh(opt, roster, listener, deadline));
   comm->SetSpinMicros(opt.spin_us);
   for (int p = 0; p < opt.size; ++p) comm->LabelData(p);
-  if (opt.shm) TFRING_RETURN_IF_ERROR(comm->ConnectSharedMemory(opt, store, deadline));
+  if (opt.shm) TFRING_RETURN_IF_ERROR(comm->ConnectSharedMemory(opt, roster, store, deadline));
   if (comm->lazy_data_) {
     Communicator* c = comm.get();
     comm->park_.Start(std::move(listener), [c](Socket& s) { return c->AdmitData(s); }, opt.rank);
@@ -105,6 +105,7 @@ Status Communicator::ExchangeRoster(const CommunicatorOptions& opt, int port, St
   mine.hostname = opt.hostname;
   mine.must_match = opt.must_match;
   mine.cpus = opt.cpus;
+  if (opt.shm) mine.shm_token = RandomHex(8);
   TFRING_RETURN_IF_ERROR(tfring::ExchangeRoster(rank_, size_, mine, store, deadline, roster)
                              .WithContext("tfring init on rank " + std::to_string(rank_)));
   // A host id is "hostname/boot id/cross rank" (communicator_options.cc): its first two
@@ -365,8 +366,11 @@ bool Communicator::homogeneous() const {
   return true;
 }
 
-Status Communicator::ConnectSharedMemory(const CommunicatorOptions& opt, Store& store,
-                                         Deadline deadline) {
+// Store requests per rank with local peers: 4 (two "done" keys, two waits), whatever the
+// number of local peers (with TFRING_SHM_CMA, 2 more per local peer); ring names come from the
+// roster's shm tokens. A peer that never gets there is named by the wait's timeout.
+Status Communicator::ConnectSharedMemory(const CommunicatorOptions& opt, const std::vector<RosterEntry>& roster,
+                                         Store& store, Deadline deadline) {
   std::vector<int> local;
   for (int p = 0; p < size_; ++p) {
     if (p != rank_ && host_ids_[p] == opt.host_id) local.push_back(p);
@@ -374,9 +378,9 @@ Status Communicator::ConnectSharedMemory(const CommunicatorOptions& opt, Store& 
   auto key = [](int from, int to) { return "shm/" + std::to_string(from) + "to" + std::to_string(to); };
   const bool cma = opt.cma != CmaMode::kOff;
   if (cma && !local.empty()) AllowCmaReaders();
-  // Each receiver creates its rings and publishes their names; each sender opens them and
-  // says so; the receiver then unlinks the names (nothing stays in /dev/shm after a crash).
-  // Control rings exist between control-tree neighbours on this host only.
+  // Each receiver creates its rings; each sender opens them and says so; the receiver then
+  // unlinks the names (nothing stays in /dev/shm after a crash). Control rings exist
+  // between control-tree neighbours on this host only.
   struct Ring {
     int peer;
     bool control;  // a control ring (else data); its names and keys start with "c"
@@ -391,25 +395,35 @@ Status Communicator::ConnectSharedMemory(const CommunicatorOptions& opt, Store& 
       rings.push_back(Ring{p, true, &control_shm_[p].rx, &control_shm_[p].tx, kControlRingBytes});
     }
   }
-  auto prefix = [](const Ring& r) { return std::string(r.control ? "c" : ""); };
-  auto ring_key = [&](const Ring& r, int from, int to) { return prefix(r) + key(from, to); };
-  std::string token = RandomHex(8);
+  if (rings.empty()) return Status::OK();
+  // The receiver r of ring "from p to r" names it after its own roster token, so p knows
+  // the name; every rank says once that all its rings exist, then once that it opened its
+  // peers' (the receivers then unlink the names).
+  auto ring_name = [&](const Ring& r, int from, int to) {
+    return "/tfring-" + roster[static_cast<size_t>(to)].shm_token + "-" + (r.control ? "c" : "") +
+           std::to_string(from) + "to" + std::to_string(to);
+  };
+  auto all_local = [&](const char* what) {
+    std::vector<std::string> keys;
+    for (int p : local) keys.push_back(std::string("shm/") + what + "/" + std::to_string(p));
+    return keys;
+  };
+  const std::string me = std::to_string(rank_);
+  for (const Ring& r : rings) TFRING_RETURN_IF_ERROR(ShmRing::Create(ring_name(r, r.peer, rank_), r.bytes, r.rx));
+  TFRING_RETURN_IF_ERROR(store.Set("shm/created/" + me, "1"));
+  TFRING_RETURN_IF_ERROR(store.Wait(all_local("created"), deadline.SecondsLeft())
+                             .WithContext("rank " + me + " waiting for its host's ranks to create their "
+                                          "shared-memory rings"));
   for (const Ring& r : rings) {
-    std::string name = "/tfring-" + token + "-" + prefix(r) + std::to_string(r.peer) + "to" + std::to_string(rank_);
-    TFRING_RETURN_IF_ERROR(ShmRing::Create(name, r.bytes, r.rx));
-    TFRING_RETURN_IF_ERROR(store.Set(ring_key(r, r.peer, rank_), name));
-  }
-  for (const Ring& r : rings) {
-    std::string name;
-    TFRING_RETURN_IF_ERROR(store.Get(ring_key(r, rank_, r.peer), deadline.SecondsLeft(), &name));
-    TFRING_RETURN_IF_ERROR(ShmRing::Open(name, r.tx));
+    TFRING_RETURN_IF_ERROR(ShmRing::Open(ring_name(r, rank_, r.peer), r.tx));
     if (cma && !r.control) (*r.tx)->PublishWriter();  // before "opened": the peer probes after
-    TFRING_RETURN_IF_ERROR(store.Set(ring_key(r, rank_, r.peer) + "/opened", "1"));
   }
-  std::vector<std::string> acks;
-  for (const Ring& r : rings) acks.push_back(ring_key(r, r.peer, rank_) + "/opened");
-  TFRING_RETURN_IF_ERROR(store.Wait(acks, deadline.SecondsLeft()));
+  TFRING_RETURN_IF_ERROR(store.Set("shm/opened/" + me, "1"));
+  TFRING_RETURN_IF_ERROR(store.Wait(all_local("opened"), deadline.SecondsLeft())
+                             .WithContext("rank " + me + " waiting for its host's ranks to open its "
+                                          "shared-memory rings"));
   for (const Ring& r : rings) (*r.rx)->Unlink();
+  if (!cma) return Status::OK();  // nothing below applies: no single-copy reads
 
   Status required;  // CmaMode::kOn and a pair that cannot use it
   for (int p : local) {

@@ -194,7 +194,8 @@ class Communicator {
   Status ConnectMesh(const CommunicatorOptions& options, const std::vector<RosterEntry>& roster,
                      Listener& listener, Deadline deadline);
   Status AcceptPeers(const CommunicatorOptions& options, Listener& listener, Deadline deadline);
-  Status ConnectSharedMemory(const CommunicatorOptions& options, Store& store, Deadline deadline);
+  Status ConnectSharedMemory(const CommunicatorOptions& options, const std::vector<RosterEntry>& roster,
+                             Store& store, Deadline deadline);
 
   std::vector<Link> data_;
   std::vector<Socket> control_;

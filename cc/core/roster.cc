@@ -95,6 +95,7 @@ std::string RosterEntry::Encode() const {
   w.Str(must_match);
   w.U32(static_cast<uint32_t>(cpus.size()));
   for (int cpu : cpus) w.I32(cpu);
+  w.Str(shm_token);
   return w.Take();
 }
 
@@ -108,6 +109,7 @@ bool RosterEntry::Decode(const std::string& bytes, RosterEntry* out) {
   if (!r.ok() || n > bytes.size() / 4) return false;
   out->cpus.resize(n);
   for (auto& cpu : out->cpus) cpu = r.I32();
+  out->shm_token = r.Str();
   return r.ok() && r.AtEnd();
 }
 

@@ -24,6 +24,8 @@ struct RosterEntry {
   std::string hostname;    // for messages that name a lost rank
   std::string must_match;  // CommunicatorOptions::must_match
   std::vector<int> cpus;   // the rank's CPU affinity mask
+  std::string shm_token;   // names the shared-memory rings this rank creates (empty without
+                           // TFRING_SHM): a peer on its host opens them without asking the store
 
   std::string Encode() const;
   static bool Decode(const std::string& bytes, RosterEntry* out);

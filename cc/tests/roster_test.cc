@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <utility>
 
 #include "communicator.h"
 #include "memory_store.h"
@@ -62,6 +64,29 @@ TEST(RosterTest, InitMakesLinearStoreRequestsAndEveryRankKnowsEveryHost) {
         EXPECT_EQ(mesh[r].hostname_of(p), "host" + std::to_string(p)) << r << " about " << p;
       }
     }
+  }
+}
+
+// Shared-memory rings between the ranks of a host: a constant number of store requests per
+// rank (the ring names follow from the roster), not a few per local peer (64 ranks on one
+// host made ~20,000 requests and took ~1 s longer to init than TCP, docs/scaling.md).
+TEST(RosterTest, SharedMemoryRingsCostFourStoreRequestsPerRankWhateverTheLocalPeers) {
+  for (auto [n, per_host] : {std::pair{8, 8}, std::pair{9, 4}}) {
+    auto store = std::make_shared<CountingStore>();
+    MeshOptions o;
+    o.size = n;
+    o.ranks_per_host = per_host;
+    o.shm = true;
+    o.store = store;
+    Mesh mesh;
+    TFRING_ASSERT_OK(MakeMesh(o, &mesh));
+    int with_local_peers = 0;
+    for (int r = 0; r < n; ++r) {
+      const int host_size = std::min(per_host, n - r / per_host * per_host);
+      EXPECT_EQ(mesh[r].shm_peers(), host_size - 1) << r;
+      with_local_peers += host_size > 1 ? 1 : 0;
+    }
+    EXPECT_EQ(store->requests.load(), (3 * n - 2) + 4 * with_local_peers) << n << " ranks, " << per_host << " per host";
   }
 }
 
