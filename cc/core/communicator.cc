@@ -106,6 +106,7 @@ Status Communicator::ExchangeRoster(const CommunicatorOptions& opt, int port, St
   mine.must_match = opt.must_match;
   mine.cpus = opt.cpus;
   if (opt.shm) mine.shm_token = RandomHex(8);
+  mine.shm_cma = opt.shm && opt.cma != CmaMode::kOff;
   TFRING_RETURN_IF_ERROR(tfring::ExchangeRoster(rank_, size_, mine, store, deadline, roster)
                              .WithContext("tfring init on rank " + std::to_string(rank_)));
   // A host id is "hostname/boot id/cross rank" (communicator_options.cc): its first two
@@ -425,8 +426,21 @@ Status Communicator::ConnectSharedMemory(const CommunicatorOptions& opt, const s
   for (const Ring& r : rings) (*r.rx)->Unlink();
   if (!cma) return Status::OK();  // nothing below applies: no single-copy reads
 
+  // Readability is exchanged only with local peers that take part too (the roster says
+  // which); a pair with a rank that has single-copy off uses the rings both ways.
+  std::vector<int> cma_local;
   Status required;  // CmaMode::kOn and a pair that cannot use it
   for (int p : local) {
+    if (roster[static_cast<size_t>(p)].shm_cma) {
+      cma_local.push_back(p);
+    } else if (opt.cma == CmaMode::kOn && required.ok()) {
+      required = Status::Unimplemented("TFRING_SHM_CMA=1 but rank " + std::to_string(p) +
+                                       " runs with single-copy reads off (TFRING_SHM_CMA=0 there), so it "
+                                       "cannot read rank " + std::to_string(rank_) +
+                                       "'s memory: set TFRING_SHM_CMA=auto or 0, or the same on every rank");
+    }
+  }
+  for (int p : cma_local) {
     int err = ENOTSUP;
     if (cma) err = data_[p].rx->ProbeWriter(&data_[p].cma_pid);
     if (cma && err != 0) {
@@ -442,7 +456,7 @@ Status Communicator::ConnectSharedMemory(const CommunicatorOptions& opt, const s
     }
     TFRING_RETURN_IF_ERROR(store.Set(key(p, rank_) + "/cma", err == 0 ? "1" : "0"));
   }
-  for (int p : local) {
+  for (int p : cma_local) {
     std::string readable;
     TFRING_RETURN_IF_ERROR(store.Get(key(rank_, p) + "/cma", deadline.SecondsLeft(), &readable));
     if (cma && readable == "1") data_[p].cma_min_bytes = std::max<size_t>(opt.cma_min_bytes, 1);

@@ -96,6 +96,7 @@ std::string RosterEntry::Encode() const {
   w.U32(static_cast<uint32_t>(cpus.size()));
   for (int cpu : cpus) w.I32(cpu);
   w.Str(shm_token);
+  w.U8(shm_cma ? 1 : 0);
   return w.Take();
 }
 
@@ -110,7 +111,9 @@ bool RosterEntry::Decode(const std::string& bytes, RosterEntry* out) {
   out->cpus.resize(n);
   for (auto& cpu : out->cpus) cpu = r.I32();
   out->shm_token = r.Str();
-  return r.ok() && r.AtEnd();
+  const uint8_t cma = r.U8();
+  out->shm_cma = cma == 1;
+  return r.ok() && r.AtEnd() && cma <= 1;
 }
 
 Status ExchangeRoster(int rank, int size, const RosterEntry& mine, Store& store, Deadline deadline,

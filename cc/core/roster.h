@@ -26,6 +26,8 @@ struct RosterEntry {
   std::vector<int> cpus;   // the rank's CPU affinity mask
   std::string shm_token;   // names the shared-memory rings this rank creates (empty without
                            // TFRING_SHM): a peer on its host opens them without asking the store
+  bool shm_cma = false;    // takes part in single-copy reads (TFRING_SHM_CMA auto or 1): only
+                           // such peers exchange readability through the store
 
   std::string Encode() const;
   static bool Decode(const std::string& bytes, RosterEntry* out);
