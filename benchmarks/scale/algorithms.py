@@ -93,13 +93,11 @@ def main():
         return crossover(args)
     args.bytes = args.bytes or [16 << 20]
     args.name = args.name or "algorithms"
-    why = netns.unavailable()
-    if why:
-        raise SystemExit(why)
+    netns.require()
     rate_bytes = args.rate_mbit * 1e6 / 8
     results = []
     for spec in args.hosts:
-        h, per_host = (int(x) for x in spec.lower().split("x"))
+        h, per_host = netns.parse_hosts(spec)
         runs = {name: [] for name in args.variants}
         with netns.NetnsHosts(h, prefix=netns.LAB_PREFIX, rate_bits=args.rate_mbit * 1e6) as hosts:
             for i in range(args.repeats):

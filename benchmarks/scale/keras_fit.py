@@ -95,10 +95,8 @@ def main():
     args = parser.parse_args()
     if args.worker:
         return worker(args)
-    why = netns.unavailable()
-    if why:
-        raise SystemExit(why)
-    h, per_host = (int(v) for v in args.hosts.lower().split("x"))
+    netns.require()
+    h, per_host = netns.parse_hosts(args.hosts)
     n = h * per_host
     runs = {name: [] for name in VARIANTS}
     compute = []

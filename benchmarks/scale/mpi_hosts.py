@@ -114,12 +114,10 @@ def main():
     args = parser.parse_args()
     if args.worker:
         return worker(args)
-    why = netns.unavailable()
-    if why:
-        raise SystemExit(why)
+    netns.require()
     results = []
     for spec in args.hosts:
-        h, per_host = (int(v) for v in spec.lower().split("x"))
+        h, per_host = netns.parse_hosts(spec)
         runs = {"openmpi": [], "tfring": []}
         folder = tempfile.mkdtemp(prefix="tfring-mpi-")
         try:

@@ -32,6 +32,19 @@ LAB_PREFIX = "tsl"  # the scale lab's names; tests use "tfr"
 IP_TIMEOUT_S = 10
 
 
+def parse_hosts(spec):
+    """'HOSTSxRANKS' (e.g. '4x2') -> (hosts, ranks per host)."""
+    hosts, ranks = spec.lower().split("x")
+    return int(hosts), int(ranks)
+
+
+def require(context=""):
+    """Exits (SystemExit with the reason, after `context`) where namespaces cannot be made here."""
+    why = unavailable()
+    if why:
+        raise SystemExit(f"{context}{why}")
+
+
 def unavailable():
     """None where namespaces can be made here, else why not (a sentence)."""
     if not sys.platform.startswith("linux") or shutil.which("ip") is None:

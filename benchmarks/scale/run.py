@@ -120,19 +120,12 @@ def run_local(args, progress=lambda results: None):
     return results
 
 
-def parse_spec(spec):
-    hosts, ranks = spec.lower().split("x")
-    return int(hosts), int(ranks)
-
-
 def run_hosts(args):
-    why = netns.unavailable()
-    if why:
-        raise SystemExit(f"--hosts: {why}")
+    netns.require("--hosts: ")
     results = []
     rate = args.rate_gbit * 1e9
     for spec in args.hosts:
-        h, per_host = parse_spec(spec)
+        h, per_host = netns.parse_hosts(spec)
         np_ = h * per_host
         rows = []
         with netns.NetnsHosts(h, prefix=netns.LAB_PREFIX, rate_bits=rate) as hosts:
