@@ -778,51 +778,48 @@ class HierarchicalTest : public ::testing::TestWithParam<HostsParam> {
       return st;
     }, [&] { mesh_.AbortAll(); });
   }
+  // Runs every AllreduceCases case through allreduce(comm, layout, in, out, case, scale) on
+  // every rank: each result must be right (CheckAllreduceCases) and bitwise equal on all ranks.
+  template <typename Allreduce>
+  void ExpectEveryCaseRightEverywhere(const char* what, Allreduce allreduce) {
+    const int size = GetParam().size;
+    const auto cases = AllreduceCases(size);
+    std::vector<std::vector<std::vector<char>>> results(size, std::vector<std::vector<char>>(cases.size()));
+    auto statuses = Run([&](int r, Communicator& comm, const HostLayout& layout) -> Status {
+      return CheckAllreduceCases(r, size, cases, [&](const char* in, char* out, const AllreduceCase& k, double scale) {
+        return allreduce(comm, layout, in, out, k, scale);
+      }, &results[r]);
+    });
+    ExpectAllOk(statuses, what);
+    ExpectSameBitsEverywhere(results);
+  }
   Mesh mesh_;
 };
 
 TEST_P(HierarchicalTest, EveryDtypeOpCountAndPlaceWithTheSameBitsEverywhere) {
-  const int size = GetParam().size;
-  const auto cases = AllreduceCases(size);
-  std::vector<std::vector<std::vector<char>>> results(size, std::vector<std::vector<char>>(cases.size()));
-  auto statuses = Run([&](int r, Communicator& comm, const HostLayout& layout) -> Status {
-    return CheckAllreduceCases(r, size, cases, [&](const char* in, char* out, const AllreduceCase& k, double scale) {
-      return HierarchicalAllreduce(comm, layout, in, out, k.count, k.dtype, k.op, k.chunk_bytes, scale);
-    }, &results[r]);
+  ExpectEveryCaseRightEverywhere("hierarchical allreduce", [](Communicator& comm, const HostLayout& layout, const char* in, char* out,
+                                              const AllreduceCase& k, double scale) {
+    return HierarchicalAllreduce(comm, layout, in, out, k.count, k.dtype, k.op, k.chunk_bytes, scale);
   });
-  ExpectAllOk(statuses, "hierarchical allreduce");
-  ExpectSameBitsEverywhere(results);
 }
 
 // Pipelined (blocks of 64 bytes: every case of >= 128 bytes runs in 2-16 blocks, the
 // cross-host phase on the helper thread; blocks with fewer elements than ranks included).
 TEST_P(HierarchicalTest, PipelinedEveryDtypeOpCountAndPlaceWithTheSameBitsEverywhere) {
-  const int size = GetParam().size;
-  const auto cases = AllreduceCases(size);
-  std::vector<std::vector<std::vector<char>>> results(size, std::vector<std::vector<char>>(cases.size()));
-  auto statuses = Run([&](int r, Communicator& comm, const HostLayout& layout) -> Status {
-    return CheckAllreduceCases(r, size, cases, [&](const char* in, char* out, const AllreduceCase& k, double scale) {
-      return HierarchicalAllreduce(comm, layout, in, out, k.count, k.dtype, k.op, k.chunk_bytes, scale, 64);
-    }, &results[r]);
+  ExpectEveryCaseRightEverywhere("pipelined hierarchical allreduce", [](Communicator& comm, const HostLayout& layout, const char* in, char* out,
+                                              const AllreduceCase& k, double scale) {
+    return HierarchicalAllreduce(comm, layout, in, out, k.count, k.dtype, k.op, k.chunk_bytes, scale, 64);
   });
-  ExpectAllOk(statuses, "pipelined hierarchical allreduce");
-  ExpectSameBitsEverywhere(results);
 }
 
 // Small buffers (CpuBackend's choice below TFRING_RECURSIVE_DOUBLING_BYTES across hosts):
 // reduce to each host's leader, recursive doubling among leaders (3 and 4 hosts: off and on
 // a power of two), broadcast inside hosts (3 ranks per host: off a power of two).
 TEST_P(HierarchicalTest, DoublingEveryDtypeOpCountAndPlaceWithTheSameBitsEverywhere) {
-  const int size = GetParam().size;
-  const auto cases = AllreduceCases(size);
-  std::vector<std::vector<std::vector<char>>> results(size, std::vector<std::vector<char>>(cases.size()));
-  auto statuses = Run([&](int r, Communicator& comm, const HostLayout& layout) -> Status {
-    return CheckAllreduceCases(r, size, cases, [&](const char* in, char* out, const AllreduceCase& k, double scale) {
-      return HierarchicalDoublingAllreduce(comm, layout, in, out, k.count, k.dtype, k.op, scale);
-    }, &results[r]);
+  ExpectEveryCaseRightEverywhere("hierarchical doubling allreduce", [](Communicator& comm, const HostLayout& layout, const char* in, char* out,
+                                              const AllreduceCase& k, double scale) {
+    return HierarchicalDoublingAllreduce(comm, layout, in, out, k.count, k.dtype, k.op, scale);
   });
-  ExpectAllOk(statuses, "hierarchical doubling allreduce");
-  ExpectSameBitsEverywhere(results);
 }
 
 TEST(HierarchicalBlocksTest, PipelinedFromTwoBlocksAndAtMostSixteen) {
