@@ -78,17 +78,10 @@ PYTHONPATH=$PWD TFRING_TIMEOUT_S=30 timeout 90 $PY -m tfring.runner.launch -np 2
 echo "launcher exit: ${PIPESTATUS[0]}"
 
 step "shutdown: NCCL finalize+destroy after a clean job (docs/gpu.md, Shutdown)"
-cat >/tmp/shutdown_cost.py <<'PY'
-import time, numpy as np, tfring
-from tfring import _core
-tfring.init()
-tfring.allreduce(_core.DeviceBuffer.from_numpy(np.ones(1000, np.float32), 0), op=tfring.Sum, name="g")
-t0 = time.monotonic()
-tfring.shutdown()
-print("SHUTDOWN_S", round(time.monotonic() - t0, 3), flush=True)
-PY
 for i in 1 2 3; do
-  PYTHONPATH=$PWD TFRING_LOG_LEVEL=info timeout 60 $PY /tmp/shutdown_cost.py 2>&1 | grep -E "SHUTDOWN_S|finalized|abort" | sed "s/^/clean $i: /"
+  # the script of tests/test_gpu_nccl.py's shutdown tests: one GPU collective, then a timed shutdown()
+  PYTHONPATH=$PWD TFRING_LOG_LEVEL=info timeout 60 $PY -c "import tests.test_gpu_nccl as t; exec(t._SHUTDOWN_SCRIPT)" \
+    2>&1 | grep -E "SHUTDOWN|finalized|abort" | sed "s/^/clean $i: /"
 done
 
 step "benchmarks/gpu_collectives.py"
