@@ -441,9 +441,8 @@ Status Communicator::ConnectSharedMemory(const CommunicatorOptions& opt, const s
     }
   }
   for (int p : cma_local) {
-    int err = ENOTSUP;
-    if (cma) err = data_[p].rx->ProbeWriter(&data_[p].cma_pid);
-    if (cma && err != 0) {
+    const int err = data_[p].rx->ProbeWriter(&data_[p].cma_pid);
+    if (err != 0) {
       TFRING_LOG(LogLevel::kDebug, "transport", "single-copy reads from rank " << p << " unavailable ("
                      << CmaErrorText(err) << "): its data comes through the shared-memory ring");
       if (opt.cma == CmaMode::kOn && required.ok()) {
@@ -459,18 +458,16 @@ Status Communicator::ConnectSharedMemory(const CommunicatorOptions& opt, const s
   for (int p : cma_local) {
     std::string readable;
     TFRING_RETURN_IF_ERROR(store.Get(key(rank_, p) + "/cma", deadline.SecondsLeft(), &readable));
-    if (cma && readable == "1") data_[p].cma_min_bytes = std::max<size_t>(opt.cma_min_bytes, 1);
-    if (cma && readable != "1" && opt.cma == CmaMode::kOn && required.ok()) {
+    if (readable == "1") data_[p].cma_min_bytes = std::max<size_t>(opt.cma_min_bytes, 1);
+    if (readable != "1" && opt.cma == CmaMode::kOn && required.ok()) {
       required = Status::Unimplemented("TFRING_SHM_CMA=1 but rank " + std::to_string(p) +
                                        " cannot read rank " + std::to_string(rank_) +
                                        "'s memory with process_vm_readv: set TFRING_SHM_CMA=auto or 0");
     }
   }
-  if (cma) {
-    TFRING_LOG(LogLevel::kDebug, "transport", "single-copy reads from " << cma_peers() << " of "
-                   << local.size() << " local peer(s), for sends of at least " << opt.cma_min_bytes
-                   << " bytes");
-  }
+  TFRING_LOG(LogLevel::kDebug, "transport", "single-copy reads from " << cma_peers() << " of "
+                 << local.size() << " local peer(s), for sends of at least " << opt.cma_min_bytes
+                 << " bytes");
   return required;
 }
 
