@@ -1,4 +1,4 @@
-"""tfring error codes as ``tf.errors`` classes (ARCHITECTURE.md section 3).
+"""tfring error codes as ``tf.errors`` classes (the table in docs/core.md, "Errors").
 
 The TF kernels map the core's codes to canonical status codes (``ToTfStatus`` in
 cc/tf/kernel_common.cc, through ``CanonicalCode`` in cc/core/status.h); this module maps the
