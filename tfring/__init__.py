@@ -53,6 +53,10 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name):  # RingStrategy needs TensorFlow: imported on first use only
+    if name == "run":  # tfring.run(fn, np=2): the launcher, imported on first use
+        from tfring.runner.python_launch import run
+
+        return run
     if name in ("RingStrategy", "distribute"):
         import importlib
 

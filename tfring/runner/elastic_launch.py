@@ -16,6 +16,7 @@ from tfring.runner import discovery as discovery_lib
 from tfring.runner import hosts as hosts_lib
 from tfring.runner import jobenv, network, remote, spawn
 from tfring.runner import settings as settings_lib
+from tfring.runner import store_hook as store_hook_lib
 from tfring.runner.elastic_driver import ElasticJob, ElasticSettings, OutputTails
 from tfring.runner.output import Output
 from tfring.runner.rendezvous import Store
@@ -96,9 +97,11 @@ def _store_bind(ns, first_hosts):
     return network.reachable_address(remote_hosts) if remote_hosts else "127.0.0.1"
 
 
-def launch_elastic(ns, error):
+def launch_elastic(ns, error, store_hook=None):
     """Runs the elastic job of the parsed command line ``ns``; returns the exit code.
-    ``error(text)`` reports a usage error and returns its exit code."""
+    ``error(text)`` reports a usage error and returns its exit code. ``store_hook`` as in
+    ``launch.launch``: entered once the store serves, exited after the job, before the
+    store stops."""
     try:
         tails = OutputTails()  # shown when the script fails before init() on every worker
         output = Output(log_dir=ns.output_filename, observer=tails.observe)
@@ -120,6 +123,8 @@ def launch_elastic(ns, error):
             store = Store(bind, 0)
         except errors.TfringError as e:
             return error(f"cannot serve the job's store on {bind}: {e}")
+        leave_hook = store_hook_lib.enter(store_hook, store, lambda: (store.stop(STORE_STOP_S),
+                                                                      output.close(timeout=DRAIN_OUTPUT_S)))
         try:
             client = _core.StoreClient(*jobenv.split_store_address(store.address), store.secret, 30.0)
             starter = _Starter(ns, job_settings, store, ns.elastic_timeout + TIMEOUT_MARGIN_S)
@@ -128,6 +133,9 @@ def launch_elastic(ns, error):
                            f"{found.describe()}")
             code = job.run(relay)
         finally:
-            store.stop(STORE_STOP_S)
+            try:
+                leave_hook()
+            finally:
+                store.stop(STORE_STOP_S)
             output.close(timeout=DRAIN_OUTPUT_S)
     return code

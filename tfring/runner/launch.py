@@ -19,6 +19,7 @@ from tfring.runner import args as args_lib
 from tfring.runner import binding, jobenv, placement
 from tfring.runner import hosts as hosts_lib
 from tfring.runner import settings as settings_lib
+from tfring.runner import store_hook as store_hook_lib
 from tfring.runner.blame import Blame
 from tfring.runner.output import Output
 from tfring.runner.rendezvous import Store
@@ -63,7 +64,7 @@ def _mpi4py_version():
         return "unknown version"
 
 
-def _plan(ns):
+def _plan(ns, environ):
     """(slots, placement, settings) for the parsed command line; raises ValueError."""
     hosts = None
     if ns.hosts is not None:
@@ -71,14 +72,22 @@ def _plan(ns):
     elif ns.hostfile is not None:
         hosts = hosts_lib.parse_hostfile(ns.hostfile)
     slots = hosts_lib.plan(hosts, ns.num_proc)
-    job_settings = settings_lib.collect(ns, os.environ)
+    job_settings = settings_lib.collect(ns, environ)
     for slot in slots:
         settings_lib.validate(job_settings, slot.env())
-    return slots, placement.place(slots, ns, job_settings), job_settings
+    return slots, placement.place(slots, ns, job_settings, environ), job_settings
 
 
-def launch(argv=None):
-    """Runs tfringrun with ``argv`` (default: sys.argv[1:]). Returns the exit code."""
+def launch(argv=None, environ=None, store_hook=None):
+    """Runs tfringrun with ``argv`` (default: sys.argv[1:]). Returns the exit code.
+
+    For callers in Python (``tfring.run``): ``environ`` replaces ``os.environ`` as the base
+    of every worker's environment and settings; ``store_hook(store)`` returns a context
+    manager entered once the job's store serves (before any worker starts) and exited
+    after every worker has ended, before the store stops. Blocks until the job ends; run
+    it on the main thread (it handles SIGINT/SIGTERM/SIGHUP while it runs).
+    """
+    environ = os.environ if environ is None else environ
     try:
         ns = args_lib.parse(sys.argv[1:] if argv is None else list(argv))
     except args_lib.UsageError as e:
@@ -88,9 +97,9 @@ def launch(argv=None):
     if args_lib.is_elastic(ns):
         from tfring.runner.elastic_launch import launch_elastic
 
-        return launch_elastic(ns, _error)
+        return launch_elastic(ns, _error, store_hook)
     try:
-        slots, place, job_settings = _plan(ns)
+        slots, place, job_settings = _plan(ns, environ)
         blame = Blame()
         output = Output(log_dir=ns.output_filename, observer=blame.observe)
     except ValueError as e:
@@ -106,6 +115,8 @@ def launch(argv=None):
         job = Job(output, blame, ns.grace_period_s, verbose=ns.verbose,
                   stopped_limit_s=settings_lib.float_value(job_settings, "TFRING_PEER_TIMEOUT_S")
                   if len(slots) > 1 else None)
+        leave_hook = store_hook_lib.enter(store_hook, store, lambda: (store.stop(STORE_STOP_S),
+                                                                      output.close(timeout=DRAIN_OUTPUT_S)))
         try:
             if ns.verbose:
                 output.message(f"store at {store_addr} (the job secret is in TFRING_SECRET, never shown)")
@@ -119,7 +130,7 @@ def launch(argv=None):
             for slot in slots:
                 if job.stopping or relay.received:
                     break
-                env = place.worker_env(os.environ, slot, job_settings, store_addr, secret)
+                env = place.worker_env(environ, slot, job_settings, store_addr, secret)
                 env[binding.ENV] = ns.bind_to
                 if ns.verbose and not place.is_remote(slot):
                     output.message(f"rank {slot.rank} bound to CPUs "
@@ -127,7 +138,10 @@ def launch(argv=None):
                 job.start(slot, place.spawners[slot.host], ns.command, env)
             code = job.run(relay)
         finally:
-            store.stop(STORE_STOP_S)
+            try:
+                leave_hook()
+            finally:
+                store.stop(STORE_STOP_S)
             left = output.close(timeout=DRAIN_OUTPUT_S)
             if left and ns.verbose:
                 print(f"tfringrun: {left} output stream(s) still open (kept by a process the "

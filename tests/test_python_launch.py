@@ -1,0 +1,198 @@
+"""tfring.run(fn, np=2): results by rank, a rank's exception re-raised with its rank and
+traceback, clear errors for what cannot be pickled, and the same from a real Jupyter
+kernel (nbclient + ipykernel): a Keras fit whose rank-0 progress shows in the cell, and a
+kernel interrupt that stops every rank.
+
+Every wait is bounded; ranks use one intra/inter-op thread.
+"""
+
+import os
+import threading
+import time
+
+import pytest
+
+import tfring
+from tfring.runner.function_job import RankError
+
+pytestmark = [pytest.mark.multiprocess, pytest.mark.timeout(110)]
+
+THREADS = {"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1", "OMP_NUM_THREADS": "1"}
+
+
+def _rank_times(x):
+    import os
+
+    return int(os.environ["TFRING_RANK"]) * x
+
+
+def _raise_on_rank_1():
+    import os
+
+    if os.environ["TFRING_RANK"] == "1":
+        raise ValueError("bad shard on rank 1")
+    time.sleep(0.5)
+    return "ok"
+
+
+def test_results_by_rank_and_a_lambda():
+    assert tfring.run(_rank_times, args=(10,), np=2) == [0, 10]
+    base = 5
+    assert tfring.run(lambda: base + 1, np=2) == [6, 6]  # a closure, sent by value
+
+
+def test_a_rank_exception_names_the_rank_with_its_traceback():
+    with pytest.raises(RankError) as info:
+        tfring.run(_raise_on_rank_1, np=2)
+    assert info.value.rank == 1
+    assert "rank 1 raised ValueError: bad shard on rank 1" in str(info.value)
+    assert "_raise_on_rank_1" in info.value.remote_traceback
+    assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_unpicklable_argument_is_named():
+    with pytest.raises(TypeError, match=r"cannot send kwargs\['lock'\] \(lock\)"):
+        tfring.run(_rank_times, kwargs={"lock": threading.Lock()}, np=2)
+    with pytest.raises(TypeError, match=r"cannot send fn"):
+        tfring.run(_Unpicklable(), np=2)
+
+
+class _Unpicklable:
+    def __call__(self):
+        return 1
+
+    def __reduce__(self):
+        raise TypeError("no pickling for this one")
+
+
+def test_mpi_options_are_refused():
+    with pytest.raises(ValueError, match="use_mpi"):
+        tfring.run(_rank_times, args=(1,), np=2, use_mpi=True)
+
+
+# --- a real notebook ---------------------------------------------------------------------
+
+FIT_CELL = """
+import numpy as np
+import tfring
+
+def train(epochs):
+    import os
+    import tensorflow as tf
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    import keras
+    import tfring.keras as hvd
+    hvd.init()
+    keras.utils.set_random_seed(hvd.rank())  # different starts: the broadcast must align them
+    x = np.random.RandomState(hvd.rank()).rand(64, 4).astype("float32")
+    y = x.sum(axis=1, keepdims=True)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(0.1)), loss="mse")
+    model.fit(x, y, batch_size=16, epochs=epochs, verbose=2 if hvd.rank() == 0 else 0,
+              callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0)])
+    return [w.tolist() for w in model.get_weights()]
+
+weights = tfring.run(train, args=(2,), np=2)
+print("ranks:", len(weights), "identical:", weights[0] == weights[1])
+"""
+
+FAIL_CELL = """
+def fails():
+    import os
+    if os.environ["TFRING_RANK"] == "1":
+        raise KeyError("missing column on rank 1")
+    return 0
+
+tfring.run(fails, np=2)
+"""
+
+
+def _kernel_env():
+    env = dict(os.environ, **THREADS)
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    return env
+
+
+def _cell_text(cell):
+    parts = []
+    for out in cell.get("outputs", []):
+        parts.append(out.get("text", ""))
+        parts.extend(out.get("traceback", []))
+        parts.append(str(out.get("evalue", "")))
+    return "".join(parts)
+
+
+def test_notebook_runs_fit_and_reports_a_failing_rank(tmp_path):
+    nbformat = pytest.importorskip("nbformat", reason="pip install nbclient ipykernel")
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(FIT_CELL), nbformat.v4.new_code_cell(FAIL_CELL)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    client = NotebookClient(nb, timeout=90, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}},
+                            allow_errors=True)
+    started = time.monotonic()
+    client.execute(env=_kernel_env())
+    fit, fail = (_cell_text(c) for c in nb.cells)
+    assert "ranks: 2 identical: True" in fit, fit
+    assert "[0]<stdout>: Epoch 1/2" in fit, fit  # rank 0's Keras progress, in the cell
+    assert "[1]<stdout>: Epoch" not in fit
+    assert "RankError" in fail and "rank 1 raised KeyError" in fail and "missing column on rank 1" in fail, fail
+    assert "Traceback on rank 1" in fail, fail
+    assert time.monotonic() - started < 90
+
+
+INTERRUPT_CELL = """
+import os, time, tfring
+def forever(directory):
+    import os, time
+    open(os.path.join(directory, "pid." + os.environ["TFRING_RANK"]), "w").write(str(os.getpid()))
+    time.sleep(600)
+tfring.run(forever, args=({directory!r},), np=2)
+"""
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is gone for our purpose
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_kernel_interrupt_stops_every_rank(tmp_path):
+    pytest.importorskip("ipykernel", reason="pip install nbclient ipykernel")
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3", env=_kernel_env(), startup_timeout=60)
+    try:
+        msg_id = kc.execute(INTERRUPT_CELL.format(directory=str(tmp_path)))
+        deadline = time.monotonic() + 60
+        while len(list(tmp_path.glob("pid.*"))) < 2:
+            assert time.monotonic() < deadline, "the ranks did not start within 60 s"
+            time.sleep(0.1)
+        pids = [int(p.read_text()) for p in tmp_path.glob("pid.*")]
+        km.interrupt_kernel()
+        ename, text = None, ""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            content = msg["content"]
+            text += content.get("text", "")
+            if msg["msg_type"] == "error":
+                ename = content["ename"]
+            if msg["msg_type"] == "status" and content["execution_state"] == "idle":
+                break
+        assert ename == "KeyboardInterrupt", text
+        assert "got SIGINT; passing it on to 2 rank(s)" in text, text
+        assert not [p for p in pids if _alive(p)], f"ranks still running after the interrupt: {pids}"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
