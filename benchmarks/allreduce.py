@@ -3,7 +3,7 @@
 Under the launcher (tfring only):
     tfringrun -np 2 python benchmarks/allreduce.py [--json out.json]
 Side by side, in one invocation (tfring, then Open MPI via mpi4py and PyTorch gloo when
-installed), writing docs/benchmarks/allreduce_np<N>_<impl>.json:
+installed), writing lab/results/allreduce_np<N>_<impl>.json:
     python benchmarks/allreduce.py --compare --np 2
 See bench_common.py for the method; benchmarks/report.py turns the JSON into
 docs/benchmarks.md tables and the busbw plot.
@@ -46,7 +46,7 @@ def run_tfring(args):
 
 
 def compare(args):
-    out_dir = os.path.join(ROOT, "docs", "benchmarks")
+    out_dir = os.path.join(ROOT, "lab", "results")
     os.makedirs(out_dir, exist_ok=True)
     common = ["--min-bytes", str(args.min_bytes), "--max-bytes", str(args.max_bytes),
               "--min-iters", str(args.min_iters), "--target-seconds", str(args.target_seconds)]

@@ -7,7 +7,7 @@ tfring's stream and the completion poll. The baseline is the same ncclAllReduce 
 CuPy's NCCL binding on a CuPy stream, synchronized after each call.
 
     TFRING_WITHOUT_TF=1 python setup.py build_ext --inplace
-    python benchmarks/gpu_collectives.py --json docs/benchmarks/gpu_collectives_h200.json
+    python benchmarks/gpu_collectives.py --json lab/results/gpu_collectives_h200.json
 
 Rows (float32 sum, in place, one array per call, median of >= 20 calls after warm-up):
   tfring_us   tfring.allreduce(buf, out=buf) on a DeviceBuffer, wall time per call;

@@ -1,6 +1,6 @@
 """Keras 3 `fit` throughput on random data: weak scaling of tfring against plain Keras.
 
-One command runs every configuration in turn and writes docs/benchmarks/keras_synthetic.json:
+One command runs every configuration in turn and writes lab/results/keras_synthetic.json:
 
     python benchmarks/keras_synthetic.py --compare [--np 2] [--models mlp cnn]
 
@@ -302,7 +302,7 @@ def compare(args):
         print(f"{r['model']:<5} {r['mode']:<9} {r['workers']:>7} "
               f"{r['samples_per_s_median']:>8.0f} ({r['samples_per_s_min']:.0f}-{r['samples_per_s_max']:.0f}) "
               f"{r['step_ms_median']:>8.2f} {eff:>22}")
-    out = os.path.join(ROOT, "docs", "benchmarks", "keras_synthetic.json")
+    out = os.path.join(ROOT, "lab", "results", "keras_synthetic.json")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
         json.dump({"host": platform.node(), "date": time.strftime("%Y-%m-%d"), "np": args.np,

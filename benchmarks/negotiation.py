@@ -9,7 +9,7 @@ control_bytes_sent; rank 0's are its responses to every other rank).
 
     python benchmarks/negotiation.py [--np 2] [--tensors 20 161] [--rounds 3]
 
-Writes docs/benchmarks/negotiation_np<N>.json.
+Writes lab/results/negotiation_np<N>.json.
 """
 
 import argparse
@@ -111,7 +111,7 @@ def main():
         print(f"{row['config']:<16} {row['tensors']:>7} {row['median_step_us']:>9.0f} {b[0]:>13.0f} "
               f"{b[1] if len(b) > 1 else 0:>13.0f} {row['cached_tensors_per_step']:>11.0f} "
               f"{row['collectives_per_step']:>10.1f}")
-    out = args.json or os.path.join(ROOT, "docs", "benchmarks", f"negotiation_np{args.np}.json")
+    out = args.json or os.path.join(ROOT, "lab", "results", f"negotiation_np{args.np}.json")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
         json.dump({"np": args.np, "host": platform.node(), "elements": args.elements, "steps": args.steps,

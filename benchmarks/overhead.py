@@ -8,7 +8,7 @@ tfring, ...) so drifts of the machine hit both alike; each round is a fresh mode
 `fit` of WARMUP + STEPS steps, timed per step after the warm-up (keras_models.step_timer).
 Overhead, per round = median tfring step / median plain step - 1; reported: the median
 over rounds and its range. Writes
-docs/benchmarks/overhead.json.
+lab/results/overhead.json.
 """
 
 import argparse
@@ -52,7 +52,7 @@ def main():
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--json", default=os.path.join(ROOT, "docs", "benchmarks", "overhead.json"))
+    parser.add_argument("--json", default=os.path.join(ROOT, "lab", "results", "overhead.json"))
     args = parser.parse_args()
 
     keras_models.threads(1)

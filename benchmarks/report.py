@@ -1,5 +1,5 @@
 """Regenerates the measured tables and plots of docs/benchmarks.md from the JSON files the
-benchmarks wrote into docs/benchmarks/. One command:
+benchmarks wrote into lab/results/. One command:
 
     python benchmarks/report.py
 
@@ -13,7 +13,7 @@ import statistics
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-DATA = os.path.join(ROOT, "docs", "benchmarks")
+DATA = os.path.join(ROOT, "lab", "results")
 DOC = os.path.join(ROOT, "docs", "benchmarks.md")
 BEGIN, END = "<!-- GENERATED: benchmarks/report.py -->", "<!-- END GENERATED -->"
 
@@ -53,7 +53,7 @@ def allreduce_section():
         lines.append("")
         png = plot(n, impls, order)
         if png:
-            lines.append(f"![busbw vs size, np={n}](benchmarks/{os.path.basename(png)})\n")
+            lines.append(f"![busbw vs size, np={n}](../lab/results/{os.path.basename(png)})\n")
     return "\n".join(lines)
 
 

@@ -1,7 +1,7 @@
 """Soak: many random collectives across ranks, every result checked against NumPy, resident
 memory sampled. Not a CI test (it runs for minutes).
 
-    python benchmarks/soak.py --np 3 --ops 100000 [--seed 1] [--json docs/benchmarks/soak.json]
+    python benchmarks/soak.py --np 3 --ops 100000 [--seed 1] [--json lab/results/soak.json]
 
 Runs tests/workers/core_soak.py under the launcher and summarizes RSS growth per rank
 between the first quarter and the end (warm-up excluded).

@@ -18,7 +18,7 @@ The allreduce's own cost is `argument - empty` and `produced - produce`; the bus
 at 16 MiB is computed from those (bytes x 2(n-1)/n / time). `--runs` separate jobs give
 medians and ranges.
 
-    python benchmarks/tf_latency.py --np 2 [--runs 3]   # writes docs/benchmarks/tf_latency_np2.json
+    python benchmarks/tf_latency.py --np 2 [--runs 3]   # writes lab/results/tf_latency_np2.json
 """
 
 import argparse
@@ -124,7 +124,7 @@ def main():
     if "TFRING_RANK" in os.environ:
         worker(args)
         return
-    out = args.json or os.path.join(ROOT, "docs", "benchmarks", f"tf_latency_np{args.np}.json")
+    out = args.json or os.path.join(ROOT, "lab", "results", f"tf_latency_np{args.np}.json")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS="1")
     runs = []

@@ -4,7 +4,7 @@ The "no regression at np=2" check of a refactor: build the old commit in a workt
 
     git worktree add --detach /tmp/old <commit>
     (cd /tmp/old && python setup.py build_ext --inplace)
-    python benchmarks/ab_builds.py --other /tmp/old --rounds 8 --json docs/benchmarks/ab.json
+    python lab/ab_builds.py --other /tmp/old --rounds 8 --json lab/results/ab.json
 
 Each round runs, for each build in turn (the order alternates every round, so drift in the
 machine's speed falls on both alike): `benchmarks/allreduce.py` under `tfringrun -np 2`

@@ -3,7 +3,7 @@
 // single-copy (TFRING_SHM_CMA) iterations in the same processes and buffers, so machine
 // noise hits both alike. Prints rank 0's median per size: transport only, no runtime.
 // Build from the repository root after `setup.py build_ext` (which leaves the objects):
-//   g++ -std=c++17 -O2 -Icc/core benchmarks/ring_ab.cc build/obj/core/*.o -o /tmp/ring_ab \
+//   g++ -std=c++17 -O2 -Icc/core lab/ring_ab.cc build/obj/core/*.o -o /tmp/ring_ab \
 //       -lcrypto -pthread -lrt -ldl
 // Run: /tmp/ring_ab NP MIN_BYTES ITERS HUGE SIZE... (HUGE=1: buffers on transparent huge
 // pages), e.g. /tmp/ring_ab 2 1048576 40 1 4194304 16777216 67108864
@@ -16,9 +16,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
-#include "collectives.h"
-#include "communicator.h"
-#include "tcp_store.h"
+#include "collectives/collectives.h"
+#include "transport/communicator.h"
+#include "rendezvous/tcp_store.h"
 using namespace tfring;
 int main(int argc, char** argv) {
   int np = atoi(argv[1]);

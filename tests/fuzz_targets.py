@@ -1,5 +1,5 @@
 """Fuzz targets shared by the seeded CI run (tests/test_fuzz.py) and the long benchmark-style
-run (benchmarks/fuzz_protocols.py). Each target must never crash or hang the process under
+run (tests/measure/fuzz_protocols.py). Each target must never crash or hang the process under
 test; a malformed input must be refused cleanly."""
 
 import socket

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from benchmarks.scale import host_faults, netns
+from tools.hostlab import host_faults, netns
 
 HOSTS, RANKS_PER_HOST = 3, 2
 

@@ -3,7 +3,7 @@ job and every survivor must end with an error naming the cause, fast, while the 
 exits non-zero naming the first failed rank. TF/Keras faults live in test_keras_*.py.
 
 Bounds asserted here are generous (10 s, CI machines are noisy); measured figures are in
-docs/reliability.md (benchmarks/faults.py)."""
+docs/reliability.md (tests/measure/faults.py)."""
 
 import re
 

@@ -2,7 +2,7 @@
 (SIGSTOP: to its peers the same as a paused VM or a host swapped out) or whose network
 drops packets must become a named PeerLostError on every survivor within
 TFRING_PEER_TIMEOUT_S, and tfringrun must end the job by itself; a rank that is merely slow
-in its own code must not. Measured delays are in docs/reliability.md (benchmarks/faults.py)."""
+in its own code must not. Measured delays are in docs/reliability.md (tests/measure/faults.py)."""
 
 import re
 import signal

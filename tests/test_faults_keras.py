@@ -2,7 +2,7 @@
 middle of writing a checkpoint. Every survivor must end with an error naming the dead rank,
 fast; the launcher exits with the victim's signal naming it; the last complete checkpoint
 stays loadable. The scripts print the same T0/ERR lines as test_faults.py (whose `_times`
-reads them); benchmarks/faults.py reuses them to measure the delays many times."""
+reads them); tests/measure/faults.py reuses them to measure the delays many times."""
 
 import json
 import os

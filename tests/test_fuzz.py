@@ -1,5 +1,5 @@
 """Seeded, short fuzz runs of the coordinator wire format and the store protocol (the long
-run is benchmarks/fuzz_protocols.py). Nothing may crash or hang; garbage is refused."""
+run is tests/measure/fuzz_protocols.py). Nothing may crash or hang; garbage is refused."""
 
 import pytest
 from hypothesis import HealthCheck, given, settings

@@ -1,6 +1,6 @@
 """Faults at the scale of hosts (issue 32), on the lab's emulated hosts (network
-namespaces on a bridge, benchmarks/scale/netns.py) with the fault harness
-(benchmarks/scale/host_faults.py): a host killed (every process at once), its link cut, the
+namespaces on a bridge, tools/hostlab/netns.py) with the fault harness
+(tools/hostlab/host_faults.py): a host killed (every process at once), its link cut, the
 host frozen (every process stopped). 3 hosts x 2 light ranks (NumPy API, no TensorFlow),
 each host with its own hostname so that messages naming a rank's host tell them apart.
 
@@ -8,8 +8,8 @@ For every fault of a static job (``tfringrun -np``): every survivor fails within
 TFRING_PEER_TIMEOUT_S + 5 s naming a lost rank and its host (and, for a killed host, its
 other rank),
 tfringrun exits non-zero naming the host and its ranks, and no process is left in any
-namespace. An elastic job (light NumPy workers, tests/workers/elastic_numpy.py) loses a
-host and takes it back: benchmarks/scale/host_soak.py runs many such rounds. Measured
+namespace. An elastic job (light NumPy workers, tools/hostlab/elastic_numpy.py) loses a
+host and takes it back: lab/scale/host_soak.py runs many such rounds. Measured
 numbers: docs/reliability.md (host-level faults)."""
 
 import os
@@ -19,11 +19,11 @@ import time
 
 import pytest
 
-from benchmarks.scale import host_faults, host_soak, netns
 from tests.helpers import format_job_output, rank_output, run_launcher
 from tests.host_lab import HOSTS, LOOP, RANKS_PER_HOST
 from tfring.runner.blame import Blame
 from tfring.runner.supervisor import Failure
+from tools.hostlab import elastic_job, host_faults, netns
 
 pytestmark = pytest.mark.multiprocess
 
@@ -68,7 +68,7 @@ def _static_job(lab, kind, tmp_path):
 
 def static_job(kind, tmp_path):
     """One static job of 3 hosts x 2 ranks through ``kind`` (kill, cut, freeze) of host
-    2, checked as the tests check it; for benchmarks/faults.py. Returns (survivor delays
+    2, checked as the tests check it; for tests/measure/faults.py. Returns (survivor delays
     {rank: seconds from the fault}, seconds from the fault to tfringrun's exit, exit code)."""
     hosts = netns.NetnsHosts(HOSTS)
     faults = host_faults.HostFaults(hosts)
@@ -160,8 +160,8 @@ def test_an_elastic_job_loses_a_host_goes_on_smaller_and_takes_it_back(lab, tmp_
     # commit, the host's 2 new workers join in one re-formation, every worker ends with
     # the same bits.
     _, faults = lab
-    with host_soak.ElasticHostJob(faults, str(tmp_path), peer_timeout_s=PEER_TIMEOUT_S) as job:
-        r = host_soak.fault_round(job, "kill", VICTIM)
+    with elastic_job.ElasticHostJob(faults, str(tmp_path), peer_timeout_s=PEER_TIMEOUT_S) as job:
+        r = elastic_job.fault_round(job, "kill", VICTIM)
         code = job.finish(timeout_s=30)
         text = job.text()
     left = faults.leftovers()
@@ -194,8 +194,8 @@ def test_a_partition_the_discovery_script_does_not_see_costs_the_peer_timeout_on
     # on at 4 ranks after the peer timeout; before, the driver put them back into the next
     # generation, whose rendezvous waited TFRING_START_TIMEOUT_S (30 s) for them, twice.
     _, faults = lab
-    with host_soak.ElasticHostJob(faults, str(tmp_path), peer_timeout_s=PEER_TIMEOUT_S) as job:
-        r = host_soak.fault_round(job, kind, VICTIM, unlist=False)
+    with elastic_job.ElasticHostJob(faults, str(tmp_path), peer_timeout_s=PEER_TIMEOUT_S) as job:
+        r = elastic_job.fault_round(job, kind, VICTIM, unlist=False)
         code = job.finish(timeout_s=30)
         text = job.text()
     report = _report(r, text)

@@ -149,11 +149,11 @@ def test_an_elastic_job_cut_from_rank_0s_host_goes_on_there_only(lab, tmp_path):
     # until their own store client gave up, 37 s here, before a failed rendezvous on rank 0
     # reported the ranks that never came: worker.note_missing.) Healed, the job takes hosts 1 and
     # 2 back and ends with every worker holding the same weights, nothing left anywhere.
-    from benchmarks.scale import host_soak
+    from tools.hostlab import elastic_job
 
     hosts, faults = lab
     start_timeout_s = 8.0
-    with host_soak.ElasticHostJob(faults, str(tmp_path), peer_timeout_s=PEER_TIMEOUT_S, extra_args=("--verbose",),
+    with elastic_job.ElasticHostJob(faults, str(tmp_path), peer_timeout_s=PEER_TIMEOUT_S, extra_args=("--verbose",),
                                   env={"TFRING_START_TIMEOUT_S": str(start_timeout_s)}) as job:
         job.proc.kill()  # restarted below, on host 0: the store must be on the cut side
         job.proc.wait(10)

@@ -15,11 +15,11 @@ import time
 import numpy as np
 import pytest
 
-from benchmarks.scale import netns
 from tests.helpers import LAUNCHER, REPO_ROOT, job_env, rank_output, run_job
 from tfring.runner import args as args_lib
 from tfring.runner import hosts, network, placement, remote, remote_boot
 from tfring.runner import settings as settings_lib
+from tools.hostlab import netns
 
 FAKE_SSH = f"{sys.executable} {os.path.join(REPO_ROOT, 'tests', 'fake_ssh.py')} {{host}} {{command}}"
 FAKE = ("--remote-command", FAKE_SSH, "--network-interface", "lo")

@@ -3,14 +3,14 @@ broadcast and reduce-scatter of one size, each host's link shaped, the two algor
 job in the same minutes (``TFRING_ALGORITHM`` pins them); medians of ``--repeats`` jobs
 against each operation's link-bound limit. Needs root (network namespaces).
 
-    python -m benchmarks.scale.algorithms --hosts 2x4 4x2 --rate-mbit 400 --repeats 3
-    python -m benchmarks.scale.algorithms --crossover --repeats 3   # one host, no root needed
+    python -m lab.scale.algorithms --hosts 2x4 4x2 --rate-mbit 400 --repeats 3
+    python -m lab.scale.algorithms --crossover --repeats 3   # one host, no root needed
 
-Writes ``docs/benchmarks/scale_algorithms.json`` and prints a Markdown table.
+Writes ``lab/results/scale_algorithms.json`` and prints a Markdown table.
 ``--crossover``: the ring against recursive doubling for small allreduces on one host
 (2, 4, 8 ranks with shared memory, 8 over TCP; 8 B to 1 MiB; each job rank 0's median of
 ``--iters`` calls one after the other), to place TFRING_RECURSIVE_DOUBLING_BYTES; writes
-``docs/benchmarks/scale_crossover.json``.
+``lab/results/scale_crossover.json``.
 Limits (S the buffer, allgather: the output; rate: the link's bytes/s), what any algorithm
 needs: allreduce 2(H-1)/H x S, allgather (H-1)/H x S (each host receives the others'
 blocks), broadcast S (each host but the root's receives the buffer), reduce-scatter
@@ -23,7 +23,8 @@ import os
 import statistics
 import time
 
-from benchmarks.scale import jobs, netns
+from lab.scale import jobs
+from tools.hostlab import netns
 
 HIERARCHICAL = "allreduce=hierarchical,allgather=hierarchical,broadcast=hierarchical,reducescatter=hierarchical"
 # What a job runs, by name (--variants): its environment. The first two are the default A/B.
@@ -77,7 +78,7 @@ def main():
     parser.add_argument("--ops", nargs="+", default=["allreduce", "allgather", "broadcast", "reducescatter"])
     parser.add_argument("--iters", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--name", default=None, help="results go to docs/benchmarks/scale_NAME.json")
+    parser.add_argument("--name", default=None, help="results go to lab/results/scale_NAME.json")
     parser.add_argument("--crossover", action="store_true")
     parser.add_argument("--variants", nargs="+", default=["flat", "hierarchical"], choices=sorted(VARIANTS),
                         help="what the jobs run, alternating job by job (default: flat hierarchical)")
@@ -113,7 +114,7 @@ def main():
                "variant_env": {name: VARIANTS[name] for name in args.variants}, "no_barrier": args.no_barrier,
                "env": args.env,
                "results": results}
-    path = os.path.join(jobs.ROOT, "docs", "benchmarks", f"scale_{args.name}.json")
+    path = os.path.join(jobs.ROOT, "lab", "results", f"scale_{args.name}.json")
     with open(path, "w") as f:
         json.dump(payload, f, indent=1)
     print(f"wrote {os.path.relpath(path, jobs.ROOT)}\n")
@@ -143,7 +144,7 @@ def crossover(args):
                     f"; load {row['loadavg_before'][0]:.1f}", flush=True)
     payload = {"measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "iters": iters,
                "repeats": args.repeats, "bytes": args.bytes, "algorithms": args.crossover_algorithms, "runs": runs}
-    path = os.path.join(jobs.ROOT, "docs", "benchmarks", f"scale_{args.name or 'crossover'}.json")
+    path = os.path.join(jobs.ROOT, "lab", "results", f"scale_{args.name or 'crossover'}.json")
     with open(path, "w") as f:
         json.dump(payload, f, indent=1)
     print(f"wrote {os.path.relpath(path, jobs.ROOT)}\n")

@@ -1,6 +1,6 @@
 """The Keras worker of the host soak (``host_soak.py --worker keras``): an elastic
 ``model.fit`` (tfring.keras: DistributedOptimizer, KerasState, CommitStateCallback) that
-prints the same lines as tests/workers/elastic_numpy.py:
+prints the same lines as tools/hostlab/elastic_numpy.py:
 
     python elastic_keras_worker.py '<json config>' OUT_DIR
 

@@ -1,4 +1,4 @@
-"""Runs one probe job (benchmarks/scale/probe.py under ``tfringrun``), on this host or on
+"""Runs one probe job (lab/scale/probe.py under ``tfringrun``), on this host or on
 emulated hosts, bounded in time, and reduces the ranks' files to one row of figures.
 
 A job never outlives its timeout: tfringrun gets SIGTERM (it stops its ranks, SIGKILL
@@ -89,7 +89,7 @@ def _median(values):
 
 
 def summarize(job):
-    """One row of figures from a probe job (see docs/scaling.md for each one's meaning).
+    """One row of figures from a probe job (see lab/records/scaling.md for each one's meaning).
     Raises RuntimeError when ranks are missing (the job failed: its stderr is quoted)."""
     ranks = sorted(job["ranks"], key=lambda d: d["rank"])
     if len(ranks) != job["np"] or job["timed_out"]:

@@ -3,7 +3,7 @@ allreduce across hosts) against the same job with every collective pinned to the
 ring (``TFRING_ALGORITHM``), launches alternating in the same minutes, against the ratio
 the link-bound model predicts. Needs root (network namespaces).
 
-    python -m benchmarks.scale.keras_fit --hosts 2x2 --rate-mbit 300 --launches 3
+    python -m lab.scale.keras_fit --hosts 2x2 --rate-mbit 300 --launches 3
 
 The job: ``tfringrun`` on HOSTS x RANKS emulated hosts (each host's link shaped with
 ``tbf`` both ways), benchmarks/keras_models.py's MLP (784-1024-1024-10, 1.86 M float32
@@ -18,7 +18,7 @@ the flat ring (N = H x RANKS). Predicted speed ratio (hierarchical / flat):
 (c + 2(N-1)/N x S/B) / (c + 2(H-1)/H x S/B), B the link's bytes/s; with c = 0 (the link
 alone) 1.5 at 2 x 2. c is taken from ``--compute-launches`` launches on the same hosts
 with the links unshaped (step time there; an upper bound on c, so the ratio predicted from
-it is a lower bound on the model's). Writes ``docs/benchmarks/scale_NAME.json``.
+it is a lower bound on the model's). Writes ``lab/results/scale_NAME.json``.
 """
 
 import argparse
@@ -30,7 +30,8 @@ import subprocess
 import sys
 import time
 
-from benchmarks.scale import jobs, netns
+from lab.scale import jobs
+from tools.hostlab import netns
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FLAT = "allreduce=ring,allgather=ring,broadcast=chain,reducescatter=ring"
@@ -41,7 +42,7 @@ GRADIENT_BYTES = 4 * (784 * 1024 + 1024 + 1024 * 1024 + 1024 + 1024 * 10 + 10)
 def worker(args):
     """One rank: whole_fit.py's tfring worker (warm-up fit with the broadcast callback, then
     ``--calls`` timed fits; rank 0 prints the samples/s of each)."""
-    sys.path.insert(0, os.path.dirname(HERE))
+    sys.path.insert(0, os.path.join(jobs.ROOT, "benchmarks"))
     import whole_fit
 
     args.mode = "tfring"
@@ -63,7 +64,7 @@ def tbf_drops(hosts):
 def launch(args, hosts, per_host, algorithm):
     np_ = len(hosts.names) * per_host
     cmd = [*jobs.LAUNCHER, "-np", str(np_), *hosts.launch_args(per_host), sys.executable, "-m",
-           "benchmarks.scale.keras_fit", "--worker", "--calls", str(args.calls), "--steps", str(args.steps),
+           "lab.scale.keras_fit", "--worker", "--calls", str(args.calls), "--steps", str(args.steps),
            "--batch", str(args.batch)]
     env = dict(os.environ, PYTHONPATH=jobs.ROOT, TF_CPP_MIN_LOG_LEVEL="2", OMP_NUM_THREADS="1",
                TFRING_ALGORITHM=VARIANTS[algorithm], **dict(e.split("=", 1) for e in args.env))
@@ -125,7 +126,7 @@ def main():
                "gradient_bytes": GRADIENT_BYTES, "env": args.env, "unshaped": compute, "runs": runs, "medians": medians,
                "compute_step_s": c, "link_step_s": link_s, "predicted_ratio": predicted,
                "measured_ratio": medians["table"] / medians["flat"]}
-    path = os.path.join(jobs.ROOT, "docs", "benchmarks", f"scale_{args.name}.json")
+    path = os.path.join(jobs.ROOT, "lab", "results", f"scale_{args.name}.json")
     with open(path, "w") as f:
         json.dump(payload, f, indent=1)
     print(f"wrote {os.path.relpath(path, jobs.ROOT)}")

@@ -2,7 +2,7 @@
 
 Two kinds of terms:
   * exact counts read from the code (descriptors, store requests, heartbeat frames, control
-    messages per negotiation round): tests/test_scale_lab.py checks them against a real
+    messages per negotiation round): lab/scale/test_scale_lab.py checks them against a real
     4-rank job, so they cannot drift from the code silently;
   * per-message / per-byte / per-hop costs fitted (least squares, coefficients kept
     non-negative) to the lab's timings on this machine, which are upper bounds (N
@@ -11,13 +11,13 @@ Two kinds of terms:
 Two designs are predicted side by side, each fitted to the lab runs of its own build:
 ``Model.old(n)`` is the star and the full mesh the lab first measured (rank 0 negotiates
 with every rank and watches every rank's heartbeats, every rank connects to every other,
-every rank reads every store record; docs/benchmarks/scale_local*.json); ``Model.now(n)``
+every rank reads every store record; lab/results/scale_local*.json); ``Model.now(n)``
 is the design as built today (negotiation over the control tree, TFRING_CONTROL_FANOUT = 4;
 lazy data connections past 8 ranks; heartbeats in a ring; the roster exchange; recursive
-doubling for small allreduces; docs/benchmarks/scale_control_tree*.json,
+doubling for small allreduces; lab/results/scale_control_tree*.json,
 scale_tree_lazy*.json, scale_shm_oversub.json). Everything at sizes the lab did not run is a
 PREDICTION. The assumptions are the ``Assumptions`` fields, each with its reason;
-docs/scaling.md prints them.
+lab/records/scaling.md prints them.
 """
 
 import dataclasses
@@ -268,7 +268,7 @@ def LOG2(n):
 
 @dataclasses.dataclass
 class Assumptions:
-    """What the predictions assume (docs/scaling.md prints each with its reason)."""
+    """What the predictions assume (lab/records/scaling.md prints each with its reason)."""
 
     hop_s: float = 30e-6  # one network hop between hosts (issue 31's figure; a switch + kernel each side)
     store_cores: int = 8  # cores of the store's host serving requests (one thread per client today)

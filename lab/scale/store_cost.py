@@ -3,7 +3,7 @@ TcpStoreServer, over loopback TCP) and the CPU both ends spend on it. Init today
 ~1.5 N^2 such requests in all (model.store_requests_today), so this is the store path's
 per-message cost in the model.
 
-    python -m benchmarks.scale.store_cost [--requests 5000]
+    python -m lab.scale.store_cost [--requests 5000]
 """
 
 import argparse

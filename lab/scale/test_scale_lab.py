@@ -1,4 +1,4 @@
-"""The scale lab (benchmarks/scale/, docs/scaling.md): the counts its cost model is built on
+"""The scale lab (lab/scale/, lab/records/scaling.md): the counts its cost model is built on
 are checked against a real 4-rank job of the lab's probe, so the model cannot drift from
 the code silently; and the model's fitting is checked on synthetic data."""
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from benchmarks.scale import jobs, model, report
+from lab.scale import jobs, model, report
 
 # ---------------------------------------------------------------- the model against the code
 
@@ -138,7 +138,7 @@ def test_model_counts_match_the_committed_tree_runs():
 def test_algorithm_steps():
     assert [model.ring_steps(n) for n in (1, 2, 8)] == [0, 2, 14]
     assert [model.recursive_doubling_steps(n) for n in (1, 2, 8, 6, 1024)] == [0, 1, 3, 4, 10]
-    # 8-byte allreduce data steps at 1,024 ranks, 30 us hops (docs/scaling.md's prediction)
+    # 8-byte allreduce data steps at 1,024 ranks, 30 us hops (lab/records/scaling.md's prediction)
     assert model.small_allreduce_s("ring", 1024, 30e-6) == pytest.approx(2046 * 30e-6)
     assert model.small_allreduce_s("recursive_doubling", 1024, 30e-6) == pytest.approx(10 * 30e-6)
     assert model.small_allreduce_s("recursive_doubling", 1024, 30e-6, 8, 17e-6) == pytest.approx(3 * 17e-6 + 7 * 30e-6)

@@ -1,6 +1,6 @@
 """Time from a worker's death to training resuming, in an elastic job at np=3.
 
-    python benchmarks/elastic_recovery.py [--repeat 3]   # writes docs/benchmarks/elastic.json
+    python tests/measure/elastic_recovery.py [--repeat 3]   # writes lab/results/elastic.json
 
 Runs tests/workers/elastic_train.py (the script of tests/test_elastic.py) through
 ``tfringrun -np 3 --min-np 2`` on three loopback hosts; one worker SIGKILLs itself in
@@ -22,7 +22,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, ROOT)
 
 from tests.helpers import rank_output, run_launcher
@@ -59,7 +59,7 @@ def summary(values):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks", "elastic.json"))
+    parser.add_argument("--out", default=os.path.join(ROOT, "lab", "results", "elastic.json"))
     ns = parser.parse_args()
     rows = []
     for victim, label in (("w1", "rank 1 SIGKILLed mid-fit"), ("w0", "rank 0 SIGKILLed mid-fit")):

@@ -1,6 +1,6 @@
 """Time to a clean error for each fault of the fault matrix, measured many times.
 
-    python benchmarks/faults.py [--repeat 5]    # writes docs/benchmarks/faults.json
+    python tests/measure/faults.py [--repeat 5]    # writes lab/results/faults.json
 
 Runs the very scripts of tests/test_faults.py and tests/test_faults_keras.py through the
 launcher. For each run: the delay from the fault (the victim's "T0" line, printed just
@@ -21,13 +21,13 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, ROOT)
 
-from benchmarks.scale.netns import NetnsHosts
-from benchmarks.scale.netns import unavailable as _netns_unavailable
 from tests import test_faults, test_faults_frozen, test_faults_keras, test_host_faults
 from tests.helpers import rank_output, run_job
+from tools.hostlab.netns import NetnsHosts
+from tools.hostlab.netns import unavailable as _netns_unavailable
 
 SCENARIOS = [
     # name, np, script, stage argument, victim, extra script arg (a directory) needed
@@ -107,7 +107,7 @@ def main():
     parser.add_argument("--match", default=None,
                         help="run only the faults whose name contains this text; their rows replace "
                              "the same rows of the existing JSON, the others are kept")
-    parser.add_argument("--json", default=os.path.join(ROOT, "docs", "benchmarks", "faults.json"))
+    parser.add_argument("--json", default=os.path.join(ROOT, "lab", "results", "faults.json"))
     args = parser.parse_args()
     rows = []
     for name, np_, script, stage, victim, needs_dir in SCENARIOS:

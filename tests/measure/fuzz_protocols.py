@@ -1,7 +1,7 @@
 """Long fuzz run of the coordinator wire format and the store protocol (the seeded short
 run is tests/test_fuzz.py). Random and mutated inputs for --minutes; prints counts.
 
-    python benchmarks/fuzz_protocols.py --minutes 3 [--json docs/benchmarks/fuzz.json]
+    python tests/measure/fuzz_protocols.py --minutes 3 [--json lab/results/fuzz.json]
 """
 
 import argparse
@@ -11,7 +11,7 @@ import random
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from tests import fuzz_targets
 from tfring import _core

@@ -13,7 +13,7 @@ shrink_file + shrink_host (rank 0 of generation 1 removes that host line after b
 Each worker writes OUT_DIR/final_<worker>.npy (its final weights) and prints
 ``FINAL worker=... rank=... size=... epoch=... iterations=...``; ``T_KILL``, ``T_RESET``
 (the job re-formed, before the sync) and ``T_RESUME`` (the first step after a reset ended)
-lines carry wall-clock times for benchmarks/elastic_recovery.py.
+lines carry wall-clock times for tests/measure/elastic_recovery.py.
 """
 
 import json

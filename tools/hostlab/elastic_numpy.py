@@ -1,5 +1,5 @@
 """A light elastic worker (NumPy API, no TensorFlow: ~40 MB and no 5 s import), for elastic
-jobs under host-level faults (tests/test_host_faults.py, benchmarks/scale/host_soak.py).
+jobs under host-level faults (tests/test_host_faults.py, lab/scale/host_soak.py).
 
     python elastic_numpy.py '<json config>' OUT_DIR
 

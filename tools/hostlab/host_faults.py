@@ -1,4 +1,4 @@
-"""Host-level faults over the lab's emulated hosts (benchmarks/scale/netns.py), for tests
+"""Host-level faults over the lab's emulated hosts (tools/hostlab/netns.py), for tests
 and benchmarks: what fails on a cluster is a host (all its ranks at once, and the
 launcher's connection to it), a link, or a slow link, not one process.
 
@@ -28,7 +28,7 @@ import subprocess
 import threading
 import time
 
-from benchmarks.scale.netns import IP_TIMEOUT_S, _run, tbf_words
+from tools.hostlab.netns import IP_TIMEOUT_S, _run, tbf_words
 
 KINDS = ("kill", "cut", "freeze", "throttle")
 

@@ -13,7 +13,7 @@ means the right interface on every host, and ``--remote-command 'ip netns exec {
 processes (same CPUs, same files): only the network is separate.
 
 Needs root (or CAP_NET_ADMIN) and iproute2. ``destroy()`` removes everything ``create()``
-made, even half-made; ``cleanup(prefix)`` (or ``python -m benchmarks.scale.netns --cleanup``)
+made, even half-made; ``cleanup(prefix)`` (or ``python -m tools.hostlab.netns --cleanup``)
 removes whatever an interrupted run left behind under a prefix.
 
 netem is not assumed (not available on the machines this was written on): no delay or
