@@ -464,3 +464,99 @@ def test_init_warns_about_horovod_settings_tfring_ignores():
     assert result.returncode == 0, result.stderr
     assert ("tfring ignores these Horovod settings in the environment: HOROVOD_FUSION_THRESHOLD "
             "(set TFRING_FUSION_THRESHOLD instead)") in result.stderr
+
+
+# ---------------------------------------------------------------- issue 40: wrong rewrites, misses
+
+
+def test_generator_methods_pass_positional_arguments_by_their_keras2_names():
+    new, notes = migrate("""\
+        model.evaluate_generator(gen, len(gen), workers=4)
+        model.fit_generator(generator=gen, steps_per_epoch=3)
+        model.predict_generator(gen, 5, None, 10, 4, True, 0)
+        model.fit_generator(*args)
+        """)
+    assert new == textwrap.dedent("""\
+        model.evaluate(gen, steps=len(gen))
+        model.fit(x=gen, steps_per_epoch=3)
+        model.predict(gen, steps=5, callbacks=None, verbose=0)
+        model.fit(*args)
+        """), "Keras 3 would read evaluate(gen, len(gen))'s second argument as y"
+    assert [n.line for n in manual(notes)] == [4]
+    assert any("workers" in n.message and n.line == 1 and n.rewritten for n in notes)
+
+
+def test_every_module_rewrite_target_exists():
+    import importlib
+
+    pytest.importorskip("tensorflow")  # tfring.tensorflow and tfring.keras load it
+    for target in sorted(set(rules.MODULES.values())):
+        importlib.import_module(target)  # a rewrite to a module tfring lacks fails here
+        assert target in python_source.tfring_modules(), target
+
+
+def test_horovod_modules_tfring_lacks_are_listed_not_rewritten():
+    source = textwrap.dedent("""\
+        from horovod.tensorflow.data.compute_service import TfDataServiceConfig
+        import horovod.tensorflow.data.compute_service
+        from horovod.tensorflow import data
+        import horovod.tensorflow.no_such_module
+        from horovod.runner.common.util import env
+        import horovod.tensorflow.mpi_ops
+        """)
+    new, notes = python_source.rewrite(source)
+    assert new == source.replace("import horovod.tensorflow.mpi_ops", "import tfring.tensorflow.mpi_ops")
+    by_line = {n.line: n for n in notes}
+    assert [n.line for n in manual(notes)] == [1, 2, 3, 4, 5]
+    for line in (1, 2, 3):
+        assert "dataset.shard(tfring.size(), tfring.rank())" in by_line[line].message
+    assert "tfring has no module tfring.tensorflow.no_such_module" in by_line[4].message
+    # the advice must work before init(): the environment, not tfring.tensorflow / tfring.keras
+    assert "os.environ['TFRING_RANK']" in by_line[5].message and "tfring.keras" not in by_line[5].message
+
+
+def test_a_longer_module_rule_overrides_an_unsupported_parent(monkeypatch):
+    """How the other launch paths add their rewrite: one MODULES row, longer than the
+    unsupported row of its package."""
+    monkeypatch.setitem(rules.MODULES, "horovod.tensorflow.data.compute_service", "tfring.tensorflow")
+    new, _ = migrate("from horovod.tensorflow.data.compute_service import TfDataServiceConfig\n")
+    assert new == "from tfring.tensorflow import TfDataServiceConfig\n"
+    assert python_source.module_rule("horovod.tensorflow.data.other")[1] is not None
+
+
+def test_keras3_saving_that_fails_in_one_process_is_listed_with_its_replacement():
+    new, notes = migrate("""\
+        import os
+        import tensorflow as tf
+        import tensorflow_hub as hub
+        import horovod.tensorflow.keras as hvd
+        saved_model_path = "/tmp/tf_save"
+        model.save(saved_model_path)
+        model.save("/tmp/keras_save.keras")
+        model.save(os.path.join(d, "model.keras"), options=opts)
+        ckpt = tf.train.Checkpoint(model=model)
+        ckpt.save("/tmp/ckpt")
+        tf.keras.models.load_model(saved_model_path, options=opts)
+        sig = model.save_spec()
+        layer = hub.KerasLayer(loaded, trainable=True)
+        model = hvd.load_model(args.checkpoint_format.format(epoch=resume_from_epoch))
+        parser.add_argument("--checkpoint-format", default="./checkpoint-{epoch}.h5")
+        tf.keras.models.save_model(model, "/tmp/dir")
+        """)
+    found = {(n.line, n.message.split(":")[0]) for n in manual(notes)}
+    assert found == {
+        (6, "save to '/tmp/tf_save'"), (8, "save(options=...)"), (11, "load_model(options=...)"),
+        (12, ".save_spec()"), (13, "hub.KerasLayer"), (14, "load_model"), (16, "save to '/tmp/dir'")}, found
+    text = " ".join(n.message for n in notes)
+    for replacement in ("model.export", "tf.saved_model.save", "keras.layers.TFSMLayer", ".keras"):
+        assert replacement in text
+
+
+def test_strategy_notes_speak_of_tf_config_only_where_it_is_used():
+    _, notes = migrate("import tensorflow as tf\ns = tf.distribute.MirroredStrategy()\n")
+    assert "TF_CONFIG" not in notes[0].message and "one process per GPU" in notes[0].message
+    _, notes = migrate("import tensorflow as tf\ns = tf.distribute.MultiWorkerMirroredStrategy()\n")
+    assert "replaces TF_CONFIG" in notes[0].message
+    _, notes = migrate("import os, tensorflow as tf\nc = os.environ['TF_CONFIG']\n"
+                       "s = tf.distribute.MirroredStrategy()\n")
+    assert any("replaces TF_CONFIG" in n.message for n in notes)

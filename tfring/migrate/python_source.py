@@ -34,20 +34,68 @@ from tfring.migrate import rules, text_rules
 from tfring.migrate.text_rules import Note
 
 
-def _longest_module(name):
-    """The longest ``rules.MODULES`` key that is ``name`` or a dotted prefix of it."""
+def module_rule(name):
+    """``(key, why)`` for a dotted Horovod module name: the longest key of ``rules.MODULES``
+    or ``rules.UNSUPPORTED_MODULES`` that is ``name`` or a dotted prefix of it, and the reason
+    when that key is unsupported (None when it is a rewrite). ``(None, None)``: no rule."""
     best = None
-    for key in rules.MODULES:
+    for key in (*rules.MODULES, *rules.UNSUPPORTED_MODULES):
         if (name == key or name.startswith(key + ".")) and (best is None or len(key) > len(best)):
             best = key
-    return best
+    if best is None:
+        return None, None
+    return best, rules.UNSUPPORTED_MODULES.get(best) if best not in rules.MODULES else None
+
+
+def _longest_module(name):
+    """The ``rules.MODULES`` key that rewrites ``name``, or None (no rule, or unsupported)."""
+    key, why = module_rule(name)
+    return key if key is not None and why is None else None
 
 
 def _unsupported_module(name):
-    for key, why in rules.UNSUPPORTED_MODULES.items():
-        if name == key or name.startswith(key + "."):
-            return why
-    return None
+    return module_rule(name)[1]
+
+
+def _rewritten_module(name):
+    """The tfring module that Horovod module ``name`` is rewritten to, or None."""
+    key = _longest_module(name)
+    return None if key is None else rules.MODULES[key] + name[len(key):]
+
+
+_TFRING_MODULES = None
+
+
+def tfring_modules():
+    """Every module and package of the installed tfring, by dotted name, read from its files
+    (nothing is imported: tfring.tensorflow would load TensorFlow)."""
+    global _TFRING_MODULES
+    if _TFRING_MODULES is None:
+        import importlib.machinery
+        import os
+
+        import tfring
+
+        root = os.path.dirname(os.path.abspath(tfring.__file__))
+        suffixes = tuple(importlib.machinery.all_suffixes())
+        found = set()
+        for folder, subfolders, names in os.walk(root):
+            subfolders[:] = [d for d in subfolders if not d.startswith((".", "__"))]
+            relative = os.path.relpath(folder, root)
+            package = "tfring" if relative == "." else "tfring." + relative.replace(os.sep, ".")
+            if "__init__.py" in names:
+                found.add(package)
+            for name in names:
+                for suffix in suffixes:
+                    if name.endswith(suffix) and name != "__init__.py":
+                        found.add(f"{package}.{name[:-len(suffix)].split('.')[0]}")
+        _TFRING_MODULES = frozenset(found)
+    return _TFRING_MODULES
+
+
+def _missing_module_note(horovod_name, tfring_name):
+    return (f"{horovod_name}: tfring has no module {tfring_name}; import the names you need from "
+            f"{tfring_name.rsplit('.', 1)[0]} (or see docs/migrating.md)")
 
 
 def _expression(dotted):
@@ -80,23 +128,42 @@ class _Bindings(cst.CSTVisitor):
         self.horovod_run = []
         self._horovod_run_statements = 0
         self._horovod_attributes = set()
+        self._strings = {}  # name -> set of string values assigned to it (None: not a literal)
+        self.mentions_tf_config = False  # the string "TF_CONFIG" appears in the script
+        self.h5_literal = False  # a string ending in .h5 (not .weights.h5) appears in the script
+
+    @property
+    def strings(self):
+        """{name: its string value} for names whose every assignment is the same string."""
+        return {name: next(iter(values)) for name, values in self._strings.items()
+                if len(values) == 1 and None not in values}
+
+    def visit_SimpleString(self, node):
+        value = _string_value(node)
+        self.mentions_tf_config = self.mentions_tf_config or value == "TF_CONFIG"
+        self.h5_literal = self.h5_literal or _is_h5(value)
+
+    def visit_FormattedStringText(self, node):
+        self.h5_literal = self.h5_literal or _is_h5(node.value)
 
     @property
     def kinds(self):
         return {name: next(iter(kinds)) if len(kinds) == 1 else None for name, kinds in self._seen.items()}
 
-    def _bind(self, target, kind):
+    def _bind(self, target, kind, value=None):
         if isinstance(target, cst.Name):
             self._seen.setdefault(target.value, set()).add(kind)
+            self._strings.setdefault(target.value, set()).add(
+                _string_value(value) if isinstance(value, cst.SimpleString) else None)
 
     def visit_Assign(self, node):
         kind = self.kind_of(node.value)
         for target in node.targets:
-            self._bind(target.target, kind)
+            self._bind(target.target, kind, node.value)
 
     def visit_AnnAssign(self, node):
         if node.value is not None:
-            self._bind(node.target, self.kind_of(node.value))
+            self._bind(node.target, self.kind_of(node.value), node.value)
 
     @property
     def only_horovod_run(self):
@@ -140,6 +207,8 @@ class _Bindings(cst.CSTVisitor):
         last = (get_full_name_for_node(value.func) or "").rsplit(".", 1)[-1]
         if last == "DistributedOptimizer" and value.args:
             return self.kind_of(value.args[0].value)
+        if _qualified_names(self, value.func) & rules.CHECKPOINT_CLASSES:
+            return "checkpoint"
         if any(q.startswith(("tensorflow.train.", "tensorflow.compat.v1.train.")) and q.endswith("Optimizer")
                for q in _qualified_names(self, value.func)):
             return "tf1"
@@ -157,6 +226,9 @@ class _Rewriter(cst.CSTTransformer):
         self._tf1_script = bindings.tf1
         self._horovod_run = bindings.horovod_run
         self._rewrite_horovod_run = bindings.only_horovod_run
+        self._strings = bindings.strings
+        self._mentions_tf_config = bindings.mentions_tf_config
+        self._h5_literal = bindings.h5_literal
         self._lr_as_variable = set()  # `.lr` Attribute nodes used as a variable (x.lr.assign(...))
         self.notes = []
         self.needs_tfring_import = False
@@ -198,12 +270,13 @@ class _Rewriter(cst.CSTTransformer):
         names = []
         for alias in updated_node.names:
             full = get_full_name_for_node(alias.name)
-            key = _longest_module(full)
+            new = _rewritten_module(full)
             why = _unsupported_module(full)
             if why is not None:
                 self._note(original_node, f"import {full}: {why}", False)
-            elif key is not None:
-                new = rules.MODULES[key] + full[len(key):]
+            elif new is not None and new not in tfring_modules():
+                self._note(original_node, "import " + _missing_module_note(full, new), False)
+            elif new is not None:
                 alias = alias.with_changes(name=_expression(new))
                 self._note(original_node, f"import {full} -> import {new}", True)
             elif full == "horovod" and alias.asname is None and self._rewrite_horovod_run:
@@ -241,6 +314,10 @@ class _Rewriter(cst.CSTTransformer):
         for alias in updated_node.names:
             name = get_full_name_for_node(alias.name)
             full = module + "." + name
+            why = _unsupported_module(full)
+            if why is not None:  # `from horovod.tensorflow import data`: a module tfring lacks
+                self._note(original_node, f"from {module} import {name}: {why}", False)
+                return updated_node
             if full in rules.MODULES:
                 parent, leaf = rules.MODULES[full].rsplit(".", 1)
                 if leaf != name and alias.asname is None:  # keep the name the script uses
@@ -256,6 +333,9 @@ class _Rewriter(cst.CSTTransformer):
                                       "import them from tfring.tensorflow or tfring.keras", False)
             return updated_node
         new = parents.pop()
+        if new not in tfring_modules():
+            self._note(original_node, "from " + _missing_module_note(module, new) + " import ...", False)
+            return updated_node
         self._note(original_node, f"from {module} import -> from {new} import", True)
         return updated_node.with_changes(module=_expression(new), names=aliases)
 
@@ -287,10 +367,19 @@ class _Rewriter(cst.CSTTransformer):
         # node to replace (horovod.tensorflow.keras.X marks horovod.tensorflow.keras).
         full = get_full_name_for_node(node)
         if full and full.startswith("horovod.") and node not in self._claimed:
-            key = _longest_module(full)
-            if key is not None:
+            key, why = module_rule(full)
+            if why is not None:
+                self._claim_unsupported(node, key, why)
+            elif key is not None:
                 self._mark_chain(node, key)
         return True
+
+    def _claim_unsupported(self, node, key, why):
+        """A dotted use of a Horovod module tfring lacks: listed once, left as written."""
+        self._note(node, f"{key}: {why}", False)
+        while isinstance(node, cst.Attribute):
+            self._claimed.add(node)
+            node = node.value
 
     def _mark_chain(self, node, key):
         while isinstance(node, cst.Attribute):
@@ -370,6 +459,7 @@ class _Rewriter(cst.CSTTransformer):
         if qualified & {"os.environ.get", "os.getenv"} and original_node.args and _is_tf_config(
                 original_node.args[0].value):
             self._note(original_node, f"{func_name}('TF_CONFIG') {rules.TF_CONFIG_READ}", False)
+        self._keras3_saving(original_node, qualified, last)
         if last in rules.OPTIMIZER_CLASSES:
             updated_node = self._optimizer_keywords(original_node, updated_node, last)
         if last == "DistributedOptimizer":
@@ -380,6 +470,8 @@ class _Rewriter(cst.CSTTransformer):
         if not isinstance(updated_node.func, cst.Attribute):
             return updated_node
         method = updated_node.func.attr.value
+        if method in rules.GENERATOR_PARAMETERS:
+            updated_node = self._generator_arguments(original_node, updated_node, method)
         if method in rules.MODEL_METHOD_REMOVED_KEYWORDS:
             updated_node = self._drop_keywords(original_node, updated_node, method)
         if method in rules.METHODS and (method != "reset_states" or not updated_node.args):
@@ -389,6 +481,88 @@ class _Rewriter(cst.CSTTransformer):
         if method in rules.CALL_TO_PROPERTY and not updated_node.args:
             return self._call_to_property(original_node, updated_node, method)
         return updated_node
+
+    def _generator_arguments(self, original_node, updated_node, method):
+        """Keras 2's ``*_generator`` arguments as Keras 3 keywords: every positional argument
+        after the generator gets its Keras 2 name (Keras 3 reads the second as ``y``), and
+        ``generator=`` becomes ``x=``. A ``*args`` cannot be mapped: listed, left alone."""
+        names = rules.GENERATOR_PARAMETERS[method]
+        if any(arg.star for arg in updated_node.args):
+            self._note(original_node, f".{method}(*...): Keras 3's {rules.METHODS[method]}() takes x, y, batch_size, "
+                                      f"... positionally; pass Keras 2's {', '.join(names[1:3])}, ... as keywords",
+                       False)
+            return updated_node
+        args, moved = [], []
+        for index, arg in enumerate(updated_node.args):
+            if arg.keyword is None and 0 < index < len(names):
+                arg = arg.with_changes(keyword=cst.Name(names[index]), equal=_EQUAL)
+                moved.append(names[index])
+            elif arg.keyword is not None and arg.keyword.value == "generator":
+                arg = arg.with_changes(keyword=cst.Name("x"))
+                moved.append("generator -> x")
+            args.append(arg)
+        if moved:
+            self._note(original_node, f".{method}(): positional arguments passed by their Keras 2 names "
+                                      f"({', '.join(moved)}), since Keras 3's {rules.METHODS[method]}() reads "
+                                      "them as y, batch_size, ...", True)
+        return updated_node.with_changes(args=args)
+
+    def _path_value(self, node):
+        """The string a path expression ends with, when the script tells: a literal, a name
+        bound to one literal, an f-string's last text, ``os.path.join(..., last)``, or
+        ``a + "literal"``; else None."""
+        if isinstance(node, cst.SimpleString):
+            return _string_value(node)
+        if isinstance(node, cst.Name):
+            return self._strings.get(node.value)
+        if isinstance(node, cst.FormattedString):
+            last = node.parts[-1] if node.parts else None
+            return last.value if isinstance(last, cst.FormattedStringText) else None
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+            return self._path_value(node.right)
+        if isinstance(node, cst.Call) and "os.path.join" in self._qualified(node.func) and node.args:
+            return self._path_value(node.args[-1].value)
+        return None
+
+    def _keras3_saving(self, node, qualified, last):
+        """Lists Keras 2 saving and loading that fails under Keras 3 (rules.SAVE_*)."""
+        args = node.args
+        keywords = {a.keyword.value: a.value for a in args if a.keyword is not None}
+        positional = [a.value for a in args if a.keyword is None and not a.star]
+        if qualified & rules.HUB_KERAS_LAYERS:
+            self._note(node, f"{get_full_name_for_node(node.func)}: {rules.HUB_KERAS_LAYER}", False)
+            return
+        if isinstance(node.func, cst.Attribute) and last == "save_spec":
+            self._note(node, f".save_spec(): {rules.SAVE_SPEC}", False)
+            return
+        if qualified & rules.KERAS_SAVE_FUNCTIONS:
+            model_save, path = True, keywords.get("filepath", positional[1] if len(positional) > 1 else None)
+        elif isinstance(node.func, cst.Attribute) and last == "save" and self._is_model(node.func.value):
+            model_save, path = True, keywords.get("filepath", positional[0] if positional else None)
+        else:
+            model_save, path = False, None
+        if model_save:
+            value = None if path is None else self._path_value(path)
+            if value is not None and not value.endswith(rules.KERAS_SAVE_SUFFIXES):
+                self._note(node, f"save to {value!r}: {rules.SAVE_WITHOUT_SUFFIX}", False)
+            if "options" in keywords:
+                self._note(node, f"save(options=...): {rules.SAVE_OPTIONS}", False)
+            return
+        if last == "load_model" and any(q.startswith(rules.KERAS_LOAD_OWNERS) for q in qualified):
+            if "options" in keywords:
+                self._note(node, f"load_model(options=...): {rules.LOAD_OPTIONS}", False)
+            path = keywords.get("filepath", positional[0] if positional else None)
+            value = None if path is None else self._path_value(path)
+            if _is_h5(value) or (value is None and self._h5_literal):
+                self._note(node, f"load_model: {rules.H5_RESUME}", False)
+
+    def _is_model(self, receiver):
+        """Whether ``receiver.save(...)`` is a Keras model's save: not a tf.train.Checkpoint
+        (or manager or saver), and named like a model (``model``, ``self.model``, ``base_model``)."""
+        if isinstance(receiver, cst.Name) and self._kinds.get(receiver.value) == "checkpoint":
+            return False
+        name = (get_full_name_for_node(receiver) or "").rsplit(".", 1)[-1]
+        return bool(_MODEL_LIKE.search(name))
 
     def _call_to_property(self, original_node, updated_node, method):
         """``opt.variables()`` -> ``opt.variables`` for a Keras optimizer; a TF1 optimizer keeps
@@ -459,8 +633,10 @@ class _Rewriter(cst.CSTTransformer):
     def _ring_strategy(self, original_node, func_name):
         self.needs_tfring_import = True
         dropped = " (its arguments dropped: RingStrategy takes none of them)" if original_node.args else ""
-        self._note(original_node, f"{func_name}() -> tfring.RingStrategy(){dropped}; launch with "
-                                  "tfringrun, which replaces TF_CONFIG", True)
+        multi_worker = any("MultiWorker" in q for q in self._qualified(original_node.func))
+        launch = (rules.STRATEGY_LAUNCH_MULTI_WORKER if multi_worker or self._mentions_tf_config
+                  else rules.STRATEGY_LAUNCH_MIRRORED)
+        self._note(original_node, f"{func_name}() -> tfring.RingStrategy(){dropped}; {launch}", True)
         return _expression("tfring.RingStrategy()")
 
     # ---- strings (comments are left as written: they run nothing) ---------------------
@@ -474,6 +650,21 @@ class _Rewriter(cst.CSTTransformer):
 
 
 _OPTIMIZER_LIKE = re.compile(r"(^|_)opt(_|$|\d)|optim", re.IGNORECASE)  # opt, opt2, base_opt, optimizer
+_MODEL_LIKE = re.compile(r"model", re.IGNORECASE)  # model, self.model, base_model, keras_model
+_EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+
+
+def _string_value(node):
+    """A plain string literal's value; None for bytes or anything else."""
+    try:
+        value = node.evaluated_value
+    except Exception:  # noqa: BLE001 - LibCST raises for strings it cannot evaluate
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _is_h5(value):
+    return isinstance(value, str) and value.endswith(".h5") and not value.endswith(".weights.h5")
 
 
 def _is_tf_config(node):

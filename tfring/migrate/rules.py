@@ -23,11 +23,33 @@ MODULES = {
 }
 
 # Horovod modules with no tfring counterpart, and what to do instead.
+#
+# How the two tables combine (python_source.module_rule): for a module name, the LONGEST key
+# of MODULES and UNSUPPORTED_MODULES that is the name or a dotted prefix of it decides. So a
+# row here for a subpackage (``horovod.tensorflow.data``) overrides its parent's rewrite
+# (``horovod.tensorflow``), and a longer MODULES row (``horovod.tensorflow.data.X``) overrides
+# it again: adding a rewrite for a new tfring module is one MODULES row, and
+# tests/test_migrate_rules.py imports every MODULES value, so a rewrite to a module that does
+# not exist fails there. An import whose rewritten module has no file in tfring (a Horovod
+# submodule no row names) is left as it is and listed, never rewritten to a missing module.
 UNSUPPORTED_MODULES = {
     "horovod.torch": "tfring is for TensorFlow and Keras; PyTorch scripts keep torch.distributed",
     "horovod.mxnet": "tfring is for TensorFlow and Keras",
     "horovod.spark": "tfring has no Spark runner: launch with tfringrun, mpirun or Slurm (docs/launcher.md)",
     "horovod.ray": "tfring has no Ray runner yet: launch with tfringrun (docs/launcher.md)",
+    "horovod.tensorflow.data": (
+        "tfring has no tf.data service helpers (TfDataServiceConfig, tf_data_service, "
+        "send_to_data_service): give each rank its own shard with dataset.shard(tfring.size(), "
+        "tfring.rank()) (the usual case), or run TF's own service (tf.data.experimental.service."
+        "DispatchServer / WorkerServer, then dataset.apply(tf.data.experimental.service.distribute("
+        "processing_mode='distributed_epoch', service=...)))"),
+    "horovod.runner": (
+        "Horovod's launcher internals have no tfring module. Before tfring.init(), a rank's identity "
+        "is in tfringrun's environment: int(os.environ['TFRING_RANK']), int(os.environ['TFRING_SIZE']) "
+        "(also TFRING_LOCAL_RANK / TFRING_LOCAL_SIZE), e.g. for env.get_env_rank_and_size(); after "
+        "init(), tfring.rank() and tfring.size(); the launcher itself is tfringrun (docs/launcher.md)"),
+    "horovod.common": ("Horovod's internal helpers have no tfring module: tfring.rank(), tfring.size(), "
+                       "tfring.errors (its exceptions), tfring.config()"),
 }
 
 # Keras 2 optimizer keyword arguments that Keras 3 renamed.
@@ -41,7 +63,22 @@ OPTIMIZER_REMOVED_KEYWORDS = {
              "keras.optimizers.schedules.InverseTimeDecay(<lr>, decay_steps=1, decay_rate=<decay>)",
 }
 
-# Method calls renamed in Keras 3 (their arguments stay as they are).
+# Keras 2's *_generator methods: their positional parameters, in order. Keras 3's fit /
+# evaluate / predict take x, y, batch_size, ... positionally, so every argument after the
+# generator becomes a keyword of its Keras 2 name (``evaluate_generator(gen, 10)`` ->
+# ``evaluate(gen, steps=10)``; as written, 10 would be ``y``).
+GENERATOR_PARAMETERS = {
+    "fit_generator": ("generator", "steps_per_epoch", "epochs", "verbose", "callbacks", "validation_data",
+                      "validation_steps", "validation_freq", "class_weight", "max_queue_size", "workers",
+                      "use_multiprocessing", "shuffle", "initial_epoch"),
+    "evaluate_generator": ("generator", "steps", "callbacks", "max_queue_size", "workers", "use_multiprocessing",
+                           "verbose"),
+    "predict_generator": ("generator", "steps", "callbacks", "max_queue_size", "workers", "use_multiprocessing",
+                          "verbose"),
+}
+
+# Method calls renamed in Keras 3 (their arguments stay as they are, but see
+# GENERATOR_PARAMETERS).
 METHODS = {
     "fit_generator": "fit",
     "evaluate_generator": "evaluate",
@@ -259,3 +296,43 @@ LAUNCHER_UNSUPPORTED_OPTIONS = {
     "-x": "tfringrun passes the launcher's whole environment to local workers; export the variable",
     "--binding-args": "use tfringrun --bind-to core|socket|numa|none",
 }
+
+# `tf.distribute` strategy -> RingStrategy: what to say about launching. TF_CONFIG is read only
+# by MultiWorkerMirroredStrategy (and by scripts that read it themselves); MirroredStrategy
+# ran every GPU of one machine from one process and never read it.
+STRATEGY_LAUNCH_MULTI_WORKER = "launch with tfringrun, which replaces TF_CONFIG"
+STRATEGY_LAUNCH_MIRRORED = ("launch with `tfringrun -np N python <script>`: one process per GPU (or CPU slot) "
+                            "takes the place of MirroredStrategy's devices in one process")
+
+# Keras 3 saving and loading: calls that fail in one plain process too (python_source.py
+# lists them with the Keras 3 replacement; nothing is rewritten: the right one depends on
+# what the file is for).
+KERAS_SAVE_SUFFIXES = (".keras", ".h5")
+SAVE_WITHOUT_SUFFIX = ("Keras 3's model.save writes only a .keras file (or a legacy .h5) and raises ValueError for "
+                       "a path without that suffix (TF 2's SavedModel directory): save to '<name>.keras', or for "
+                       "a SavedModel use model.export(path) (for serving) or tf.saved_model.save(model, path)")
+SAVE_OPTIONS = ("Keras 3's model.save / keras.models.save_model take no options= (tf.saved_model.SaveOptions): "
+                "a .keras file needs none; for a SavedModel with options use "
+                "tf.saved_model.save(model, path, options=...)")
+LOAD_OPTIONS = ("Keras 3's keras.models.load_model takes no options= (tf.saved_model.LoadOptions): load a .keras "
+                "file without them; for a SavedModel directory use tf.saved_model.load(path, options=...) or "
+                "keras.layers.TFSMLayer(path, call_endpoint='serving_default')")
+SAVE_SPEC = ("Keras 3 models have no save_spec(): build the signature from the model's inputs, e.g. "
+             "[tf.TensorSpec(i.shape, i.dtype) for i in model.inputs]")
+HUB_KERAS_LAYER = ("tensorflow_hub.KerasLayer is a Keras 2 (tf_keras) layer and fails inside a Keras 3 model: "
+                   "for a SavedModel directory use keras.layers.TFSMLayer(path, call_endpoint='serving_default'), "
+                   "or load a .keras file with keras.models.load_model")
+H5_RESUME = ("resuming from a .h5 file: Keras 3 loads a .h5 model's optimizer without its slot variables, while a "
+             "fresh optimizer builds them, so the ranks of a resumed job disagree on the optimizer's variables "
+             "(MismatchError at the first broadcast of the model state): write checkpoints as .keras "
+             "(ModelCheckpoint('checkpoint-{epoch}.keras')) and resume from those")
+# Where those calls live (qualified names as the script's imports resolve them).
+KERAS_SAVE_FUNCTIONS = frozenset({
+    prefix + name for prefix in ("", "tensorflow.")
+    for name in ("keras.models.save_model", "keras.saving.save_model")})
+KERAS_LOAD_OWNERS = ("keras.", "tensorflow.keras.", "horovod.", "tfring.")  # keras..., hvd.load_model
+HUB_KERAS_LAYERS = frozenset({"tensorflow_hub.KerasLayer", "tensorflow_hub.keras_layer.KerasLayer"})
+# Receivers whose .save(prefix) is a TF checkpoint (a prefix, no suffix), never a Keras model's.
+CHECKPOINT_CLASSES = frozenset({
+    "tensorflow.train.Checkpoint", "tensorflow.train.CheckpointManager", "tensorflow.compat.v1.train.Saver",
+    "tensorflow.compat.v1.train.Checkpoint"})
