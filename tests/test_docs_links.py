@@ -51,7 +51,7 @@ def broken_links(root=ROOT):
     for path in markdown_files(root):
         for number, line in _prose_lines(path):
             for target in LINK.findall(re.sub(r"`[^`]*`", "", line)):  # not in inline code
-                if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I):  # https:, mailto:, ...
+                if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.IGNORECASE):  # https:, mailto:, ...
                     continue
                 file_part, _, fragment = target.partition("#")
                 resolved = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) if file_part else path

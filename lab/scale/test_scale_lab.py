@@ -99,7 +99,7 @@ def test_link_bound_fractions_match_issue_31():
 
 
 def test_control_tree_depth_is_the_codes():
-    # ControlTree::depth (cc/core/control_tree.h): ceil(log_F(n(F-1)+1)) - 1 hops; the star's is 1
+    # ControlTree::depth (cc/core/transport/control_tree.h): ceil(log_F(n(F-1)+1)) - 1 hops; the star's is 1
     for fanout in (2, 4, 8):
         for n in range(fanout + 2, 5000, 37):
             assert model.control_tree_depth(n, fanout) == math.ceil(
@@ -120,7 +120,7 @@ def test_lazy_connections_counted():
 
 
 def test_model_counts_match_the_committed_tree_runs():
-    """The lab's runs of the control tree + lazy connections (docs/benchmarks) against the exact counts."""
+    """The lab's runs of the control tree + lazy connections (lab/results) against the exact counts."""
     for payload in report.load_tree_runs():
         for res in payload["results"]:
             n = res["np"]
