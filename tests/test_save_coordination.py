@@ -105,3 +105,24 @@ def test_writers_of_the_same_directory_at_once_all_succeed_and_leave_one_complet
     assert "ERRORS []" in out.stdout, out.stdout + out.stderr
     assert (target / "weights").read_text() == "same weights"
     assert sorted(os.listdir(tmp_path)) == ["ckpt"], os.listdir(tmp_path)
+
+
+def test_a_waiting_rank_raises_the_writers_class_with_its_message():
+    """Issue 40: what a waiting rank raises for the writer's failure (writer_error.py)."""
+    import pytest
+
+    from tfring.saving import SaveAbortedError, writer_error
+
+    for writer_exc in (ValueError("Received: filepath=/tmp/tf_save."), FileNotFoundError(2, "No such file", "/x"),
+                       RuntimeError("runtime")):
+        waiter_exc = writer_error.rebuild(writer_error.describe(writer_exc), SaveAbortedError)
+        assert isinstance(waiter_exc, SaveAbortedError) and isinstance(waiter_exc, type(writer_exc))
+        assert type(waiter_exc).__name__ == type(writer_exc).__name__
+        assert str(waiter_exc) == str(writer_exc) and waiter_exc.args == (str(writer_exc),)
+        with pytest.raises(type(writer_exc)):
+            raise waiter_exc
+    unknown = writer_error.rebuild({"type": "no.such.module:Error", "message": "boom"}, SaveAbortedError)
+    assert type(unknown) is SaveAbortedError and str(unknown) == "Error: boom"
+    clash = writer_error.rebuild(writer_error.describe(UnicodeDecodeError("utf-8", b"x", 0, 1, "bad")),
+                                 SaveAbortedError)
+    assert isinstance(clash, SaveAbortedError) and "UnicodeDecodeError" in str(clash)

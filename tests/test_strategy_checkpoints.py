@@ -6,12 +6,15 @@ the rounds looped inside it: a TensorFlow process costs ~5 s and ~500 MB)."""
 import importlib.util
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 
-from tests.helpers import rank_output, run_job
+from tests.helpers import job_env, rank_output, run_job
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workers", "checkpoint_script.py")
+REFUSED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workers", "refused_saves.py")
 GUIDE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workers", "strategy_keras_guide.py")
 ROUNDS = 10
 
@@ -68,7 +71,8 @@ def test_full_disk_on_rank_0_fails_the_save_on_every_rank(tmp_path):
         line0 = re.search(rf"rank 0: {re.escape(what)} failed: (.*)", result.stdout).group(1)
         line1 = re.search(rf"rank 1: {re.escape(what)} failed: (.*)", result.stdout).group(1)
         assert "File too large" in line0 and repr(path) in line0 and "rank 0 was writing" in line0, line0
-        assert line1.startswith("tensorflow.python.framework.errors_impl.AbortedError"), line1
+        # rank 1 raises rank 0's class with its message (issue 40), and says why
+        assert line1.split(": ")[0] == line0.split(": ")[0], (line0, line1)
         assert f"{path!r} failed on rank 0" in line1 and "File too large" in line1, line1
     for r in range(2):
         assert f"rank {r}: full disk OK" in result.stdout
@@ -91,3 +95,37 @@ def test_keras_guide_fault_tolerance_pattern_inside_the_scope(tmp_path):
                      "TF multi-worker tutorial: chief writes, the others read it right after"):
             assert f"rank {r}: {what} OK" in out, what
     assert sorted(os.listdir(tmp_path / "ckpt")) == ["ckpt-1.keras", "ckpt-2.keras"]
+
+
+def _results(text):
+    """{what: (class, message, args)} from refused_saves.py's RESULT lines."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("RESULT "):
+            what, cls, message, args = line[len("RESULT "):].split(" | ")
+            out[what] = (cls, message, int(args.split()[1]))
+    return out
+
+
+@pytest.mark.timeout(200)
+def test_a_refused_save_raises_the_writers_error_on_every_rank_as_in_one_process(tmp_path):
+    """Issue 40: TF's save_and_load tutorial catches the ValueError of model.save('/tmp/tf_save')
+    (no suffix). Rank 1 raised tf.errors.AbortedError (with empty args) where rank 0 raised
+    ValueError, and rank 0's message named tfring's temporary file."""
+    (tmp_path / "a_file").write_text("a file, not a directory")
+    single = subprocess.run([sys.executable, REFUSED, str(tmp_path)], env=job_env(), capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert single.returncode == 0 and "DONE" in single.stdout, single.stdout + single.stderr
+    expected = _results(single.stdout)
+    assert len(expected) == 5 and all(cls != "no error" for cls, _, _ in expected.values()), expected
+    job = run_job(2, _script(REFUSED), script_args=(str(tmp_path),), timeout=150, env={"TFRING_TIMEOUT_S": "30"})
+    for r in range(2):
+        out = rank_output(job.stdout, r)
+        got = _results(out)
+        for what, (cls, message, args) in expected.items():
+            assert got[what][:2] == (cls, message), (r, what, got[what], expected[what])
+            assert ".tmp-" not in got[what][1], got[what]
+            if r == 1:
+                assert got[what][2] >= 1, f"rank 1's {what} error has empty args"
+        assert "DONE [2.0]" in out, out  # the job went on: a save that works, then a collective
+    assert "tf_save" in expected["model.save"][1]

@@ -55,7 +55,9 @@ _installed = False
 
 
 def _tf_errors(fn):
-    """tfring errors raised by the coordination as the matching tf.errors class."""
+    """tfring errors raised by the coordination as the matching tf.errors class (with the
+    message as their argument), except the writer's error raised again on a waiting rank,
+    which keeps the writer's class (``tfring.saving.writer_error``)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -64,8 +66,16 @@ def _tf_errors(fn):
 
         try:
             return fn(*args, **kwargs)
+        except co.SaveAbortedError as e:
+            if type(e) is not co.SaveAbortedError:
+                raise
+            error = to_tf_error(e)
+            error.args = (str(e),)
+            raise error from e
         except errors.TfringError as e:
-            raise to_tf_error(e) from e
+            error = to_tf_error(e)
+            error.args = (str(e),)
+            raise error from e
 
     return wrapper
 

@@ -3,6 +3,8 @@
 * ``coordination``: who writes, how the other ranks wait (``local_save()`` opts out).
 * ``atomic``: temporary name, fsync, rename (TF checkpoints: index last).
 * ``job_store``: this process's connection to the job's store.
+* ``writer_error``: the writer's failure, raised again (same class, same message) on the
+  ranks that waited for it.
 
 The hooks that route Keras and TensorFlow saves through here are installed by
 ``tfring.RingStrategy`` (``tfring.distribute.save_hooks``); ``tfring.keras.callbacks``

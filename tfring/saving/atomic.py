@@ -5,7 +5,9 @@ to disk (fsync), then renames it into place (``os.replace``, atomic on POSIX wit
 file system). A process killed while saving leaves the previous version intact and a
 ``.<name>.tmp-*`` leftover, never a truncated file under the real name.
 
-Remote paths (``scheme://...``) cannot be renamed atomically: they are written in place.
+Remote paths (``scheme://...``) cannot be renamed atomically: they are written in place, as
+is a path whose directory cannot be created (the writer then fails as in one process). An
+error raised while writing names the destination, never the temporary name.
 
 Blocking: plain file I/O on the calling thread. Not thread-safe for one destination.
 """
@@ -65,6 +67,31 @@ def _remove(path):
         os.remove(path)
 
 
+def _name_the_destination(exc, tmp, filepath):
+    """Puts the user's ``filepath`` where ``exc``'s message names the temporary ``tmp``
+    (Keras: "Received: filepath=/d/.m.tmp-x1y2."), so the error reads as in one process."""
+    def fix(value):
+        return value.replace(tmp, filepath) if isinstance(value, str) else value
+
+    try:
+        exc.args = tuple(fix(a) for a in exc.args)
+        for attribute in ("filename", "filename2", "_message"):  # OSError, tf.errors.OpError
+            if isinstance(getattr(exc, attribute, None), str):
+                setattr(exc, attribute, fix(getattr(exc, attribute)))
+    except (AttributeError, TypeError):  # an exception that refuses new attributes
+        pass
+
+
+def _temp_or_none(filepath, suffix):
+    """A temporary path next to ``filepath``, or None when its directory cannot be made
+    (a parent that is a file, no permission): the caller then hands ``filepath`` itself to
+    the writer, which fails with the error one process would get."""
+    try:
+        return _temp_name(filepath, suffix)
+    except OSError:
+        return None
+
+
 def _announce(filepath):
     if before_rename is not None:
         before_rename(filepath)
@@ -75,17 +102,18 @@ def atomic_write(filepath, write):
     suffix, which Keras checks), then atomically renames it to ``filepath``. On any error the
     temporary file is removed and the error re-raised; ``filepath`` is untouched."""
     filepath = os.fspath(filepath)
-    if is_remote(filepath):
+    tmp = None if is_remote(filepath) else _temp_or_none(filepath, _suffix(filepath))
+    if tmp is None:
         write(filepath)
         return
-    tmp = _temp_name(filepath, _suffix(filepath))
     try:
         write(tmp)
         fsync_path(tmp)
         _announce(filepath)
         os.replace(tmp, filepath)
-    except BaseException:
+    except BaseException as e:
         _remove(tmp)
+        _name_the_destination(e, tmp, filepath)
         raise
     fsync_path(os.path.dirname(filepath) or ".")
 
@@ -96,10 +124,10 @@ def atomic_write_checkpoint(prefix, write):
     finds a checkpoint by its index, so it is never seen half-moved). An older checkpoint
     under the same prefix loses its index first, so its index never names the new data."""
     prefix = os.fspath(prefix)
-    if is_remote(prefix):
+    tmp = None if is_remote(prefix) else _temp_or_none(prefix, "")
+    if tmp is None:
         write(prefix)
         return
-    tmp = _temp_name(prefix, "")
     try:
         write(tmp)
         produced = sorted(glob.glob(glob.escape(tmp) + ".*"))
@@ -114,9 +142,10 @@ def atomic_write_checkpoint(prefix, write):
                 os.replace(path, prefix + path[len(tmp):])
         if os.path.exists(index):
             os.replace(index, prefix + ".index")
-    except BaseException:
+    except BaseException as e:
         for path in glob.glob(glob.escape(tmp) + "*"):
             _remove(path)
+        _name_the_destination(e, tmp, prefix)
         raise
     fsync_path(os.path.dirname(prefix) or ".")
 
@@ -125,10 +154,10 @@ def atomic_write_directory(path, write):
     """A directory (a SavedModel) written by ``write(tmp_dir)``, then renamed into place;
     an existing directory there is first renamed aside and removed after the swap."""
     path = os.fspath(path).rstrip(os.sep) or os.sep
-    if is_remote(path):
+    tmp = None if is_remote(path) else _temp_or_none(path, "")
+    if tmp is None:
         write(path)
         return
-    tmp = _temp_name(path, "")
     olds = []  # directories this call moved aside, removed once its own is in place
     try:
         write(tmp)
@@ -137,10 +166,11 @@ def atomic_write_directory(path, write):
                 fsync_path(os.path.join(root, name))
         _announce(path)
         _swap_in_directory(tmp, path, olds)
-    except BaseException:
+    except BaseException as e:
         _remove(tmp)
         if olds and not os.path.lexists(path):
             os.replace(olds.pop(), path)
+        _name_the_destination(e, tmp, path)
         raise
     finally:
         for old in olds:

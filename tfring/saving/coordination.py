@@ -34,6 +34,7 @@ import threading
 import time
 
 from tfring import _core, errors
+from tfring.saving import writer_error
 
 WRITER = "writer"  # writes the user's path, publishes start/done
 WAITER = "waiter"  # writes nothing, waits for the writer's done record
@@ -52,10 +53,11 @@ _ordinal = {}  # writer -> coordinated saves so far
 class SaveAbortedError(errors.AbortedError, OSError):
     """The writer of a coordinated save failed; this rank's save is abandoned with it.
 
-    An ``AbortedError`` (``tf.errors.AbortedError``): the request was valid here, but the
-    cooperating process that writes for every rank failed, so the save cannot complete
-    on any rank. Also an ``OSError``, as the writer's own failure usually is, so one
-    ``except OSError`` handles the failure on every rank alike.
+    What a waiting rank raises is an instance of a class derived from both the writer's
+    exception class and this one, named as the writer's and carrying the writer's message
+    (``writer_error.py``): ``except ValueError`` around ``model.save(...)`` catches it on
+    every rank as in one process. This class alone (a ``tfring.errors.AbortedError``, also
+    an ``OSError``) when the writer's class is unknown here.
     """
 
 
@@ -129,7 +131,8 @@ def coordinated_save(path, what, writer=0):
     and a waiter waits for it.
 
     Raises (on a waiter, after its body):
-      SaveAbortedError: the writer's save failed (its message is included).
+      the writer's exception class (derived from it and SaveAbortedError), with the
+        writer's message: the writer's save failed (``writer_error.py``).
       tfring.errors.TimeoutError: the writer did not start or finish within
         ``TFRING_TIMEOUT_S``.
     """
@@ -154,7 +157,7 @@ def coordinated_save(path, what, writer=0):
             with _role(WRITER):
                 yield WRITER
         except BaseException as e:
-            store.set(f"done/{record_key}", json.dumps({"error": f"{type(e).__name__}: {e}"}).encode())
+            store.set(f"done/{record_key}", json.dumps(writer_error.describe(e)).encode())
             if hasattr(e, "add_note"):
                 e.add_note(f"tfring: rank {rank} was writing {key!r} for every rank ({what}); the other "
                            "ranks that made this save get this error too")
@@ -246,10 +249,12 @@ def _wait_done(store, writer, rank, key, n, description, own=False):
             raw = None  # the store went with the writer
         if raw is not None:
             outcome = json.loads(raw)
-            if "error" in outcome and not own:
-                raise SaveAbortedError(
-                    f"rank {rank}: the {description} failed on rank {writer}, which writes it for "
-                    f"every rank: {outcome['error']}")
+            if "type" in outcome and not own:
+                error = writer_error.rebuild(outcome, SaveAbortedError)
+                error.add_note(f"tfring: rank {rank} wrote nothing: the {description} failed on rank {writer}, "
+                               "which writes it for every rank; this is rank "
+                               f"{writer}'s error (every rank that made this save raises it)")
+                raise error
             return
         if broken is not None:
             raise broken
