@@ -89,7 +89,7 @@ test:
 # GTEST_ARGS passes options to the test binary, e.g. GTEST_ARGS=--gtest_filter='Store*'.
 CXX            ?= g++
 GTEST_ARGS     ?=
-CCTEST_SRCS    := $(sort $(wildcard cc/core/*.cc) $(wildcard cc/tests/*.cc))
+CCTEST_SRCS    := $(sort $(wildcard cc/core/*/*.cc) $(wildcard cc/tests/*.cc))
 CCTEST_CXXFLAGS := -std=c++17 -O1 -Wall -Wno-unused-parameter -pthread -Icc/core -MMD -MP
 CCTEST_LDLIBS  := -lgtest -lgtest_main -lcrypto -pthread -lrt
 # Sanitizer builds carry line tables only (-g1: file:line in every report; measured 23%
@@ -161,7 +161,7 @@ cctest-tsan: system-deps
 # ---- GPU path, compile-proven without a GPU (docs/gpu.md) ------------------------------
 #   make gpu-headers        fetch the CUDA runtime + NCCL headers (include/ trees only) into
 #                           build/gpu-headers (pip download, ~173 MB fetched, ~5 s; cached)
-#   make gpu-compile-check  1. cc/core/nccl/abi_check.cc: tfring's CUDA/NCCL declarations
+#   make gpu-compile-check  1. cc/core/backends/nccl/abi_check.cc: tfring's CUDA/NCCL declarations
 #                              (gpu_abi.h) == the vendor headers, signature by signature;
 #                           2. the NCCL backend sources compile with -Wextra -Werror;
 #                           3. the installed libtfring_core.so has the backend and no
@@ -170,8 +170,8 @@ cctest-tsan: system-deps
 #                              link, load into the installed TF after tfring's op library
 #                              and register a GPU kernel for every tfring op.
 GPU_CHECK_DIR   := build/gpu-check
-GPU_CXXFLAGS    := -std=c++17 -fPIC -O1 -Wall -Wextra -Wno-unused-parameter -Werror
-NCCL_CHECK_SRCS := $(filter-out cc/core/nccl/abi_check.cc,$(wildcard cc/core/nccl/*.cc))
+GPU_CXXFLAGS    := -std=c++17 -fPIC -O1 -Wall -Wextra -Wno-unused-parameter -Werror -Icc/core
+NCCL_CHECK_SRCS := $(filter-out cc/core/backends/nccl/abi_check.cc,$(wildcard cc/core/backends/nccl/*.cc))
 
 .PHONY: gpu-headers gpu-compile-check
 gpu-headers: $(VPY)
@@ -179,8 +179,8 @@ gpu-headers: $(VPY)
 
 gpu-compile-check: install gpu-headers
 	@mkdir -p $(GPU_CHECK_DIR)
-	$(CXX) -std=c++17 -fsyntax-only $$($(VPY) tools/gpu_headers.py flags) cc/core/nccl/abi_check.cc
-	@for src in $(NCCL_CHECK_SRCS) cc/core/backend_registry.cc; do \
+	$(CXX) -std=c++17 -fsyntax-only -Icc/core $$($(VPY) tools/gpu_headers.py flags) cc/core/backends/nccl/abi_check.cc
+	@for src in $(NCCL_CHECK_SRCS) cc/core/backends/backend_registry.cc; do \
 	  echo "$(CXX) $(GPU_CXXFLAGS) -c $$src"; \
 	  $(CXX) $(GPU_CXXFLAGS) -c $$src -o $(GPU_CHECK_DIR)/$$(basename $$src .cc).o || exit 1; \
 	done
@@ -194,7 +194,7 @@ gpu-compile-check: install gpu-headers
 	  tflink=$$($(VPY) -c "import tensorflow as tf; print(' '.join(tf.sysconfig.get_link_flags()))" 2>/dev/null); \
 	  for src in cc/tf_gpu/*.cc; do \
 	    echo "$(CXX) -O0 <TF flags> -c $$src"; \
-	    $(CXX) -std=c++17 -fPIC -O0 -Wall -Wno-unused-parameter -Wno-deprecated-declarations -Wno-sign-compare \
+	    $(CXX) -std=c++17 -fPIC -O0 -Wall -Wno-unused-parameter -Wno-deprecated-declarations -Wno-sign-compare -Icc/core \
 	      -Wno-interference-size $$tfflags -c $$src -o $(GPU_CHECK_DIR)/tf_gpu_$$(basename $$src .cc).o || exit 1; \
 	  done; \
 	  $(CXX) -shared -o $(GPU_CHECK_DIR)/libtfring_tf_gpu_ops.so $(GPU_CHECK_DIR)/tf_gpu_*.o -Ltfring \

@@ -29,9 +29,12 @@ from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-CORE_SOURCES = sorted(glob.glob(os.path.join(ROOT, "cc", "core", "*.cc")))
-NCCL_ABI_CHECK = os.path.join(ROOT, "cc", "core", "nccl", "abi_check.cc")
-NCCL_SOURCES = sorted(s for s in glob.glob(os.path.join(ROOT, "cc", "core", "nccl", "*.cc")) if s != NCCL_ABI_CHECK)
+# cc/core is one folder per layer (docs/architecture.md); the NCCL backend is optional.
+CORE_DIR = os.path.join(ROOT, "cc", "core")
+NCCL_DIR = os.path.join(CORE_DIR, "backends", "nccl")
+CORE_SOURCES = sorted(glob.glob(os.path.join(CORE_DIR, "*", "*.cc")))
+NCCL_ABI_CHECK = os.path.join(NCCL_DIR, "abi_check.cc")
+NCCL_SOURCES = sorted(s for s in glob.glob(os.path.join(NCCL_DIR, "*.cc")) if s != NCCL_ABI_CHECK)
 TF_GPU_SOURCES = sorted(glob.glob(os.path.join(ROOT, "cc", "tf_gpu", "*.cc")))
 PY_SOURCES = sorted(glob.glob(os.path.join(ROOT, "cc", "python", "*.cc")))
 TF_SOURCES = sorted(glob.glob(os.path.join(ROOT, "cc", "tf", "*.cc")))
@@ -39,7 +42,9 @@ HEADERS = glob.glob(os.path.join(ROOT, "cc", "**", "*.h"), recursive=True)
 
 CXX = os.environ.get("CXX", "g++")
 OPT = ["-O0", "-g"] if os.environ.get("TFRING_DEBUG") == "1" else ["-O3"]
-BASE_FLAGS = ["-std=c++17", "-fPIC", "-fvisibility=default", "-Wall", "-Wno-unused-parameter"] + OPT
+# -I cc/core: every include of a core header names its layer folder ("base/status.h").
+BASE_FLAGS = ["-std=c++17", "-fPIC", "-fvisibility=default", "-Wall", "-Wno-unused-parameter",
+              "-I" + CORE_DIR] + OPT
 
 
 def _run(cmd):
@@ -121,7 +126,7 @@ def _check_nccl_abi():
         sys.exit("TFRING_WITH_NCCL=1 but cuda_runtime_api.h (with crt/host_defines.h) and nccl.h were not "
                  "found; install the header packages (make gpu-headers) or set CUDA_HOME, or use "
                  "TFRING_WITH_NCCL=auto, which needs no headers")
-    _run([CXX, "-std=c++17", "-fsyntax-only"] + ["-I" + d for d in dirs] + [NCCL_ABI_CHECK])
+    _run([CXX, "-std=c++17", "-fsyntax-only", "-I" + CORE_DIR] + ["-I" + d for d in dirs] + [NCCL_ABI_CHECK])
 
 
 def _tf_is_cuda_build():

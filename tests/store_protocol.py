@@ -1,4 +1,4 @@
-"""A minimal Python client of the store's wire protocol (cc/core/auth.h, tcp_store.h), used
+"""A minimal Python client of the store's wire protocol (cc/core/rendezvous/auth.h, tcp_store.h), used
 to fuzz the server with frames the C++ client would never send."""
 
 import hashlib

@@ -343,7 +343,7 @@ tfring.shutdown()
 @pytest.mark.timeout(90)
 def test_a_low_soft_open_file_limit_is_raised_at_init():
     # A soft `ulimit -n` too low for the job's connections (the default 1024 ends a job of a
-    # few hundred ranks) is raised towards the hard limit at init (cc/core/fd_limit.h),
+    # few hundred ranks) is raised towards the hard limit at init (cc/core/base/fd_limit.h),
     # instead of the job failing with EMFILE in the middle of its connections.
     result = run_job(3, LOW_OPEN_FILE_LIMIT, timeout=75)
     lines = re.findall(r"rank (\d): soft limit (\d+) -> (\d+), hard (\d+), sum (\d+)", result.stdout)

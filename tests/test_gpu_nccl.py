@@ -73,8 +73,8 @@ def test_abi_declarations_match_vendor_headers():
                            check=False, capture_output=True, text=True)
     if flags.returncode != 0:
         pytest.skip("vendor headers not fetched (make gpu-headers)")
-    cmd = ["g++", "-std=c++17", "-fsyntax-only"] + flags.stdout.split() + [
-        os.path.join(ROOT, "cc", "core", "nccl", "abi_check.cc")]
+    cmd = ["g++", "-std=c++17", "-fsyntax-only", "-I" + os.path.join(ROOT, "cc", "core")] + flags.stdout.split() + [
+        os.path.join(ROOT, "cc", "core", "backends", "nccl", "abi_check.cc")]
     result = subprocess.run(cmd, check=False, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
 

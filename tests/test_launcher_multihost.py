@@ -377,7 +377,7 @@ tfring.shutdown()
 @pytest.mark.timeout(90)
 def test_hierarchical_allreduce_across_two_hosts_of_two_ranks(netns_hosts):
     # 2 emulated hosts x 2 ranks: the allreduce runs inside each host, then across hosts on
-    # half the buffer per local rank (cc/core/hierarchical_allreduce.cc), the allgather
+    # half the buffer per local rank (cc/core/collectives/hierarchical_allreduce.cc), the allgather
     # across hosts then inside them, the broadcast scattered, across, gathered, the
     # reduce-scatter inside then across; exact
     # results, the same bits on every rank, and rank 0 says which layout it took.

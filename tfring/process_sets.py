@@ -3,7 +3,7 @@
 A process set is a sorted list of global ranks with an integer id; id 0 is the global set
 (every rank), ``global_process_set``. Collectives take ``process_set=`` and run on the
 set's members only; every member calls them, no other rank does. The core keeps the table
-(cc/core/process_sets.h); this module makes registration collective and keeps the Python
+(cc/core/control/process_sets.h); this module makes registration collective and keeps the Python
 objects.
 
 Rules (docs/tensorflow.md, "Process sets"):

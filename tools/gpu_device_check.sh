@@ -49,8 +49,8 @@ fi
 tail -2 "$OUT/build.log"
 
 step "ABI declarations against this machine's headers"
-if [ -n "${NCCL_H}" ] && c++ -std=c++17 -fsyntax-only -I/usr/local/cuda/include -I"$(dirname "$NCCL_H")" \
-     cc/core/nccl/abi_check.cc; then echo "ABI-OK"; else echo "ABI check failed or nccl.h missing"; failed+=(abi); fi
+if [ -n "${NCCL_H}" ] && c++ -std=c++17 -fsyntax-only -Icc/core -I/usr/local/cuda/include -I"$(dirname "$NCCL_H")" \
+     cc/core/backends/nccl/abi_check.cc; then echo "ABI-OK"; else echo "ABI check failed or nccl.h missing"; failed+=(abi); fi
 
 step "gpu_info"
 $PY -c "import tfring.gpu, pprint; pprint.pprint(tfring.gpu.gpu_info())"

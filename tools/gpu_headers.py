@@ -1,8 +1,8 @@
 """CUDA runtime and NCCL headers for compile-checking tfring's GPU path (no GPU needed).
 
 tfring's NCCL backend declares the slice of the CUDA/NCCL ABI it uses itself
-(cc/core/nccl/gpu_abi.h), so building needs no headers. This tool provides the vendor
-headers that cc/core/nccl/abi_check.cc compares those declarations with:
+(cc/core/backends/nccl/gpu_abi.h), so building needs no headers. This tool provides the vendor
+headers that cc/core/backends/nccl/abi_check.cc compares those declarations with:
 
     python tools/gpu_headers.py fetch   # downloads the header packages, keeps include/ only
     python tools/gpu_headers.py flags   # prints -I flags (exit 1 when not found)

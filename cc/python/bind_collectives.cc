@@ -21,9 +21,9 @@
 #include <mutex>
 #include <optional>
 
-#include "../core/backend.h"
-#include "../core/collective_attrs.h"
-#include "../core/runtime.h"
+#include "backends/backend.h"
+#include "control/collective_attrs.h"
+#include "runtime/runtime.h"
 #include "device_array.h"
 
 namespace tfring {

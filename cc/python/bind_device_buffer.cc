@@ -3,7 +3,7 @@
 
 #include <pybind11/stl.h>
 
-#include "../core/backend.h"
+#include "backends/backend.h"
 #include "device_array.h"
 
 namespace tfring {

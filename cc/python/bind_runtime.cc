@@ -4,9 +4,9 @@
 
 #include <pybind11/stl.h>
 
-#include "../core/backend.h"
-#include "../core/config.h"
-#include "../core/runtime.h"
+#include "backends/backend.h"
+#include "base/config.h"
+#include "runtime/runtime.h"
 
 namespace tfring {
 namespace python {
@@ -65,20 +65,20 @@ std::map<std::string, int> ByErrorCode(F value) {
 // The core's enumerations by name, so Python never retypes their values.
 void BindTables(py::module_& m) {
   m.def("error_codes", [] { return ByErrorCode([](ErrorCode c) { return static_cast<int>(c); }); },
-        "{name: value} of the core's error codes (cc/core/status.h), OK excluded.");
+        "{name: value} of the core's error codes (cc/core/base/status.h), OK excluded.");
   m.def("canonical_error_codes", [] { return ByErrorCode(CanonicalCode); },
-        "{name: canonical status code} of the core's error codes (CanonicalCode in cc/core/status.h): "
+        "{name: canonical status code} of the core's error codes (CanonicalCode in cc/core/base/status.h): "
         "the tf.errors class each becomes, as the TF kernels map it.");
   m.def("reduce_ops", [] {
     std::map<std::string, int> out;
     for (int op = 0; op < kNumReduceOps; ++op) out[ReduceOpName(static_cast<ReduceOp>(op))] = op;
     return out;
-  }, "{name: value} of the core's reduce ops (cc/core/data_type.h).");
+  }, "{name: value} of the core's reduce ops (cc/core/base/data_type.h).");
   m.def("data_types", [] {
     std::map<std::string, int> out;
     for (int t = 0; t < kNumDataTypes; ++t) out[DataTypeName(static_cast<DataType>(t))] = t;
     return out;
-  }, "{name: value} of the core's element types (cc/core/data_type.h).");
+  }, "{name: value} of the core's element types (cc/core/base/data_type.h).");
 }
 
 // Settings: the effective values, the table of every setting, validation.

@@ -2,7 +2,7 @@
 // launcher, tests and tools. Blocking calls release the GIL.
 #include "bindings.h"
 
-#include "../core/tcp_store.h"
+#include "rendezvous/tcp_store.h"
 
 namespace tfring {
 namespace python {

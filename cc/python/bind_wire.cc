@@ -3,7 +3,7 @@
 
 #include <pybind11/stl.h>
 
-#include "../core/messages.h"
+#include "control/messages.h"
 
 namespace tfring {
 namespace python {

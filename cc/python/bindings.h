@@ -10,8 +10,8 @@
 
 #include <string>
 
-#include "../core/status.h"
-#include "../core/data_type.h"
+#include "base/status.h"
+#include "base/data_type.h"
 
 namespace tfring {
 namespace python {

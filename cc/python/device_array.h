@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "../core/backend.h"
-#include "../core/data_type.h"
+#include "backends/backend.h"
+#include "base/data_type.h"
 
 namespace tfring {
 namespace python {

@@ -1,7 +1,7 @@
 // tfring._core: the pybind11 face of libtfring_core.so (one runtime per process, shared
 // with the TF op library). Each topic binds itself (bindings.h); errors raise the classes
 // of tfring.errors (mapped from the core's ErrorCode).
-#include "../core/backend.h"
+#include "backends/backend.h"
 #include "bindings.h"
 
 namespace py = pybind11;

@@ -2,7 +2,7 @@
 // world sizes 1, 2, 4 and 8 (TCP; shared memory at 4; single-copy at 2), against a
 // straightforward double-precision reference of the pairwise tree; every rank must end with
 // bitwise the same bytes. A world of 3 ranks is refused, never answered.
-#include "adasum.h"
+#include "collectives/adasum.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <random>
 #include <sstream>
 
-#include "reduce_kernels.h"
+#include "base/reduce_kernels.h"
 #include "test_util.h"
 
 namespace tfring {

@@ -1,10 +1,10 @@
 // The algorithm selection table (algorithm.h): each row's conditions, TFRING_ALGORITHM's
 // pins (honoured where the algorithm can run, ignored elsewhere) and its parsing.
-#include "algorithm.h"
+#include "collectives/algorithm.h"
 
 #include <gtest/gtest.h>
 
-#include "config.h"
+#include "base/config.h"
 #include "test_util.h"
 
 namespace tfring {

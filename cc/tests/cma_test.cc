@@ -3,7 +3,7 @@
 // settings across ranks, and TFRING_SHM_CMA=1 refusing a pair that cannot use it.
 // Ranks are threads of one process here, so the probe reads this very process; the
 // collectives suites (collectives_test.cc) run every algorithm with single-copy on too.
-#include "cma.h"
+#include "transport/cma.h"
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -14,7 +14,7 @@
 #include <cstring>
 #include <vector>
 
-#include "collectives.h"
+#include "collectives/collectives.h"
 #include "test_util.h"
 
 namespace tfring {

@@ -1,10 +1,10 @@
 // collective_attrs.h: the one set of collective attributes every entry point fills, and
 // status.h's CanonicalCode, the error table the framework boundaries map through.
-#include "collective_attrs.h"
+#include "control/collective_attrs.h"
 
 #include <gtest/gtest.h>
 
-#include "messages.h"
+#include "control/messages.h"
 #include "test_util.h"
 
 namespace tfring {

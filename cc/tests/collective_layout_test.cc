@@ -1,5 +1,5 @@
 // collective_layout.h: the byte layout both backends use for allgather and alltoall.
-#include "collective_layout.h"
+#include "backends/collective_layout.h"
 
 #include <gtest/gtest.h>
 

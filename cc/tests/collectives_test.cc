@@ -3,7 +3,7 @@
 // plus single-copy posts above a small threshold, so one stream mixes both), for world
 // sizes 1..8, against plain references. Inputs are small integers so that every
 // reduction order gives exactly the same result in every dtype (bit-exact comparisons).
-#include "collectives.h"
+#include "collectives/collectives.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <random>
 #include <sstream>
 
-#include "reduce_kernels.h"
+#include "base/reduce_kernels.h"
 #include "test_util.h"
 
 namespace tfring {

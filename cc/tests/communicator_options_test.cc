@@ -2,8 +2,8 @@
 // (no process globals), and SetSpinMicros reaches the connections on a collective's path.
 #include <gtest/gtest.h>
 
-#include "communicator.h"
-#include "config.h"
+#include "transport/communicator.h"
+#include "base/config.h"
 #include "test_util.h"
 
 namespace tfring {

@@ -1,5 +1,5 @@
 // Config: defaults, argument > environment > default, and errors that name the variable.
-#include "config.h"
+#include "base/config.h"
 
 #include <gtest/gtest.h>
 

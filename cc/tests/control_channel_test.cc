@@ -1,5 +1,5 @@
 // ControlChannel: the star around rank 0, over a real mesh of Communicators.
-#include "control_channel.h"
+#include "control/control_channel.h"
 
 #include <gtest/gtest.h>
 

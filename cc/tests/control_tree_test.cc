@@ -1,4 +1,4 @@
-#include "control_tree.h"
+#include "transport/control_tree.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Coordinator (rank 0's negotiation table): readiness, validation, fusion, stalls.
-#include "coordinator.h"
+#include "control/coordinator.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "fd_limit.h"
+#include "base/fd_limit.h"
 
 #include <sys/resource.h>
 

@@ -4,7 +4,7 @@
 
 #include <thread>
 
-#include "coordinator.h"
+#include "control/coordinator.h"
 #include "runtime_job.h"
 #include "test_util.h"
 

@@ -1,6 +1,6 @@
 // The slow-link rule (link_watch.h, FindSlowHost) on made-up link samples, and the per-peer
 // link counters behind it (RuntimeStats::links) from a real job of ranks as threads.
-#include "link_watch.h"
+#include "runtime/link_watch.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // PeerLiveness over a real Communicator mesh (the job's heartbeat ring, and stars: any set of
 // peers works; hostnames from the roster),
 // and a Runtime job whose slow rank must not be taken for a lost one.
-#include "liveness.h"
+#include "transport/liveness.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Log levels per subsystem (TFRING_LOG_LEVEL = LEVEL[,SUBSYSTEM=LEVEL...]) and the line
 // prefix (level, host, rank, pid, subsystem).
-#include "logging.h"
+#include "base/logging.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Coordinator messages: encode/decode round trips, and hostile input (truncated, mutated,
 // random, oversized counts) that must be refused with kInvalidArgument, never crash.
-#include "messages.h"
+#include "control/messages.h"
 
 #include <gtest/gtest.h>
 

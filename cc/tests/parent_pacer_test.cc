@@ -1,4 +1,4 @@
-#include "parent_pacer.h"
+#include "control/parent_pacer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // PollBackoff (poll_backoff.h): a completion at any time T is seen at most ~T/32 late, and a
 // long wait polls a bounded number of times.
-#include "poll_backoff.h"
+#include "base/poll_backoff.h"
 
 #include <gtest/gtest.h>
 

@@ -2,17 +2,17 @@
 // validation, fusion, join, stalls), the wire format of the set fields, and jobs of 3 and
 // 4 ranks (threads) running every collective on disjoint and overlapping sets at once,
 // checked against a reference computed here; plus the enqueue-time errors.
-#include "process_sets.h"
+#include "control/process_sets.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <memory>
 
-#include "coordinator.h"
-#include "messages.h"
-#include "response_cache.h"
-#include "runtime.h"
+#include "control/coordinator.h"
+#include "control/messages.h"
+#include "control/response_cache.h"
+#include "runtime/runtime.h"
 #include "runtime_job.h"
 #include "test_util.h"
 

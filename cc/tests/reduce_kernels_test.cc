@@ -1,5 +1,5 @@
 // Reduction kernels and half/bfloat16 conversions against straightforward references.
-#include "reduce_kernels.h"
+#include "base/reduce_kernels.h"
 
 #include <gtest/gtest.h>
 

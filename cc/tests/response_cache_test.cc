@@ -2,11 +2,11 @@
 // requests, the Coordinator naming tensors by id and taking requests by id, and whole jobs
 // of ranks as threads whose repeated steps negotiate by id while results, fusion and
 // mismatch errors stay exactly as without the cache.
-#include "response_cache.h"
+#include "control/response_cache.h"
 
 #include <gtest/gtest.h>
 
-#include "coordinator.h"
+#include "control/coordinator.h"
 #include "runtime_job.h"
 
 namespace tfring {

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <thread>
 
-#include "link.h"
-#include "shm_ring.h"
+#include "transport/link.h"
+#include "transport/shm_ring.h"
 #include "test_util.h"
 
 namespace tfring {

@@ -1,7 +1,7 @@
 // The init exchange (roster.h): O(n) store requests, every rank knows every rank's host,
 // and a rank that never starts is named on every rank that did, without each waiting out
 // its own timeout.
-#include "roster.h"
+#include "rendezvous/roster.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <atomic>
 #include <utility>
 
-#include "communicator.h"
-#include "memory_store.h"
+#include "transport/communicator.h"
+#include "rendezvous/memory_store.h"
 #include "test_util.h"
 
 namespace tfring {

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "auth.h"
-#include "runtime.h"
-#include "tcp_store.h"
+#include "rendezvous/auth.h"
+#include "runtime/runtime.h"
+#include "rendezvous/tcp_store.h"
 #include "test_util.h"
 
 namespace tfring {

@@ -2,7 +2,7 @@
 // threads, rendezvousing through a TcpStoreServer: negotiation in any order, fusion,
 // every collective, per-tensor errors, local argument errors, life cycle, and failures of
 // one rank reaching every other rank within seconds.
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <random>
 
 #include "runtime_job.h"
-#include "tcp_store.h"
+#include "rendezvous/tcp_store.h"
 #include "test_util.h"
 
 namespace tfring {

@@ -1,5 +1,5 @@
 // StallInspector: warnings and the shutdown limit over a real Coordinator.
-#include "stall_inspector.h"
+#include "control/stall_inspector.h"
 
 #include <gtest/gtest.h>
 

@@ -7,10 +7,10 @@
 #include <cmath>
 #include <thread>
 
-#include "auth.h"
-#include "memory_store.h"
-#include "socket.h"
-#include "tcp_store.h"
+#include "rendezvous/auth.h"
+#include "rendezvous/memory_store.h"
+#include "base/socket.h"
+#include "rendezvous/tcp_store.h"
 #include "test_util.h"
 
 namespace tfring {

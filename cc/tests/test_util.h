@@ -20,11 +20,11 @@
 #include <thread>
 #include <vector>
 
-#include "auth.h"
-#include "communicator.h"
-#include "memory_store.h"
-#include "messages.h"
-#include "status.h"
+#include "rendezvous/auth.h"
+#include "transport/communicator.h"
+#include "rendezvous/memory_store.h"
+#include "control/messages.h"
+#include "base/status.h"
 
 namespace tfring {
 namespace testing_util {

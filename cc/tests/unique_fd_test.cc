@@ -1,6 +1,6 @@
 // UniqueFd (unique_fd.h) and its owners Socket / Listener: every descriptor is closed exactly
 // once, by whoever owns it last, and never twice.
-#include "unique_fd.h"
+#include "base/unique_fd.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 
 #include <utility>
 
-#include "fd_limit.h"
-#include "socket.h"
+#include "base/fd_limit.h"
+#include "base/socket.h"
 #include "test_util.h"
 
 namespace tfring {

@@ -1,4 +1,4 @@
-// The one table between TF's element types and the core's (cc/core/data_type.h): the op
+// The one table between TF's element types and the core's (cc/core/base/data_type.h): the op
 // registrations' type lists (ops.cc) and the kernels' conversion (kernel_common.cc) both
 // read it, and tests/test_tf_tables.py pins the registered lists to the core's exported
 // table (tfring._core.data_types()).
@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "../core/data_type.h"
+#include "base/data_type.h"
 #include "tensorflow/core/framework/types.h"
 
 namespace tfring {

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "../core/collective_attrs.h"
-#include "../core/runtime.h"
+#include "control/collective_attrs.h"
+#include "runtime/runtime.h"
 #include "data_types.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor.h"
@@ -25,8 +25,8 @@
 namespace tfring {
 namespace tf_ops {
 
-// Core status -> TF status with the core's canonical code (CanonicalCode, cc/core/status.h;
-// ARCHITECTURE.md section 3), the message unchanged.
+// Core status -> TF status with the core's canonical code (CanonicalCode, cc/core/base/status.h;
+// the table in docs/core.md, "Errors"), the message unchanged.
 absl::Status ToTfStatus(const Status& status);
 
 // Shape of a TF tensor as the core's vector of dims.

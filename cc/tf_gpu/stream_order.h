@@ -18,7 +18,7 @@
 
 #include <functional>
 
-#include "../core/status.h"
+#include "base/status.h"
 #include "tensorflow/core/framework/op_kernel.h"
 
 namespace tfring {

@@ -15,7 +15,7 @@ the supervisor; both take the lock.
 import re
 import threading
 
-# The core's wording (cc/core/job.cc); test_launcher.py pins it end to end.
+# The core's wording (cc/core/runtime/job.cc); test_launcher.py pins it end to end.
 _LOST_PEER = re.compile(r"\brank (\d+) (?:\(host [^)]*\) )?(?:is gone|has shut down|exited:|has not answered|was silent)")
 
 

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
-#include "messages.h"
-#include "store.h"
-#include "submission.h"
+#include "base/config.h"
+#include "control/messages.h"
+#include "rendezvous/store.h"
+#include "control/submission.h"
 
 namespace tfring {
 

@@ -3,7 +3,7 @@
 #include <map>
 #include <mutex>
 
-#include "backend.h"
+#include "backends/backend.h"
 
 namespace tfring {
 namespace {

@@ -1,4 +1,4 @@
-#include "collective_layout.h"
+#include "backends/collective_layout.h"
 
 namespace tfring {
 

@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "messages.h"
-#include "status.h"
-#include "submission.h"
+#include "control/messages.h"
+#include "base/status.h"
+#include "control/submission.h"
 
 namespace tfring {
 

@@ -1,19 +1,19 @@
-#include "cpu_backend.h"
+#include "backends/cpu_backend.h"
 
 #include <chrono>
 #include <cstring>
 #include <set>
 #include <string>
 
-#include "adasum.h"
-#include "algorithm.h"
-#include "cma.h"
-#include "collective_layout.h"
-#include "collectives.h"
-#include "communicator.h"
-#include "logging.h"
-#include "reduce_kernels.h"
-#include "timeline.h"
+#include "collectives/adasum.h"
+#include "collectives/algorithm.h"
+#include "transport/cma.h"
+#include "backends/collective_layout.h"
+#include "collectives/collectives.h"
+#include "transport/communicator.h"
+#include "base/logging.h"
+#include "base/reduce_kernels.h"
+#include "base/timeline.h"
 
 namespace tfring {
 

@@ -14,10 +14,10 @@
 
 #include <vector>
 
-#include "algorithm.h"
-#include "backend.h"
-#include "collectives.h"
-#include "communicator.h"
+#include "collectives/algorithm.h"
+#include "backends/backend.h"
+#include "collectives/collectives.h"
+#include "transport/communicator.h"
 
 namespace tfring {
 

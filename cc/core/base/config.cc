@@ -1,4 +1,4 @@
-#include "config.h"
+#include "base/config.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -6,8 +6,7 @@
 #include <cstdlib>
 #include <map>
 
-#include "algorithm.h"
-#include "logging.h"
+#include "base/logging.h"
 
 namespace tfring {
 
@@ -18,12 +17,17 @@ bool CheckLogLevel(const std::string& text, std::string* error) {
   return ParseLogSpec(text, &spec, error);
 }
 
-bool CheckAlgorithmPins(const std::string& text, std::string* error) {
-  std::map<OpType, Algorithm> pins;
-  return ParseAlgorithmPins(text, &pins, error);
+std::map<std::string, ParamCheck>& RegisteredChecks() {
+  static std::map<std::string, ParamCheck> checks;
+  return checks;
 }
 
 }  // namespace
+
+bool RegisterParamCheck(const char* name, ParamCheck check) {
+  RegisteredChecks()[name] = check;
+  return true;
+}
 
 // A table, not logic: one entry per setting (its length is the number of settings).
 const std::vector<ParamSpec>& ParamTable() {
@@ -154,7 +158,7 @@ const std::vector<ParamSpec>& ParamTable() {
        "hierarchical; allgather and reducescatter: ring, hierarchical; broadcast: chain, "
        "hierarchical; each also auto). A pin that cannot run on the job (hierarchical on one host, on a process set) "
        "leaves the choice to the table. Every rank must use the same value.",
-       nullptr, CheckAlgorithmPins},
+       nullptr},  // syntax: collectives/algorithm.cc registers its check
       {"TFRING_SHM", ParamType::kBool, "1", 0, 0,
        "Move data between ranks on the same host through shared memory (0 = always TCP)."},
       {"TFRING_SHM_CONTROL", ParamType::kBool, "1", 0, 0,
@@ -180,7 +184,7 @@ const std::vector<ParamSpec>& ParamTable() {
        "Rank 0 writes a Chrome-trace/Perfetto JSON timeline of every collective to this path."},
       {"TFRING_LOG_LEVEL", ParamType::kString, "warning", 0, 0,
        "Log level: trace, debug, info, warning, error (any case; fatal reads as error); per subsystem as LEVEL,SUBSYSTEM=LEVEL,... "
-       "(subsystems: runtime, transport, store, stall, gpu, nccl), e.g. warning,transport=debug.",
+       "(subsystems: runtime, transport, store, stall, cpu, gpu, nccl), e.g. warning,transport=debug.",
        nullptr, CheckLogLevel},
       // GPU (NCCL backend; read from the environment when the libraries are first loaded).
       {"TFRING_NCCL_LIBRARY", ParamType::kString, "", 0, 0,
@@ -260,7 +264,12 @@ Status Validate(const ParamSpec& spec, const std::string& text, const std::strin
     }
     case ParamType::kString: {
       std::string error;
-      if (spec.check != nullptr && !spec.check(text, &error)) return bad(error);
+      ParamCheck check = spec.check;
+      if (check == nullptr) {
+        auto registered = RegisteredChecks().find(spec.name);
+        if (registered != RegisteredChecks().end()) check = registered->second;
+      }
+      if (check != nullptr && !check(text, &error)) return bad(error);
       return Status::OK();
     }
   }

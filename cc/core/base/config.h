@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "status.h"
+#include "base/status.h"
 
 namespace tfring {
 
@@ -27,9 +27,17 @@ struct ParamSpec {
   const char* description;
   const char* choices = nullptr;  // kEnum: the accepted values, '|'-separated ("auto|0|1")
   // kString with a syntax of its own: false, with `error` saying why, for a bad value
-  // (null: any text).
+  // (null: any text, unless a higher layer registered a check; see RegisterParamCheck).
   bool (*check)(const std::string& text, std::string* error) = nullptr;
 };
+
+// The syntax check of a setting whose vocabulary belongs to a layer above base (e.g.
+// TFRING_ALGORITHM's op and algorithm names, collectives/algorithm.cc). That layer registers
+// it at static initialization, so base includes nothing above it; Config::Load applies it
+// like ParamSpec::check. Returns true (so it can initialize a static). Thread-safety: call
+// only during static initialization (before any Config::Load).
+using ParamCheck = bool (*)(const std::string& text, std::string* error);
+bool RegisterParamCheck(const char* name, ParamCheck check);
 
 // The accepted values of a kEnum setting, in table order (empty for other types).
 std::vector<std::string> ParamChoices(const ParamSpec& spec);

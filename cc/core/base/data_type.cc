@@ -1,4 +1,4 @@
-#include "data_type.h"
+#include "base/data_type.h"
 
 namespace tfring {
 

@@ -1,4 +1,4 @@
-#include "fd_limit.h"
+#include "base/fd_limit.h"
 
 #include <dirent.h>
 #include <sys/resource.h>
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "logging.h"
+#include "base/logging.h"
 
 namespace tfring {
 namespace {

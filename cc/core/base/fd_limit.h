@@ -1,9 +1,10 @@
 // The open-file limit a job of n ranks needs, met at init instead of at the connection
 // that would exceed it.
 //
-// Today every rank holds a TCP socket per peer (the data mesh) and rank 0 two more per peer
-// (the control star; communicator.h): ~2n descriptors at rank 0 and ~n
-// elsewhere (docs/scaling.md counts them exactly). A default soft limit (`ulimit -n`, 1024
+// A rank holds a TCP socket per peer it exchanges data with (connected lazily, on first
+// use: transport/communicator.h), a few for the control tree (its parent and children,
+// transport/control_tree.h), its liveness peers and the store: up to ~n descriptors on a
+// rank whose algorithms reach every peer (docs/scaling.md counts them). A default soft limit (`ulimit -n`, 1024
 // on many systems) ends a job of a few hundred ranks with EMFILE in the middle of its
 // connections. EnsureDescriptorLimit raises the soft limit up to the hard one where that is
 // enough (as Go's runtime and many servers do; only as far as needed), and otherwise fails
@@ -11,7 +12,7 @@
 // Thread-safety: any thread; changes a process-wide limit.
 #pragma once
 
-#include "status.h"
+#include "base/status.h"
 
 namespace tfring {
 

@@ -16,7 +16,7 @@ namespace tfring {
 
 enum class LogLevel : int { kTrace = 0, kDebug = 1, kInfo = 2, kWarning = 3, kError = 4 };
 
-inline constexpr const char* kLogSubsystems[] = {"runtime", "transport", "store", "stall", "gpu", "nccl"};
+inline constexpr const char* kLogSubsystems[] = {"runtime", "transport", "store", "stall", "cpu", "gpu", "nccl"};
 
 struct LogSpec {
   LogLevel level = LogLevel::kWarning;                         // every subsystem not listed

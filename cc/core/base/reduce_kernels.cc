@@ -1,4 +1,4 @@
-#include "reduce_kernels.h"
+#include "base/reduce_kernels.h"
 
 #include <algorithm>
 #include <cmath>

@@ -11,8 +11,8 @@
 
 #include <cstddef>
 
-#include "data_type.h"
-#include "status.h"
+#include "base/data_type.h"
+#include "base/status.h"
 
 namespace tfring {
 

@@ -17,9 +17,9 @@
 #include <functional>
 #include <string>
 
-#include "deadline.h"
-#include "status.h"
-#include "unique_fd.h"
+#include "base/deadline.h"
+#include "base/status.h"
+#include "base/unique_fd.h"
 
 namespace tfring {
 

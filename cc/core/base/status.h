@@ -1,6 +1,6 @@
 // Status: the one error type of the core. Every failure that can cross a boundary
 // (TF kernel, Python, the wire) is a Status with one of the codes below; each boundary
-// maps the code to its own type (see ARCHITECTURE.md section 3):
+// maps the code to its own type (the table in docs/core.md, "Errors"):
 //
 //   kInvalidArgument     -> tf.errors.InvalidArgumentError / ValueError
 //   kMismatch            -> tf.errors.FailedPreconditionError (ranks disagree)

@@ -1,4 +1,4 @@
-#include "timeline.h"
+#include "base/timeline.h"
 
 #include <cerrno>
 #include <cstring>

@@ -17,7 +17,7 @@
 #include <mutex>
 #include <string>
 
-#include "status.h"
+#include "base/status.h"
 
 namespace tfring {
 

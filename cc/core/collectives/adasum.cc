@@ -19,13 +19,13 @@
 // ring), plus 24 T bytes in each of the k (k+1) / 2 coefficient exchanges, over 2 k +
 // k (k+1) / 2 pairwise steps (the ring takes 2 (n-1)). Unlike the ring, a level's
 // combination starts once its half has arrived (no pipelining with the transfer).
-#include "adasum.h"
+#include "collectives/adasum.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <string>
 
-#include "reduce_kernels.h"
+#include "base/reduce_kernels.h"
 
 namespace tfring {
 namespace {

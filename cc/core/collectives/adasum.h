@@ -21,9 +21,9 @@
 #include <cstddef>
 #include <vector>
 
-#include "communicator.h"
-#include "data_type.h"
-#include "status.h"
+#include "transport/communicator.h"
+#include "base/data_type.h"
+#include "base/status.h"
 
 namespace tfring {
 

@@ -17,7 +17,9 @@
 // Only Rabenseifner's row depends on the transport: the hierarchical algorithms won with TCP
 // inside the hosts as well as with shared memory, and the recursive-doubling crossover was
 // the same over TCP and shared memory at 8 ranks.
-#include "algorithm.h"
+#include "collectives/algorithm.h"
+
+#include "base/config.h"
 
 #include <sstream>
 
@@ -165,5 +167,18 @@ bool ParseAlgorithmPins(const std::string& text, std::map<OpType, Algorithm>* pi
   }
   return true;
 }
+
+namespace {
+
+// TFRING_ALGORITHM's syntax is this file's vocabulary: Config (base) checks it through the
+// registration, and so refuses a bad value at init, naming the variable.
+bool CheckAlgorithmPins(const std::string& text, std::string* error) {
+  std::map<OpType, Algorithm> pins;
+  return ParseAlgorithmPins(text, &pins, error);
+}
+
+const bool kAlgorithmPinsCheckRegistered = RegisterParamCheck("TFRING_ALGORITHM", CheckAlgorithmPins);
+
+}  // namespace
 
 }  // namespace tfring

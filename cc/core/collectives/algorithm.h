@@ -12,7 +12,7 @@
 #include <map>
 #include <string>
 
-#include "data_type.h"
+#include "base/data_type.h"
 
 namespace tfring {
 

@@ -10,7 +10,7 @@
 // agree on where the data lies: chunk_bytes is rounded up to one.
 #include <algorithm>
 
-#include "collectives.h"
+#include "collectives/collectives.h"
 
 namespace tfring {
 

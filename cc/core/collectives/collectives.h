@@ -11,8 +11,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "communicator.h"
-#include "data_type.h"
+#include "transport/communicator.h"
+#include "base/data_type.h"
 
 namespace tfring {
 

@@ -16,7 +16,7 @@
 // every rank ends with the same bytes.
 #include <cstring>
 
-#include "collectives.h"
+#include "collectives/collectives.h"
 
 namespace tfring {
 

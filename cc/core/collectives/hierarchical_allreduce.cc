@@ -32,8 +32,8 @@
 #include <system_error>
 #include <thread>
 
-#include "collectives.h"
-#include "reduce_kernels.h"
+#include "collectives/collectives.h"
+#include "base/reduce_kernels.h"
 
 namespace tfring {
 

@@ -11,7 +11,7 @@
 // Bytes on each host's network link: S in (S out for a host that forwards), as for the flat
 // chain, but carried by L connections at once in chains of H ranks instead of one chain of
 // N = H x L; sequential steps (L-1) + (H-1) + (L-1), plus the chains' pipeline depth.
-#include "collectives.h"
+#include "collectives/collectives.h"
 
 namespace tfring {
 

@@ -16,8 +16,8 @@
 // CpuBackend's table, algorithm.cc). Every rank ends with its leader's bits.
 #include <cstring>
 
-#include "collectives.h"
-#include "reduce_kernels.h"
+#include "collectives/collectives.h"
+#include "base/reduce_kernels.h"
 
 namespace tfring {
 

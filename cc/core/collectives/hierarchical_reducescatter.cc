@@ -15,7 +15,7 @@
 // for float sums, whose order differs).
 #include <cstring>
 
-#include "collectives.h"
+#include "collectives/collectives.h"
 
 namespace tfring {
 

@@ -6,7 +6,7 @@
 // wire per rank: everything not addressed to itself.
 #include <cstring>
 
-#include "collectives.h"
+#include "collectives/collectives.h"
 
 namespace tfring {
 

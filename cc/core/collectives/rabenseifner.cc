@@ -20,8 +20,8 @@
 // reduced by one rank (its segment's owner), so every rank ends with the same bits.
 #include <cstring>
 
-#include "collectives.h"
-#include "reduce_kernels.h"
+#include "collectives/collectives.h"
+#include "base/reduce_kernels.h"
 
 namespace tfring {
 

@@ -16,8 +16,8 @@
 // TFRING_RECURSIVE_DOUBLING_BYTES).
 #include <cstring>
 
-#include "collectives.h"
-#include "reduce_kernels.h"
+#include "collectives/collectives.h"
+#include "base/reduce_kernels.h"
 
 namespace tfring {
 namespace {

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "collectives.h"
+#include "collectives/collectives.h"
 
 namespace tfring {
 

@@ -13,8 +13,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "collectives.h"
-#include "reduce_kernels.h"
+#include "collectives/collectives.h"
+#include "base/reduce_kernels.h"
 
 namespace tfring {
 

@@ -1,8 +1,8 @@
-#include "collective_attrs.h"
+#include "control/collective_attrs.h"
 
 #include <utility>
 
-#include "messages.h"
+#include "control/messages.h"
 
 namespace tfring {
 

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "data_type.h"
-#include "status.h"
+#include "base/data_type.h"
+#include "base/status.h"
 
 namespace tfring {
 

@@ -1,8 +1,8 @@
-#include "control_channel.h"
+#include "control/control_channel.h"
 
 #include <ctime>
 
-#include "wire.h"
+#include "base/wire.h"
 
 namespace tfring {
 namespace {

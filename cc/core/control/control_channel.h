@@ -23,9 +23,9 @@
 #include <map>
 #include <vector>
 
-#include "communicator.h"
-#include "messages.h"
-#include "runtime_stats.h"
+#include "transport/communicator.h"
+#include "control/messages.h"
+#include "base/runtime_stats.h"
 
 namespace tfring {
 

@@ -1,4 +1,4 @@
-#include "coordinator.h"
+#include "control/coordinator.h"
 
 #include <algorithm>
 #include <sstream>

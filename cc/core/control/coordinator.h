@@ -28,9 +28,9 @@
 #include <string>
 #include <vector>
 
-#include "messages.h"
-#include "process_sets.h"
-#include "response_cache.h"
+#include "control/messages.h"
+#include "control/process_sets.h"
+#include "control/response_cache.h"
 
 namespace tfring {
 

@@ -1,9 +1,9 @@
-#include "messages.h"
+#include "control/messages.h"
 
 #include <cmath>
 #include <sstream>
 
-#include "wire.h"
+#include "base/wire.h"
 
 namespace tfring {
 namespace {

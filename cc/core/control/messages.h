@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "collective_attrs.h"
-#include "data_type.h"
-#include "status.h"
+#include "control/collective_attrs.h"
+#include "base/data_type.h"
+#include "base/status.h"
 
 namespace tfring {
 
@@ -84,11 +84,14 @@ struct Response {
 
 // Control-channel message kinds.
 enum class ControlKind : uint8_t {
-  kRequests = 1,   // rank -> 0: newly submitted requests
-  kResponses = 2,  // 0 -> rank: what to run next
-  kShutdown = 3,   // rank -> 0: this rank called shutdown()
+  // Up and down the control tree (transport/control_tree.h): a child sends to its parent
+  // what it and the ranks below it submitted; rank 0, the root, answers, and each parent
+  // passes the answer down.
+  kRequests = 1,   // child -> parent: newly submitted requests (its own and its subtree's)
+  kResponses = 2,  // parent -> child: what to run next (decided by rank 0)
+  kShutdown = 3,   // child -> parent: this rank (or its subtree) called shutdown()
   kAbort = 4,      // either way: the job is broken; carries the cause
-  kHello = 5,      // rank -> 0, once, last step of init: connected and done with the store
+  kHello = 5,      // child -> parent, once, last step of init: connected and done with the store
 };
 
 // kRequests: what one rank below the sender in the control tree submitted, passed on.

@@ -1,4 +1,4 @@
-#include "process_sets.h"
+#include "control/process_sets.h"
 
 #include <algorithm>
 

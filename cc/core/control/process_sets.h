@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "status.h"
+#include "base/status.h"
 
 namespace tfring {
 

@@ -1,4 +1,4 @@
-#include "request_relay.h"
+#include "control/request_relay.h"
 
 #include <algorithm>
 

@@ -31,9 +31,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "control_tree.h"
-#include "messages.h"
-#include "status.h"
+#include "transport/control_tree.h"
+#include "control/messages.h"
+#include "base/status.h"
 
 namespace tfring {
 

@@ -1,4 +1,4 @@
-#include "response_cache.h"
+#include "control/response_cache.h"
 
 namespace tfring {
 

@@ -24,8 +24,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "messages.h"
-#include "status.h"
+#include "control/messages.h"
+#include "base/status.h"
 
 namespace tfring {
 

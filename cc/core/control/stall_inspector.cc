@@ -1,6 +1,6 @@
-#include "stall_inspector.h"
+#include "control/stall_inspector.h"
 
-#include "logging.h"
+#include "base/logging.h"
 
 namespace tfring {
 namespace {

@@ -9,9 +9,9 @@
 #include <set>
 #include <string>
 
-#include "coordinator.h"
-#include "runtime_stats.h"
-#include "status.h"
+#include "control/coordinator.h"
+#include "base/runtime_stats.h"
+#include "base/status.h"
 
 namespace tfring {
 

@@ -10,8 +10,8 @@
 #include <functional>
 #include <vector>
 
-#include "messages.h"
-#include "status.h"
+#include "control/messages.h"
+#include "base/status.h"
 
 namespace tfring {
 

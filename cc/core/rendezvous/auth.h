@@ -11,7 +11,7 @@
 
 #include <string>
 
-#include "socket.h"
+#include "base/socket.h"
 
 namespace tfring {
 

@@ -1,9 +1,9 @@
-#include "memory_store.h"
+#include "rendezvous/memory_store.h"
 
 #include <chrono>
 #include <cstdlib>
 
-#include "deadline.h"
+#include "base/deadline.h"
 
 namespace tfring {
 

@@ -6,7 +6,7 @@
 #include <map>
 #include <mutex>
 
-#include "store.h"
+#include "rendezvous/store.h"
 
 namespace tfring {
 

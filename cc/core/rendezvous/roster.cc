@@ -1,6 +1,6 @@
-#include "roster.h"
+#include "rendezvous/roster.h"
 
-#include "wire.h"
+#include "base/wire.h"
 
 namespace tfring {
 namespace {

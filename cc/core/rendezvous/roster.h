@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "deadline.h"
-#include "status.h"
-#include "store.h"
+#include "base/deadline.h"
+#include "base/status.h"
+#include "rendezvous/store.h"
 
 namespace tfring {
 

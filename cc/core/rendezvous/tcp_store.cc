@@ -1,11 +1,11 @@
-#include "tcp_store.h"
+#include "rendezvous/tcp_store.h"
 
 #include <cstdlib>
 
-#include "auth.h"
-#include "logging.h"
-#include "memory_store.h"
-#include "wire.h"
+#include "rendezvous/auth.h"
+#include "base/logging.h"
+#include "rendezvous/memory_store.h"
+#include "base/wire.h"
 
 namespace tfring {
 namespace {

@@ -19,8 +19,8 @@
 #include <mutex>
 #include <thread>
 
-#include "socket.h"
-#include "store.h"
+#include "base/socket.h"
+#include "rendezvous/store.h"
 
 namespace tfring {
 

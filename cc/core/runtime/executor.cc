@@ -1,11 +1,11 @@
-#include "executor.h"
+#include "runtime/executor.h"
 
 #include <algorithm>
 #include <cctype>
 
-#include "communicator.h"
-#include "cpu_backend.h"
-#include "timeline.h"
+#include "transport/communicator.h"
+#include "backends/cpu_backend.h"
+#include "base/timeline.h"
 
 namespace tfring {
 

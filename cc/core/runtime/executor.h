@@ -19,12 +19,12 @@
 #include <string>
 #include <vector>
 
-#include "backend.h"
-#include "job_events.h"
-#include "link_watch.h"
-#include "messages.h"
-#include "runtime_stats.h"
-#include "submission.h"
+#include "backends/backend.h"
+#include "runtime/job_events.h"
+#include "runtime/link_watch.h"
+#include "control/messages.h"
+#include "base/runtime_stats.h"
+#include "control/submission.h"
 
 namespace tfring {
 

@@ -1,4 +1,4 @@
-#include "job.h"
+#include "runtime/job.h"
 
 #include <poll.h>
 #include <sched.h>
@@ -7,9 +7,9 @@
 
 #include <algorithm>
 
-#include "logging.h"
-#include "memory_store.h"
-#include "validate_submission.h"
+#include "base/logging.h"
+#include "rendezvous/memory_store.h"
+#include "runtime/validate_submission.h"
 
 namespace tfring {
 namespace {

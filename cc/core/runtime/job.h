@@ -27,19 +27,19 @@
 #include <string>
 #include <thread>
 
-#include "communicator.h"
-#include "config.h"
-#include "control_channel.h"
-#include "executor.h"
-#include "job_events.h"
-#include "liveness.h"
-#include "negotiator.h"
-#include "process_sets.h"
-#include "runtime_stats.h"
-#include "submission.h"
-#include "tcp_store.h"
-#include "timeline.h"
-#include "unique_fd.h"
+#include "transport/communicator.h"
+#include "base/config.h"
+#include "control/control_channel.h"
+#include "runtime/executor.h"
+#include "runtime/job_events.h"
+#include "transport/liveness.h"
+#include "runtime/negotiator.h"
+#include "control/process_sets.h"
+#include "base/runtime_stats.h"
+#include "control/submission.h"
+#include "rendezvous/tcp_store.h"
+#include "base/timeline.h"
+#include "base/unique_fd.h"
 
 namespace tfring {
 

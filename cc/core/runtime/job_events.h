@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "status.h"
+#include "base/status.h"
 
 namespace tfring {
 

@@ -1,4 +1,4 @@
-#include "link_watch.h"
+#include "runtime/link_watch.h"
 
 #include <unistd.h>
 
@@ -7,8 +7,8 @@
 #include <map>
 #include <sstream>
 
-#include "communicator.h"
-#include "logging.h"
+#include "transport/communicator.h"
+#include "base/logging.h"
 
 namespace tfring {
 namespace {

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime_stats.h"
-#include "store.h"
+#include "base/runtime_stats.h"
+#include "rendezvous/store.h"
 
 namespace tfring {
 

@@ -1,8 +1,8 @@
-#include "negotiator.h"
+#include "runtime/negotiator.h"
 
 #include <algorithm>
 
-#include "timeline.h"
+#include "base/timeline.h"
 
 namespace tfring {
 namespace {

@@ -22,16 +22,16 @@
 #include <memory>
 #include <vector>
 
-#include "control_channel.h"
-#include "coordinator.h"
-#include "executor.h"
-#include "job_events.h"
-#include "parent_pacer.h"
-#include "request_relay.h"
-#include "response_cache.h"
-#include "runtime_stats.h"
-#include "stall_inspector.h"
-#include "submission.h"
+#include "control/control_channel.h"
+#include "control/coordinator.h"
+#include "runtime/executor.h"
+#include "runtime/job_events.h"
+#include "control/parent_pacer.h"
+#include "control/request_relay.h"
+#include "control/response_cache.h"
+#include "base/runtime_stats.h"
+#include "control/stall_inspector.h"
+#include "control/submission.h"
 
 namespace tfring {
 

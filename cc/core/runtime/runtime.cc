@@ -1,8 +1,8 @@
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 #include <algorithm>
 
-#include "job.h"
+#include "runtime/job.h"
 
 namespace tfring {
 namespace {

@@ -22,10 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
-#include "messages.h"
-#include "runtime_stats.h"
-#include "submission.h"
+#include "base/config.h"
+#include "control/messages.h"
+#include "base/runtime_stats.h"
+#include "control/submission.h"
 
 namespace tfring {
 

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <numeric>
 
-#include "adasum.h"
-#include "backend.h"
-#include "process_sets.h"
-#include "reduce_kernels.h"
-#include "validate_submission.h"
+#include "collectives/adasum.h"
+#include "backends/backend.h"
+#include "control/process_sets.h"
+#include "base/reduce_kernels.h"
+#include "runtime/validate_submission.h"
 
 namespace tfring {
 namespace {

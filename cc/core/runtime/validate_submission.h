@@ -2,9 +2,9 @@
 // rank, before any negotiation, with a message that names the tensor and the fix.
 #pragma once
 
-#include "process_sets.h"
-#include "status.h"
-#include "submission.h"
+#include "control/process_sets.h"
+#include "base/status.h"
+#include "control/submission.h"
 
 namespace tfring {
 

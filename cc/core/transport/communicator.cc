@@ -1,4 +1,4 @@
-#include "communicator.h"
+#include "transport/communicator.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -6,12 +6,12 @@
 #include <set>
 #include <thread>
 
-#include "auth.h"
-#include "cma.h"
-#include "fd_limit.h"
-#include "logging.h"
-#include "roster.h"
-#include "wire.h"
+#include "rendezvous/auth.h"
+#include "transport/cma.h"
+#include "base/fd_limit.h"
+#include "base/logging.h"
+#include "rendezvous/roster.h"
+#include "base/wire.h"
 
 namespace tfring {
 namespace {
@@ -216,12 +216,8 @@ Status Communicator::AcceptPeers(const CommunicatorOptions& opt, Listener& liste
   return Status::OK();
 }
 
-// Every rank creates one incoming ring per peer on its host and publishes its name; then
-// opens the peers' rings for its outgoing side (recording its pid for single-copy reads)
-// and acknowledges; once every incoming ring is acknowledged, it unlinks the names (nothing
-// is left in /dev/shm, even after a crash). Single-copy: the reader of each ring probes
-// whether it can read the writer's memory and publishes the answer; the writer posts large
-// sends only where the answer is yes (both sides always take part, whatever their mode).
+// Connects one TCP socket to `peer` for `channel` and proves the job secret (auth.h);
+// blocks until `deadline`.
 Status Communicator::Dial(int peer, uint8_t channel, Deadline deadline, Socket* out) {
   const std::string& addr = addresses_[static_cast<size_t>(peer)];
   std::string host;
@@ -367,6 +363,14 @@ bool Communicator::homogeneous() const {
   return true;
 }
 
+// Every rank creates one incoming ring per peer on its host and publishes its name; then
+// opens the peers' rings for its outgoing side (recording its pid for single-copy reads)
+// and acknowledges; once every incoming ring is acknowledged, it unlinks the names (nothing
+// is left in /dev/shm, even after a crash). Single-copy (TFRING_SHM_CMA): the local peers
+// the roster marks as taking part (RosterEntry::shm_cma) probe whether they can read each
+// other's memory and publish the answer; a writer posts large sends only where the answer
+// is yes.
+//
 // Store requests per rank with local peers: 4 (two "done" keys, two waits), whatever the
 // number of local peers (with TFRING_SHM_CMA, 2 more per local peer); ring names come from the
 // roster's shm tokens. A peer that never gets there is named by the wait's timeout.

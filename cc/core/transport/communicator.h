@@ -34,13 +34,13 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
-#include "connection_park.h"
-#include "control_tree.h"
-#include "link.h"
-#include "roster.h"
-#include "socket.h"
-#include "store.h"
+#include "base/config.h"
+#include "transport/connection_park.h"
+#include "transport/control_tree.h"
+#include "transport/link.h"
+#include "rendezvous/roster.h"
+#include "base/socket.h"
+#include "rendezvous/store.h"
 
 namespace tfring {
 

@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "communicator.h"
+#include "transport/communicator.h"
 
 namespace tfring {
 namespace {

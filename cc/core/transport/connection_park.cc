@@ -1,9 +1,9 @@
-#include "connection_park.h"
+#include "transport/connection_park.h"
 
 #include <algorithm>
 #include <chrono>
 
-#include "logging.h"
+#include "base/logging.h"
 
 namespace tfring {
 

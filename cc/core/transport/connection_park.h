@@ -25,7 +25,7 @@
 #include <set>
 #include <thread>
 
-#include "socket.h"
+#include "base/socket.h"
 
 namespace tfring {
 

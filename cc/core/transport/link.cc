@@ -1,4 +1,4 @@
-#include "link.h"
+#include "transport/link.h"
 
 #include <poll.h>
 #include <sched.h>
@@ -9,8 +9,8 @@
 #include <chrono>
 #include <cstring>
 
-#include "cma.h"
-#include "reduce_kernels.h"
+#include "transport/cma.h"
+#include "base/reduce_kernels.h"
 
 namespace tfring {
 namespace {

@@ -21,8 +21,8 @@
 #include <functional>
 #include <memory>
 
-#include "shm_ring.h"
-#include "socket.h"
+#include "transport/shm_ring.h"
+#include "base/socket.h"
 
 namespace tfring {
 

@@ -1,4 +1,4 @@
-#include "liveness.h"
+#include "transport/liveness.h"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -8,8 +8,8 @@
 #include <chrono>
 #include <cstdio>
 
-#include "logging.h"
-#include "wire.h"
+#include "base/logging.h"
+#include "base/wire.h"
 
 namespace tfring {
 namespace {

@@ -36,9 +36,9 @@
 #include <thread>
 #include <vector>
 
-#include "socket.h"
-#include "status.h"
-#include "unique_fd.h"
+#include "base/socket.h"
+#include "base/status.h"
+#include "base/unique_fd.h"
 
 namespace tfring {
 

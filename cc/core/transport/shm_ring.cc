@@ -1,4 +1,4 @@
-#include "shm_ring.h"
+#include "transport/shm_ring.h"
 
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -16,9 +16,9 @@
 #include <cstring>
 #include <new>
 
-#include "cma.h"
-#include "reduce_kernels.h"
-#include "unique_fd.h"
+#include "transport/cma.h"
+#include "base/reduce_kernels.h"
+#include "base/unique_fd.h"
 
 namespace tfring {
 namespace {

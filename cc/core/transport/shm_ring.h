@@ -37,8 +37,8 @@
 #include <memory>
 #include <string>
 
-#include "data_type.h"
-#include "status.h"
+#include "base/data_type.h"
+#include "base/status.h"
 
 namespace tfring {
 

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <type_traits>
 
-#include "gpu_abi.h"
+#include "backends/nccl/gpu_abi.h"
 
 namespace abi = tfring::gpu;
 

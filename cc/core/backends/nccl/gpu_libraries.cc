@@ -1,4 +1,4 @@
-#include "gpu_libraries.h"
+#include "backends/nccl/gpu_libraries.h"
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -6,9 +6,9 @@
 #include <mutex>
 #include <vector>
 
-#include "../backend.h"
-#include "../config.h"
-#include "../logging.h"
+#include "backends/backend.h"
+#include "base/config.h"
+#include "base/logging.h"
 
 namespace tfring {
 namespace gpu {

@@ -18,8 +18,8 @@
 
 #include <string>
 
-#include "../status.h"
-#include "gpu_abi.h"
+#include "base/status.h"
+#include "backends/nccl/gpu_abi.h"
 
 namespace tfring {
 namespace gpu {

@@ -1,9 +1,9 @@
 // Registers the NCCL backend with the core (backend.h) when this directory is linked into
 // libtfring_core.so, and implements the device-memory helpers the bindings use.
-#include "../backend.h"
-#include "../logging.h"
-#include "gpu_libraries.h"
-#include "nccl_backend.h"
+#include "backends/backend.h"
+#include "base/logging.h"
+#include "backends/nccl/gpu_libraries.h"
+#include "backends/nccl/nccl_backend.h"
 
 namespace tfring {
 namespace gpu {

@@ -1,11 +1,11 @@
-#include "nccl_backend.h"
+#include "backends/nccl/nccl_backend.h"
 
 #include <algorithm>
 #include <cstdint>
 
-#include "../collective_layout.h"
-#include "../logging.h"
-#include "../reduce_kernels.h"
+#include "backends/collective_layout.h"
+#include "base/logging.h"
+#include "base/reduce_kernels.h"
 
 namespace tfring {
 namespace gpu {

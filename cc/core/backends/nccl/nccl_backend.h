@@ -24,9 +24,9 @@
 #include <map>
 #include <memory>
 
-#include "../backend.h"
-#include "gpu_libraries.h"
-#include "nccl_comm.h"
+#include "backends/backend.h"
+#include "backends/nccl/gpu_libraries.h"
+#include "backends/nccl/nccl_comm.h"
 
 namespace tfring {
 namespace gpu {

@@ -1,4 +1,4 @@
-#include "nccl_comm.h"
+#include "backends/nccl/nccl_comm.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -6,8 +6,8 @@
 #include <chrono>
 #include <cstring>
 
-#include "../logging.h"
-#include "../poll_backoff.h"
+#include "base/logging.h"
+#include "base/poll_backoff.h"
 
 namespace tfring {
 namespace gpu {

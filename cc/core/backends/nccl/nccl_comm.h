@@ -22,9 +22,9 @@
 #include <memory>
 #include <string>
 
-#include "../deadline.h"
-#include "../store.h"
-#include "gpu_libraries.h"
+#include "base/deadline.h"
+#include "rendezvous/store.h"
+#include "backends/nccl/gpu_libraries.h"
 
 namespace tfring {
 namespace gpu {
