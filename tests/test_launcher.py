@@ -97,6 +97,19 @@ def test_every_option_is_documented():
                 assert f"`{option}" in doc, f"{option} is missing from docs/launcher.md"
 
 
+def test_tracebacks_keep_each_ranks_last_uncaught_error():
+    from tfring.runner.tracebacks import Tracebacks
+
+    seen = Tracebacks()
+    for line in ["Traceback (most recent call last):\n", '  File "x.py", line 1, in <module>\n',
+                 "KeyError: 'a'\n", "\n", "During handling of the above exception, another exception occurred:\n",
+                 "\n", "Traceback (most recent call last):\n", "    raise ValueError(x)\n", "ValueError: boom\n",
+                 "ValueError: printed later, not in a traceback\n"]:
+        seen.observe(0, line)
+    assert seen.last(0) == "ValueError: boom" and seen.last(1) is None
+    assert seen.last(0, before=0.0) is None  # seen after that time
+
+
 def test_blame_skips_ranks_that_failed_because_of_a_lost_peer():
     blame = Blame()
     blame.observe(2, "tfring.errors.PreconditionError: tfring rank 2: rank 1 has shut down (it ...)")
@@ -197,6 +210,29 @@ def test_a_dying_rank_stops_the_job_and_is_named(np_, how):
             out = rank_output(result.stderr, r)
             assert "PeerLostError" in out or "PreconditionError" in out, report
             assert "rank 1 is gone" in out or "rank 1 has shut down" in out, report
+
+
+BOTH_FAIL = """
+import atexit, time, numpy as np, tfring
+tfring.init()
+tfring.allreduce(np.ones(4), name="ready")
+if tfring.rank() == 0:
+    atexit.register(time.sleep, 60)  # a slow exit (TensorFlow's teardown): the launcher's SIGTERM ends it
+else:
+    time.sleep(0.5)  # rank 0 prints its traceback first, rank 1 exits first
+raise ValueError(f"the same error on rank {tfring.rank()}")
+"""
+
+
+@pytest.mark.multiprocess
+@pytest.mark.timeout(60)
+def test_a_rank_stopped_while_exiting_from_its_own_error_is_reported_with_it():
+    """Issue 40: both ranks failed with the same error; the report said '0: SIGTERM'."""
+    result = run_job(2, BOTH_FAIL, timeout=45, check=False)
+    report = format_job_output(result.stdout, result.stderr)
+    assert result.returncode == 1, report
+    assert ("exit codes by rank: 0: failed with ValueError: the same error on rank 0 (then stopped by SIGTERM), "
+            "1: 1") in result.stderr, report
 
 
 SIGNAL_SCRIPT = """

@@ -25,6 +25,7 @@ from tfring.runner.output import Output
 from tfring.runner.rendezvous import Store
 from tfring.runner.signals import SignalRelay
 from tfring.runner.supervisor import Job
+from tfring.runner.tracebacks import Tracebacks
 
 USAGE_ERROR = 2
 DRAIN_OUTPUT_S = 2.0
@@ -100,8 +101,13 @@ def launch(argv=None, environ=None, store_hook=None):
         return launch_elastic(ns, _error, store_hook)
     try:
         slots, place, job_settings = _plan(ns, environ)
-        blame = Blame()
-        output = Output(log_dir=ns.output_filename, observer=blame.observe)
+        blame, tracebacks = Blame(), Tracebacks()
+
+        def observe(rank, text):
+            blame.observe(rank, text)
+            tracebacks.observe(rank, text)
+
+        output = Output(log_dir=ns.output_filename, observer=observe)
     except ValueError as e:
         return _error(str(e))
 
@@ -114,7 +120,7 @@ def launch(argv=None, environ=None, store_hook=None):
         store_addr, secret = store.address, store.secret
         job = Job(output, blame, ns.grace_period_s, verbose=ns.verbose,
                   stopped_limit_s=settings_lib.float_value(job_settings, "TFRING_PEER_TIMEOUT_S")
-                  if len(slots) > 1 else None)
+                  if len(slots) > 1 else None, tracebacks=tracebacks)
         leave_hook = store_hook_lib.enter(store_hook, store, lambda: (store.stop(STORE_STOP_S),
                                                                       output.close(timeout=DRAIN_OUTPUT_S)))
         try:

@@ -158,12 +158,16 @@ class Job:
       blame: the ``Blame`` that watches that output.
       grace_period_s: time between SIGTERM and SIGKILL.
       verbose: report every start, signal and exit.
+      tracebacks: the ``Tracebacks`` that watches that output (optional): a rank the
+        launcher had to stop after it printed its own uncaught error is reported with it.
       stopped_limit_s: how long a local worker may stay stopped before it counts as failed
         (None or 0: never).
     """
 
-    def __init__(self, output, blame, grace_period_s, verbose=False, stopped_limit_s=None):
+    def __init__(self, output, blame, grace_period_s, verbose=False, stopped_limit_s=None, tracebacks=None):
         self.output = output
+        self.tracebacks = tracebacks
+        self._signaled_at = {}  # rank -> monotonic time the launcher first signalled it
         self.stopped_limit_s = stopped_limit_s
         self._stopped_since = {}  # rank -> (monotonic time first seen stopped, signal)
         self._next_stopped_check = 0.0
@@ -339,7 +343,9 @@ class Job:
         if self.verbose and workers:
             self.output.message(f"sending {signal_name(signum)} to rank(s) "
                                 + ", ".join(str(w.rank) for w in workers))
+        now = time.monotonic()
         for w in workers:
+            self._signaled_at.setdefault(w.rank, now)
             signal_and_resume(w, signum)
 
     def _reap_leftovers(self):
@@ -360,11 +366,21 @@ class Job:
         for g in groups:
             killpg(g, signal.SIGKILL)
 
+    def own_error(self, rank):
+        """The uncaught error ``rank`` printed before the launcher first signalled it (any
+        time, if it never did), or None."""
+        if self.tracebacks is None:
+            return None
+        return self.tracebacks.last(rank, before=self._signaled_at.get(rank, float("inf")))
+
     def _summary(self):
         parts = []
         for w in sorted(self.workers, key=lambda w: w.rank):
             code = w.returncode
-            parts.append(f"{w.rank}: " + ("still running" if code is None else
-                                          str(code) if code >= 0 else signal_name(-code)))
+            text = "still running" if code is None else str(code) if code >= 0 else signal_name(-code)
+            own = self.own_error(w.rank) if code is not None and code < 0 and w.rank in self._signaled_at else None
+            if own is not None:  # it had failed on its own; the signal only cut its exit short
+                text = f"failed with {own} (then stopped by {text})"
+            parts.append(f"{w.rank}: {text}")
         if parts:
             self.output.message("exit codes by rank: " + ", ".join(parts))
