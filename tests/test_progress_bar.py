@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.helpers import LAUNCHER, REPO_ROOT, job_env
+from tests.helpers import LAUNCHER, REPO_ROOT, job_env, rank_output, run_job
 from tfring.runner.output import _split_pieces
 
 FIT = """
@@ -103,3 +103,30 @@ def test_pieces_end_at_newlines_and_carriage_returns():
     assert _split_pieces("\r 1/2 [==]\b\b\r 2/2\n") == (["\r", " 1/2 [==]\b\b\r", " 2/2\n"], "")
     pieces, rest = _split_pieces("x" * 70000)
     assert [len(p) for p in pieces] == [70000] and rest == ""
+
+
+EPOCH_LINES_AND_EVALUATE = """
+import numpy as np, tensorflow as tf
+tf.config.threading.set_intra_op_parallelism_threads(1)
+tf.config.threading.set_inter_op_parallelism_threads(1)
+import keras, tfring.keras as hvd
+hvd.init()
+x = np.random.default_rng(hvd.rank()).standard_normal((64, 4)).astype("float32")
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(0.01)), loss="mse")
+model.fit(x, x.sum(1), batch_size=32, epochs=2, verbose=2)   # one line per epoch
+model.evaluate(x, x.sum(1), batch_size=32)                   # verbose="auto": a bar
+model.predict(x, batch_size=32, verbose=1)
+print("DONE", hvd.rank(), flush=True)
+"""
+
+
+@pytest.mark.multiprocess
+@pytest.mark.timeout(120)
+def test_epoch_lines_and_evaluate_and_predict_bars_come_from_rank_0_only():
+    """Issue 40: fit(verbose=2)'s epoch lines and evaluate()'s bar printed on every rank."""
+    result = run_job(2, EPOCH_LINES_AND_EVALUATE, timeout=90)
+    rank0, rank1 = (rank_output(result.stdout, r, "stdout") for r in (0, 1))
+    assert "Epoch 2/2" in rank0 and re.search(r"2/2 .*loss", rank0), rank0
+    assert rank0.count("step") >= 4, rank0  # 2 epoch lines, evaluate's and predict's bars
+    assert rank1.strip() == "DONE 1", rank1

@@ -1,11 +1,13 @@
-"""One progress bar per job: inside ``fit`` under tfring, only rank 0 draws Keras' bar.
+"""One progress report per job: under tfring, only rank 0 prints Keras' progress.
 
 Every rank of a job runs the same ``model.fit(..., verbose="auto")``; N bars redrawing
-themselves through one launcher console are unreadable. Once tfring's Keras integration is
-in use (``DistributedOptimizer`` or ``RingStrategy``) and the job has more than one rank,
-``fit``'s progress-bar verbosity (``"auto"`` or 1) becomes 0 on every rank but 0. Other
-verbosity levels (2: one line per epoch) and ``evaluate``/``predict`` are untouched, and
-callbacks still run on every rank.
+themselves through one launcher console are unreadable, and N copies of each epoch line
+say nothing more than one. Once tfring's Keras integration is in use
+(``DistributedOptimizer`` or ``RingStrategy``) and the job has more than one rank, the
+``verbose`` of ``fit``, ``evaluate`` and ``predict`` (``"auto"``, 1: the bar; 2: one line
+per epoch) becomes 0 on every rank but 0. Callbacks still run on every rank, and the
+methods return the same values as before (``evaluate``'s results are rank-local unless the
+metrics are made global, docs/keras.md).
 
 Opt out: ``TFRING_PROGRESS_ALL_RANKS=1`` in the environment (every rank draws its bar).
 Thread-safety: ``install`` is idempotent under a lock.
@@ -18,11 +20,13 @@ _lock = threading.Lock()
 _installed = False
 _VERBOSE_POSITION = 4  # Trainer.fit(self, x, y, batch_size, epochs, verbose, callbacks, ...)
 _CALLBACKS_POSITION = 5
+# evaluate(self, x, y, batch_size, verbose, ...) and predict(self, x, batch_size, verbose, ...)
+_OTHER_VERBOSE_POSITIONS = {"evaluate": 3, "predict": 2}
 OPT_OUT = "TFRING_PROGRESS_ALL_RANKS"
 
 
 def silenced_here():
-    """True when this rank's ``fit`` progress bar is silenced (see the module doc)."""
+    """True when this rank's Keras progress output is silenced (see the module doc)."""
     from tfring import basics
 
     if os.environ.get(OPT_OUT, "0") not in ("", "0") or not basics.is_initialized():
@@ -31,7 +35,7 @@ def silenced_here():
 
 
 def _quiet(verbose):
-    return 0 if verbose in ("auto", 1, True) else verbose
+    return 0 if verbose in ("auto", 1, 2, True) else verbose
 
 
 def _replace_argument(args, kwargs, position, name, default, change):
@@ -69,4 +73,21 @@ def install():
         fit.__doc__ = original.__doc__
         fit.__wrapped__ = original
         keras.Model.fit = fit
+        for name, position in _OTHER_VERBOSE_POSITIONS.items():
+            setattr(keras.Model, name, _quiet_on_other_ranks(getattr(keras.Model, name), position))
         _installed = True
+
+
+def _quiet_on_other_ranks(original, position):
+    """``original`` (``Model.evaluate`` / ``predict``) with its ``verbose`` at ``position``
+    silenced on every rank but 0."""
+
+    def method(self, *args, **kwargs):
+        if silenced_here():
+            args = _replace_argument(args, kwargs, position, "verbose", "auto", _quiet)
+        return original(self, *args, **kwargs)
+
+    method.__name__ = original.__name__
+    method.__doc__ = original.__doc__
+    method.__wrapped__ = original
+    return method
