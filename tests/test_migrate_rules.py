@@ -52,11 +52,11 @@ def test_from_import_of_a_module_keeps_the_name_the_script_uses():
 
 
 def test_unsupported_horovod_modules_are_left_with_the_reason():
-    source = "import horovod.torch as hvd\nimport horovod.spark\n"
+    source = "import horovod.torch as hvd\nimport horovod.spark.keras\n"
     new, notes = migrate(source)
     assert new == source
     assert [(n.line, n.rewritten) for n in notes] == [(1, False), (2, False)]
-    assert "torch.distributed" in notes[0].message and "tfringrun" in notes[1].message
+    assert "torch.distributed" in notes[0].message and "tfring.spark.run(train_fn" in notes[1].message
 
 
 def test_horovod_elastic_modules_become_tfring_elastic():
@@ -215,7 +215,7 @@ def test_tf_config_reads_are_listed_and_cluster_resolver_gets_advice():
     assert [n.line for n in advice] == [8, 9] and "task_id is tfring.rank()" in advice[0].message
 
 
-def test_horovod_run_branch_is_rewritten_and_the_bare_import_removed():
+def test_horovod_run_becomes_tfring_run():
     new, notes = migrate("""\
         import sys
 
@@ -231,14 +231,19 @@ def test_horovod_run_branch_is_rewritten_and_the_bare_import_removed():
             else:
                 main()
         """)
-    assert "import horovod\n" not in new and "import tfring.keras as hvd" in new
-    assert "raise SystemExit('tfring has no horovod.run: launch this script with `tfringrun -np N" in new
+    assert "import tfring\n" in new and "import horovod\n" not in new and "import tfring.keras as hvd" in new
+    assert "tfring.run(main, np=int(sys.argv[1]), hosts=sys.argv[2])" in new
     assert not manual(notes)
-    assert any(n.line == 11 and "main() on every rank" in n.message for n in notes)
+    # `from horovod import run`, a result kept, and horovod.spark.run
+    new, notes = migrate("from horovod import run\nimport horovod.spark\nr = run(main, np=2)\n"
+                         "s = horovod.spark.run(main, num_proc=2)\n")
+    assert new == ("from tfring import run\nimport tfring.spark\nr = run(main, np=2)\n"
+                   "s = tfring.spark.run(main, num_proc=2)\n")
+    assert not manual(notes)
     # `horovod` used for more than horovod.run: both stay, with what replaces horovod.run
     new, notes = migrate("import horovod\nprint(horovod.__version__)\nx = horovod.run(main, np=2)\n")
     assert new.startswith("import horovod\n") and "horovod.run(main, np=2)" in new
-    assert [(n.line, "tfringrun -np N" in n.message or "horovod.run (line 3)" in n.message)
+    assert [(n.line, "tfring.run(fn, np=...)" in n.message or "horovod.run (line 3)" in n.message)
             for n in manual(notes)] == [(1, True), (3, True)]
 
 
@@ -497,8 +502,8 @@ def test_every_module_rewrite_target_exists():
 
 def test_horovod_modules_tfring_lacks_are_listed_not_rewritten():
     source = textwrap.dedent("""\
-        from horovod.tensorflow.data.compute_service import TfDataServiceConfig
-        import horovod.tensorflow.data.compute_service
+        from horovod.tensorflow.data.other_service import TfDataServiceConfig
+        import horovod.tensorflow.data.other_service
         from horovod.tensorflow import data
         import horovod.tensorflow.no_such_module
         from horovod.runner.common.util import env
@@ -509,7 +514,7 @@ def test_horovod_modules_tfring_lacks_are_listed_not_rewritten():
     by_line = {n.line: n for n in notes}
     assert [n.line for n in manual(notes)] == [1, 2, 3, 4, 5]
     for line in (1, 2, 3):
-        assert "dataset.shard(tfring.size(), tfring.rank())" in by_line[line].message
+        assert "tfring.tensorflow.data.compute_service" in by_line[line].message
     assert "tfring has no module tfring.tensorflow.no_such_module" in by_line[4].message
     # the advice must work before init(): the environment, not tfring.tensorflow / tfring.keras
     assert "os.environ['TFRING_RANK']" in by_line[5].message and "tfring.keras" not in by_line[5].message

@@ -1,8 +1,8 @@
 """Rewrites one Python script's mechanical edits on its LibCST syntax tree.
 
 What it changes (each with a note): Horovod imports and dotted uses -> tfring (an
-``import horovod`` serving only ``horovod.run(...)`` goes, and each such call becomes
-``raise SystemExit`` naming tfringrun); Keras 2 optimizer ``lr=`` -> ``learning_rate=``;
+``import horovod`` serving only ``horovod.run(...)`` becomes ``import tfring`` and each call
+``tfring.run(...)``; ``from horovod import run`` -> ``from tfring import run``); Keras 2 optimizer ``lr=`` -> ``learning_rate=``;
 ``fit_generator``/``evaluate_generator``/``predict_generator``/``reset_states`` -> their
 Keras 3 names; ``opt.variables()`` -> ``opt.variables`` and ``opt.lr`` ->
 ``opt.learning_rate`` where ``opt`` is a Keras optimizer (``_Bindings`` reads the script's
@@ -117,8 +117,8 @@ class _Bindings(cst.CSTVisitor):
     optimizer (``tf.train.AdamOptimizer``, ``tf.compat.v1.train...``), ``None`` otherwise
     (also for a name that is a function parameter somewhere). ``tf1`` is True when the
     script uses TF1 API anywhere. ``horovod_run`` lists the lines calling ``horovod.run``;
-    ``only_horovod_run`` is True when the name ``horovod`` is used for nothing else and every
-    such call is a statement of its own (Horovod's examples: ``horovod.run(main, np=...)``)."""
+    ``only_horovod_run`` is True when the name ``horovod`` is used for nothing else (but
+    ``horovod.spark``, rewritten to ``tfring.spark``): ``import horovod`` -> ``import tfring``."""
     METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
 
     def __init__(self):
@@ -126,7 +126,6 @@ class _Bindings(cst.CSTVisitor):
         self._seen = {}  # name -> set of kinds assigned to it
         self.tf1 = False
         self.horovod_run = []
-        self._horovod_run_statements = 0
         self._horovod_attributes = set()
         self._strings = {}  # name -> set of string values assigned to it (None: not a literal)
         self.mentions_tf_config = False  # the string "TF_CONFIG" appears in the script
@@ -167,18 +166,13 @@ class _Bindings(cst.CSTVisitor):
 
     @property
     def only_horovod_run(self):
-        return (bool(self.horovod_run) and self._horovod_attributes == {"run"}
-                and self._horovod_run_statements == len(self.horovod_run))
+        return bool(self.horovod_run) and "run" in self._horovod_attributes <= {"run", "spark"}
 
     def visit_Import(self, node):
         return False
 
     def visit_ImportFrom(self, node):
         return False
-
-    def visit_Expr(self, node):
-        if isinstance(node.value, cst.Call) and "horovod.run" in _qualified_names(self, node.value.func):
-            self._horovod_run_statements += 1
 
     def visit_Param(self, node):
         self._bind(node.name, "other")
@@ -280,9 +274,8 @@ class _Rewriter(cst.CSTTransformer):
                 alias = alias.with_changes(name=_expression(new))
                 self._note(original_node, f"import {full} -> import {new}", True)
             elif full == "horovod" and alias.asname is None and self._rewrite_horovod_run:
-                self._note(original_node, "removed import horovod (used only for horovod.run, rewritten below)",
-                           True)
-                continue
+                self._note(original_node, "import horovod -> import tfring (used only for horovod.run)", True)
+                alias = alias.with_changes(name=cst.Name("tfring"))
             elif full == "horovod" and self._horovod_run:
                 lines = ", ".join(map(str, self._horovod_run))
                 self._note(original_node, f"import horovod: the script uses it for horovod.run (line {lines}), "
@@ -318,7 +311,9 @@ class _Rewriter(cst.CSTTransformer):
             if why is not None:  # `from horovod.tensorflow import data`: a module tfring lacks
                 self._note(original_node, f"from {module} import {name}: {why}", False)
                 return updated_node
-            if full in rules.MODULES:
+            if module == "horovod" and name in rules.HOROVOD_TOP_LEVEL:  # from horovod import run
+                parent = rules.HOROVOD_TOP_LEVEL[name]
+            elif full in rules.MODULES:
                 parent, leaf = rules.MODULES[full].rsplit(".", 1)
                 if leaf != name and alias.asname is None:  # keep the name the script uses
                     alias = alias.with_changes(asname=cst.AsName(name=cst.Name(name)))
@@ -454,8 +449,13 @@ class _Rewriter(cst.CSTTransformer):
             return self._ring_strategy(original_node, func_name)
         if qualified & rules.BACKEND_VALUE_CALLS:
             return self._backend_value_call(original_node, updated_node, func_name, qualified)
-        if "horovod.run" in qualified and not self._rewrite_horovod_run:
+        if "horovod.run" in qualified and not isinstance(updated_node.func, cst.Attribute):
+            pass  # run(...) after `from horovod import run`: the import says what became of it
+        elif "horovod.run" in qualified and not self._rewrite_horovod_run:
             self._note(original_node, rules.HOROVOD_RUN, False)
+        elif "horovod.run" in qualified:
+            self._note(original_node, rules.HOROVOD_RUN_REWRITTEN, True)
+            updated_node = updated_node.with_changes(func=_expression("tfring.run"))
         if qualified & {"os.environ.get", "os.getenv"} and original_node.args and _is_tf_config(
                 original_node.args[0].value):
             self._note(original_node, f"{func_name}('TF_CONFIG') {rules.TF_CONFIG_READ}", False)
@@ -593,14 +593,6 @@ class _Rewriter(cst.CSTTransformer):
                             args=[args[1].with_changes(comma=cst.MaybeSentinel.DEFAULT)])
         self._note(original_node, f"{func_name}(v) -> v.numpy() (Keras 3 variables)", True)
         return cst.Call(func=cst.Attribute(value=target, attr=cst.Name("numpy")))
-
-    def leave_Expr(self, original_node, updated_node):
-        call = original_node.value
-        if (self._rewrite_horovod_run and isinstance(call, cst.Call)
-                and "horovod.run" in self._qualified(call.func)):
-            self._note(original_node, rules.HOROVOD_RUN_REWRITTEN, True)
-            return cst.Raise(exc=_expression(f"SystemExit({rules.HOROVOD_RUN_EXIT!r})"))
-        return updated_node
 
     def _optimizer_keywords(self, original_node, updated_node, cls):
         args = []

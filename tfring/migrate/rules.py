@@ -20,7 +20,16 @@ MODULES = {
     "horovod.keras": "tfring.keras",
     "horovod.tensorflow.compression": "tfring.tensorflow.compression",
     "horovod.tensorflow": "tfring.tensorflow",
+    # issue 42: horovod.spark.run, and the tf.data compute service (also under its old path)
+    "horovod.spark": "tfring.spark",
+    "horovod.tensorflow.data.compute_service": "tfring.tensorflow.data.compute_service",
+    "horovod.tensorflow.data.compute_worker": "tfring.tensorflow.data.compute_worker",
+    "horovod.tensorflow.compute_service": "tfring.tensorflow.data.compute_service",
 }
+
+# Names imported from the top-level ``horovod`` package and their tfring module:
+# ``from horovod import run`` -> ``from tfring import run`` (issue 42).
+HOROVOD_TOP_LEVEL = {"run": "tfring"}
 
 # Horovod modules with no tfring counterpart, and what to do instead.
 #
@@ -35,14 +44,17 @@ MODULES = {
 UNSUPPORTED_MODULES = {
     "horovod.torch": "tfring is for TensorFlow and Keras; PyTorch scripts keep torch.distributed",
     "horovod.mxnet": "tfring is for TensorFlow and Keras",
-    "horovod.spark": "tfring has no Spark runner: launch with tfringrun, mpirun or Slurm (docs/launcher.md)",
+    "horovod.spark.keras": ("tfring.spark has run() (horovod.spark.run) but no Estimators: call "
+                            "tfring.spark.run(train_fn, num_proc=N) with a function that fits the model"),
+    "horovod.spark.torch": "tfring is for TensorFlow and Keras",
+    "horovod.spark.lightning": "tfring is for TensorFlow and Keras",
+    "horovod.spark.common": ("Horovod's Spark Estimator internals have no tfring module: tfring.spark.run(fn, "
+                             "num_proc=N) runs a training function (docs/engines.md, 'Spark')"),
     "horovod.ray": "tfring has no Ray runner yet: launch with tfringrun (docs/launcher.md)",
     "horovod.tensorflow.data": (
-        "tfring has no tf.data service helpers (TfDataServiceConfig, tf_data_service, "
-        "send_to_data_service): give each rank its own shard with dataset.shard(tfring.size(), "
-        "tfring.rank()) (the usual case), or run TF's own service (tf.data.experimental.service."
-        "DispatchServer / WorkerServer, then dataset.apply(tf.data.experimental.service.distribute("
-        "processing_mode='distributed_epoch', service=...)))"),
+        "tfring's tf.data service helpers are in tfring.tensorflow.data.compute_service (TfDataServiceConfig, "
+        "tf_data_service, send_to_data_service, compute_worker_fn) and tfring.tensorflow.data.compute_worker; "
+        "without a data service, give each rank its own shard with dataset.shard(tfring.size(), tfring.rank())"),
     "horovod.runner": (
         "Horovod's launcher internals have no tfring module. Before tfring.init(), a rank's identity "
         "is in tfringrun's environment: int(os.environ['TFRING_RANK']), int(os.environ['TFRING_SIZE']) "
@@ -190,18 +202,14 @@ def removed_api_fix(qualified):
     return None
 
 
-# `horovod.run(fn, np=...)` starts the workers from Python. Horovod's examples call it only
-# when given launch arguments on the command line, and call main() directly under horovodrun.
-HOROVOD_RUN = ("horovod.run(fn, np=...) starts the workers from Python; tfring has no Python launcher: "
-               "run the script with `tfringrun -np N python <script>` and call fn() directly (what Horovod's "
-               "examples do under horovodrun), then delete this call")
-
-# When `horovod` serves only `horovod.run(...)` statements, the import goes and each call
-# becomes `raise SystemExit(HOROVOD_RUN_EXIT)`: the script runs under tfringrun, and the
-# branch that would have launched it from Python says how to launch it instead.
-HOROVOD_RUN_EXIT = "tfring has no horovod.run: launch this script with `tfringrun -np N python <script>`"
-HOROVOD_RUN_REWRITTEN = ("horovod.run(...) -> raise SystemExit(...): tfring has no Python launcher; "
-                         "`tfringrun -np N python <script>` runs the script's other branch (main() on every rank)")
+# `horovod.run(fn, np=...)` starts the workers from Python: `tfring.run` takes the same
+# arguments (issue 42). When `import horovod` serves only `horovod.run(...)`, it becomes
+# `import tfring` and each call `tfring.run(...)`; `from horovod import run` becomes
+# `from tfring import run` (HOROVOD_TOP_LEVEL). Otherwise the call is listed.
+HOROVOD_RUN = ("horovod.run(fn, np=...) -> tfring.run(fn, np=...), same arguments (docs/launcher.md, 'From "
+               "Python'): import tfring and call tfring.run")
+HOROVOD_RUN_REWRITTEN = ("horovod.run(...) -> tfring.run(...): same arguments; fn's results come back by rank "
+                         "(docs/launcher.md, 'From Python')")
 
 # Reading TF_CONFIG: tfringrun does not set it.
 TF_CONFIG_READ = ("reads TF_CONFIG, which tfringrun does not set (KeyError / None under tfringrun): "

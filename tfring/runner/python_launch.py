@@ -20,9 +20,11 @@ from tfring.runner import function_job, jobenv
 INTERRUPTED = (129, 130, 143)  # the launcher got SIGHUP / SIGINT / SIGTERM
 
 
-def _argv(np, min_np, max_np, slots, reset_limit, hosts, hostfile, start_timeout, ssh_port, ssh_identity_file,
-          output_filename, verbose, network_interface, executable):
+def _argv(np, min_np, max_np, slots, reset_limit, cooldown_range, hosts, hostfile, start_timeout, ssh_port,
+          ssh_identity_file, output_filename, verbose, network_interface, executable):
     argv = []
+    if cooldown_range is not None:
+        argv += ["--blacklist-cooldown-range", *(str(v) for v in cooldown_range)]
     if np is not None:
         argv += ["-np", str(int(np))]
     for flag, value in (("--min-np", min_np), ("--max-np", max_np), ("--slots", slots),
@@ -52,7 +54,8 @@ def _worker_environ(env):
     return out
 
 
-def run(fn, args=(), kwargs=None, np=1, min_np=None, max_np=None, slots=None, reset_limit=None, hosts=None,
+def run(fn, args=(), kwargs=None, np=1, min_np=None, max_np=None, slots=None, reset_limit=None, cooldown_range=None,
+        hosts=None,
         hostfile=None, start_timeout=None, ssh_port=None, ssh_identity_file=None, disable_cache=None,
         output_filename=None, verbose=None, use_gloo=None, use_mpi=None, mpi_args=None, network_interface=None,
         executable=None, env=None):
@@ -63,7 +66,8 @@ def run(fn, args=(), kwargs=None, np=1, min_np=None, max_np=None, slots=None, re
         ``hvd.init()`` in migrated code). Sent by value with cloudpickle.
       args, kwargs: its arguments (pickled too).
       np: number of ranks (``tfringrun -np``).
-      min_np, max_np, slots, reset_limit: make the job elastic (``tfringrun --min-np`` ...);
+      min_np, max_np, slots, reset_limit, cooldown_range: make the job elastic (``tfringrun
+        --min-np``, ``--max-np``, ``--slots``, ``--reset-limit``, ``--blacklist-cooldown-range``);
         results are then ordered by the rank each worker held when fn ended.
       hosts: ``"host1:2,host2:2"`` or a list of ``"host:slots"``; hostfile: a hostfile path.
       start_timeout: seconds the ranks wait for each other (TFRING_START_TIMEOUT_S).
@@ -97,7 +101,7 @@ def run(fn, args=(), kwargs=None, np=1, min_np=None, max_np=None, slots=None, re
     if elastic and env is not None:
         raise ValueError("tfring.run: env is not supported for elastic jobs (min_np / max_np); set the "
                          "variables in os.environ instead")
-    argv = _argv(np, min_np, max_np, slots, reset_limit, hosts, hostfile, start_timeout, ssh_port,
+    argv = _argv(np, min_np, max_np, slots, reset_limit, cooldown_range, hosts, hostfile, start_timeout, ssh_port,
                  ssh_identity_file, output_filename, verbose, network_interface, executable)
     try:
         ns = args_lib.parse(argv)

@@ -1,0 +1,142 @@
+"""``tfring.spark.run``: a tfring job on an Apache Spark cluster (``horovod.spark.run``).
+
+The driver (this process) checks the cluster has the slots, serves the job's authenticated
+store, puts fn there (cloudpickle), and runs one barrier stage of ``num_proc`` tasks; task i
+is rank i (task.py). Results and exceptions come back through the store, by rank.
+
+The store listens on every interface of the driver and is advertised at
+``spark.driver.host``; the job secret reaches the tasks inside the task closure, which Spark
+sends over its own RPC: on an untrusted network enable ``spark.authenticate`` and
+``spark.network.crypto.enabled``.
+
+Blocking: returns when the stage ends. Waits at most ``start_timeout`` seconds for
+executors to offer ``num_proc`` slots before failing (a barrier stage larger than the
+cluster would otherwise wait and retry for minutes).
+"""
+
+import os
+import time
+
+from tfring.runner import function_job, jobenv
+from tfring.spark import task as task_lib
+
+SLOT_POLL_S = 0.2
+DEFAULT_START_TIMEOUT_S = 30.0
+
+
+def _session():
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise ImportError("tfring.spark needs pyspark (and Java 17): pip install pyspark") from None
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        raise RuntimeError("tfring.spark.run needs an active SparkSession on this thread: create one first, e.g. "
+                           "SparkSession.builder.master('spark://host:7077').getOrCreate()")
+    return spark
+
+
+def slots(sc):
+    """(free, total) barrier task slots of the cluster now: ``total`` is how many tasks
+    its executors run at once, ``free`` that minus the tasks running."""
+    jsc = sc._jsc.sc()
+    try:
+        total = int(jsc.maxNumConcurrentTasks(jsc.resourceProfileManager().defaultResourceProfile()))
+    except Exception:  # noqa: BLE001 - a Spark without these (developer) methods
+        total = int(sc.defaultParallelism)
+    try:
+        busy = sum(int(e.numRunningTasks()) for e in jsc.statusTracker().getExecutorInfos())
+    except Exception:  # noqa: BLE001 - no busy count: assume idle
+        busy = 0
+    return max(0, total - busy), total
+
+
+def _wait_for_slots(sc, num_proc, timeout):
+    deadline = time.monotonic() + timeout
+    while True:
+        free, total = slots(sc)
+        if free >= num_proc:
+            return
+        if time.monotonic() >= deadline:
+            raise ValueError(
+                f"tfring.spark.run: num_proc={num_proc} needs {num_proc} task slots at once (one barrier stage), but "
+                f"the cluster has {free} free ({total} in all, after waiting {timeout:g} s for executors): lower "
+                "num_proc or add executors / cores")
+        time.sleep(SLOT_POLL_S)
+
+
+def _settings(env):
+    """TFRING_* variables of ``env`` (default: this process's) for every rank."""
+    source = os.environ if env is None else env
+    return {k: str(v) for k, v in source.items() if k.startswith("TFRING_") and k not in _IDENTITY}
+
+
+_IDENTITY = ("TFRING_RANK", "TFRING_SIZE", "TFRING_LOCAL_RANK", "TFRING_LOCAL_SIZE", "TFRING_CROSS_RANK",
+             "TFRING_CROSS_SIZE", "TFRING_STORE_ADDR", jobenv.SECRET, "TFRING_JOB_ID")
+
+
+def _raise_stage_failure(client, error):
+    failure = function_job.first_failure(function_job.read_reports(client))
+    if failure is not None:
+        function_job.raise_failure(failure, caller="tfring.spark.run")
+    first = str(error).strip().splitlines()
+    raise RuntimeError("tfring.spark.run: the barrier stage failed before any rank reported: "
+                       f"{first[0] if first else type(error).__name__}") from error
+
+
+def run(fn, args=(), kwargs=None, num_proc=None, start_timeout=None, env=None, executable=None, verbose=1):
+    """Runs ``fn(*args, **kwargs)`` as ``num_proc`` tfring ranks in Spark barrier tasks.
+
+    Args:
+      fn, args, kwargs: as ``tfring.run`` (sent with cloudpickle; fn calls tfring.init()).
+      num_proc: ranks = barrier tasks (default: the cluster's default parallelism).
+      start_timeout: seconds to wait for free slots and, on the ranks, for each other
+        (TFRING_START_TIMEOUT_S); default 30.
+      env: TFRING_* settings for the ranks are taken from here (default os.environ).
+      executable: the Python of the rank processes on the executors (default: the
+        executors' own Python, PYSPARK_PYTHON).
+      verbose: 0 silences the driver's one-line notes.
+
+    Returns:
+      fn's return values, by rank.
+
+    Raises:
+      RuntimeError: no active SparkSession; or the stage failed without a rank's report.
+      ImportError: pyspark is not installed.
+      ValueError: ``num_proc`` exceeds the free slots (names both numbers).
+      TypeError: fn or an argument cannot be pickled (names which).
+      tfring.runner.function_job.RankError: a rank's fn raised (rank, traceback; the
+        exception is the ``__cause__``).
+    """
+    from tfring import _core
+    from tfring.runner.rendezvous import Store
+
+    spark = _session()
+    sc = spark.sparkContext
+    num_proc = int(num_proc or sc.defaultParallelism)
+    if num_proc < 1:
+        raise ValueError(f"tfring.spark.run: num_proc must be >= 1. Received: {num_proc}")
+    timeout = float(start_timeout or DEFAULT_START_TIMEOUT_S)
+    payload = function_job.pack(fn, args, kwargs, caller="tfring.spark.run")
+    _wait_for_slots(sc, num_proc, timeout)
+    settings = _settings(env)
+    settings.setdefault("TFRING_START_TIMEOUT_S", f"{timeout:g}")
+    advertise = sc.getConf().get("spark.driver.host") or "127.0.0.1"
+    with Store(host="0.0.0.0", advertise=advertise) as store:
+        client = _core.StoreClient(*jobenv.split_store_address(store.address), store.secret, 30.0)
+        client.set(function_job.FN_KEY, payload)
+        task = task_lib.make_task(store.env(), settings, executable)
+        if verbose:
+            print(f"tfring.spark.run: {num_proc} rank(s) as barrier tasks; store at {store.address}", flush=True)
+        sc.setJobDescription(f"tfring.spark.run: {num_proc} rank(s)")
+        try:
+            sc.parallelize(range(num_proc), num_proc).barrier().mapPartitions(task).collect()
+        except Exception as e:  # noqa: BLE001 - py4j's Py4JJavaError: the stage failed
+            _raise_stage_failure(client, e)
+        finally:
+            sc.setJobDescription(None)
+        reports = function_job.read_reports(client)
+    failure = function_job.first_failure(reports)
+    if failure is not None:
+        function_job.raise_failure(failure, caller="tfring.spark.run")
+    return function_job.values_by_rank(reports, num_proc, caller="tfring.spark.run")

@@ -1,0 +1,95 @@
+"""The compute job of the tf.data service (``horovod.tensorflow.data.compute_worker``):
+
+    tfringrun -np 2 python -m tfring.tensorflow.data.compute_worker /shared/compute.json \\
+        [--dispatchers 1] [--dispatcher-side compute|training] [--timeout 60]
+
+Rank 0 serves the registry (an authenticated tfring store on every interface), writes the
+``TfDataServiceConfig`` file for the training job (owner-only; it holds the secret), and
+hands the same config to the other compute ranks through the launcher's store (no stale
+file from an earlier run can be read). Every rank then runs ``compute_worker_fn`` until the
+training side calls ``config.compute_client().shutdown()``. Rank 0 removes the file when
+it stops. The ranks need no collectives: ``tfring.init()`` is not called.
+"""
+
+import argparse
+import json
+import os
+import socket
+import sys
+
+CONFIG_KEY = "tfring.compute/config"
+
+
+def rank_and_size():
+    """This compute rank and the job size, from tfringrun's environment (0 and 1 alone)."""
+    return int(os.environ.get("TFRING_RANK", "0")), int(os.environ.get("TFRING_SIZE", "1"))
+
+
+def this_host():
+    """The address training ranks use to reach this host's tf.data servers: TFRING_BIND_ADDR
+    when set (``tfringrun --bind-addr`` / ``--network-interface``), else this host's name's."""
+    return os.environ.get("TFRING_BIND_ADDR") or socket.gethostbyname(socket.getfqdn())
+
+
+def _launcher_store():
+    """A client of the launcher's store, or None when not started by a launcher."""
+    if "TFRING_STORE_ADDR" not in os.environ:
+        return None
+    from tfring import _core
+    from tfring.runner import jobenv
+
+    host, port = jobenv.split_store_address(os.environ["TFRING_STORE_ADDR"])
+    return _core.StoreClient(host, port, os.environ[jobenv.SECRET], 30.0)
+
+
+def main(dispatchers, dispatcher_side, configfile, timeout):
+    from tfring.runner import jobenv
+    from tfring.runner.rendezvous import Store
+    from tfring.tensorflow.data.compute_service import TfDataServiceConfig, compute_worker_fn
+
+    rank, size = rank_and_size()
+    if size % dispatchers:
+        raise ValueError(f"the compute job's {size} ranks must be a multiple of --dispatchers {dispatchers}")
+    launcher = _launcher_store()
+    registry = None
+    try:
+        if rank == 0:
+            registry = Store(host="0.0.0.0", advertise=this_host())
+            config = TfDataServiceConfig(dispatchers=dispatchers, workers_per_dispatcher=size // dispatchers,
+                                         dispatcher_side=dispatcher_side,
+                                         addresses={"store": [jobenv.split_store_address(registry.address)]},
+                                         key=registry.secret.encode(), timeout=timeout)
+            if launcher is not None:
+                launcher.set(CONFIG_KEY, json.dumps(config.to_dict()).encode())
+            config.write(configfile)
+            print(f"tfring compute service: {size} worker(s), {dispatchers} dispatcher(s) on the {dispatcher_side} "
+                  f"side; config in {configfile}", flush=True)
+        elif launcher is not None:
+            config = TfDataServiceConfig.from_dict(json.loads(launcher.get(CONFIG_KEY, float(timeout))))
+        else:
+            config = TfDataServiceConfig.read(configfile, wait_for_file_creation=True, timeout=timeout)
+        compute_worker_fn(config, timeout)
+    finally:
+        if registry is not None:
+            registry.stop()
+            if os.path.exists(configfile):
+                os.remove(configfile)
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog="python -m tfring.tensorflow.data.compute_worker",
+                                description="The compute job of the tf.data service (run it under tfringrun).")
+    p.add_argument("configfile", help="where rank 0 writes the TfDataServiceConfig for the training job")
+    p.add_argument("--dispatchers", type=int, default=1, help="number of dispatchers (default 1)")
+    p.add_argument("--dispatcher-side", choices=("compute", "training"), default="compute",
+                   help="where the dispatchers run (default: compute)")
+    p.add_argument("--timeout", type=int, default=60, help="seconds every registration may take (default 60)")
+    ns = p.parse_args(argv)
+    if ns.dispatchers < 1:
+        p.error(f"--dispatchers must be >= 1. Received: {ns.dispatchers}")
+    return ns
+
+
+if __name__ == "__main__":
+    args = parse(sys.argv[1:])
+    main(args.dispatchers, args.dispatcher_side, args.configfile, args.timeout)
