@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tests.helpers import run_job
+from tests.helpers import rank_output, run_job
 
 WORKERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workers")
 
@@ -66,3 +66,36 @@ def test_unequal_steps_per_rank_fail_before_the_first_step_naming_the_counts():
         assert (f"REFUSED {rank} fit() would run a different number of training steps on each rank "
                 "(rank 0: 5 steps x 2 epochs, rank 1: 4 steps x 2 epochs)") in result.stdout, result.stdout
     assert "steps_per_epoch" in result.stdout
+
+
+OPTIMIZER_BUILT_ON_ONE_RANK = """
+import numpy as np, tensorflow as tf
+tf.config.threading.set_intra_op_parallelism_threads(1)
+tf.config.threading.set_inter_op_parallelism_threads(1)
+import keras, tfring, tfring.keras as hvd
+hvd.init()
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, name="dense")])
+model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+if hvd.rank() == 1:  # as after a .h5 resume on rank 0 only: its optimizer has no slot variables
+    model.optimizer.build(model.trainable_variables)
+try:
+    hvd.broadcast_model_state(model, root_rank=0)
+except tfring.errors.MismatchError as e:
+    print("MISMATCH", str(e).replace("\\n", " "), flush=True)
+model.optimizer.build(model.trainable_variables)  # the fix: the job goes on
+hvd.broadcast_model_state(model, root_rank=0)
+print("BROADCAST OK", hvd.rank(), flush=True)
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_model_state_mismatch_names_the_variables_and_the_fix():
+    """Issue 40: the error named only the packed buffer ('tfring.keras.broadcast_model_state':
+    ranks disagree on the shape: rank 0 has [102546860], rank 1 has [204881228])."""
+    result = run_job(2, OPTIMIZER_BUILT_ON_ONE_RANK, timeout=90)
+    for r in range(2):
+        line = next(li for li in rank_output(result.stdout, r).splitlines() if li.startswith("MISMATCH"))
+        assert "rank 0 has 2 variables" in line and "rank 1 has" in line, line
+        assert "only rank 1 has" in line and "adam/sequential_dense_kernel_momentum [4, 3] float32" in line, line
+        assert "optimizer" in line and ".keras" in line and "optimizer.build" in line, line
+        assert f"BROADCAST OK {r}" in result.stdout

@@ -4,12 +4,14 @@ Used by ``BroadcastGlobalVariablesCallback`` and ``BackupAndRestore``. Runs eage
 callback's Python thread through ``tfring.broadcast`` on NumPy arrays: every variable's bytes
 are packed into one ``uint8`` buffer (any dtype, bfloat16 included), so the whole state
 moves in a single collective. Blocking; every rank must call it with the same structure
-(a different total size fails with ``tfring.errors.MismatchError`` naming the shapes).
+(a different total size fails with ``tfring.errors.MismatchError`` naming the variables that
+differ, ``state_mismatch.py``).
 """
 
 import numpy as np
 
 import tfring
+from tfring import errors
 
 
 def _is_rng_state(variable):
@@ -62,5 +64,16 @@ def broadcast_as_one_buffer(variables, root_rank, name):
 
 def broadcast_model_state(model, root_rank, name="tfring.keras.broadcast_model_state", exclude=()):
     """Broadcasts the model's and (built) optimizer's variables from ``root_rank``, except
-    those ``in exclude`` (a rank's local variables)."""
-    broadcast_as_one_buffer([v for v in state_variables(model) if v not in exclude], root_rank, name)
+    those ``in exclude`` (a rank's local variables).
+
+    Raises:
+      tfring.errors.MismatchError: the ranks' variables differ; the message names the
+        variables that differ and the likely fix (state_mismatch.py).
+    """
+    variables = [v for v in state_variables(model) if v not in exclude]
+    try:
+        broadcast_as_one_buffer(variables, root_rank, name)
+    except errors.MismatchError as e:
+        from tfring.keras import state_mismatch
+
+        raise state_mismatch.explained(e, model, variables, root_rank, name) from e
