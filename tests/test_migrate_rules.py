@@ -547,11 +547,17 @@ def test_keras3_saving_that_fails_in_one_process_is_listed_with_its_replacement(
         model = hvd.load_model(args.checkpoint_format.format(epoch=resume_from_epoch))
         parser.add_argument("--checkpoint-format", default="./checkpoint-{epoch}.h5")
         tf.keras.models.save_model(model, "/tmp/dir")
+        try:
+            my_model.save(saved_model_path)
+        except ValueError as e:
+            print(*e.args)
         """)
     found = {(n.line, n.message.split(":")[0]) for n in manual(notes)}
     assert found == {
         (6, "save to '/tmp/tf_save'"), (8, "save(options=...)"), (11, "load_model(options=...)"),
         (12, ".save_spec()"), (13, "hub.KerasLayer"), (14, "load_model"), (16, "save to '/tmp/dir'")}, found
+    (expected_failure,) = [n for n in notes if n.line == 18]
+    assert expected_failure.advice and "inside `except ValueError`" in expected_failure.message
     text = " ".join(n.message for n in notes)
     for replacement in ("model.export", "tf.saved_model.save", "keras.layers.TFSMLayer", ".keras"):
         assert replacement in text

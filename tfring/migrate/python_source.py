@@ -223,6 +223,7 @@ class _Rewriter(cst.CSTTransformer):
         self._strings = bindings.strings
         self._mentions_tf_config = bindings.mentions_tf_config
         self._h5_literal = bindings.h5_literal
+        self._catching = [False]  # innermost block: a try body whose handlers catch ValueError
         self._lr_as_variable = set()  # `.lr` Attribute nodes used as a variable (x.lr.assign(...))
         self.notes = []
         self.needs_tfring_import = False
@@ -544,7 +545,10 @@ class _Rewriter(cst.CSTTransformer):
         if model_save:
             value = None if path is None else self._path_value(path)
             if value is not None and not value.endswith(rules.KERAS_SAVE_SUFFIXES):
-                self._note(node, f"save to {value!r}: {rules.SAVE_WITHOUT_SUFFIX}", False)
+                caught = self._catching[-1]
+                self._note(node, f"save to {value!r}: {rules.SAVE_WITHOUT_SUFFIX}"
+                                 + (" (this one is inside `except ValueError`: the script expects it to fail)"
+                                    if caught else ""), False, advice=caught)
             if "options" in keywords:
                 self._note(node, f"save(options=...): {rules.SAVE_OPTIONS}", False)
             return
@@ -555,6 +559,31 @@ class _Rewriter(cst.CSTTransformer):
             value = None if path is None else self._path_value(path)
             if _is_h5(value) or (value is None and self._h5_literal):
                 self._note(node, f"load_model: {rules.H5_RESUME}", False)
+
+    # A save that fails under Keras 3 inside ``try: ... except ValueError:`` is what the script
+    # expects (TF's save_and_load tutorial shows the error): advice, not a manual edit.
+    def visit_Try(self, node):
+        self._catching.append(any(_catches_value_error(h) for h in node.handlers))
+
+    def leave_Try(self, original_node, updated_node):
+        self._catching.pop()
+        return updated_node
+
+    def visit_ExceptHandler(self, node):
+        self._catching.append(False)
+
+    def leave_ExceptHandler(self, original_node, updated_node):
+        self._catching.pop()
+        return updated_node
+
+    def visit_Else(self, node):
+        self._catching.append(False)
+
+    def leave_Else(self, original_node, updated_node):
+        self._catching.pop()
+        return updated_node
+
+    visit_Finally, leave_Finally = visit_Else, leave_Else
 
     def _is_model(self, receiver):
         """Whether ``receiver.save(...)`` is a Keras model's save: not a tf.train.Checkpoint
@@ -653,6 +682,15 @@ def _string_value(node):
     except Exception:  # noqa: BLE001 - LibCST raises for strings it cannot evaluate
         return None
     return value if isinstance(value, str) else None
+
+
+def _catches_value_error(handler):
+    """Whether an ``except`` clause catches ValueError (bare, ValueError, Exception, ...)."""
+    if handler.type is None:
+        return True
+    types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [cst.Element(handler.type)]
+    names = {(get_full_name_for_node(t.value) or "").rsplit(".", 1)[-1] for t in types}
+    return bool(names & {"ValueError", "Exception", "BaseException"})
 
 
 def _is_h5(value):
