@@ -11,23 +11,10 @@ from tensorflow.python.framework import op_def_registry
 
 import tfring
 import tfring.tensorflow as hvd
+from tfring._api import exports
 from tfring.tensorflow import _loader, naming
 
-PUBLIC_API = [
-    "SyncBatchNormalization", "PartialDistributedGradientTape", "is_homogeneous", "Adasum", "join",
-    "DEFAULT_BUCKET_BYTES", "Average", "BroadcastGlobalVariablesHook", "Compression", "Compressor", "DistributedGradientTape",
-    "DistributedOptimizer", "FP16Compressor", "Max", "Min", "NoneCompressor", "Product", "Sum", "allgather",
-    "allgather_object", "allreduce", "alltoall", "barrier", "broadcast", "broadcast_global_variables",
-    "broadcast_object", "broadcast_variables", "bucketed_allreduce", "cross_rank", "cross_size", "grouped_allreduce", "init",
-    "is_initialized", "local_rank", "local_size", "rank", "reducescatter", "shutdown", "size",
-    "start_timeline", "stop_timeline", "summary",
-    # Horovod API (issue 14)
-    "broadcast_", "broadcast_object_fn", "grouped_allgather", "grouped_reducescatter", "rank_op", "local_rank_op",
-    "size_op", "local_size_op", "cross_rank_op", "cross_size_op", "ccl_built", "cuda_built", "ddl_built", "elastic", "gloo_built",
-    "gloo_enabled", "mpi_built", "mpi_enabled", "mpi_threads_supported", "nccl_built", "rocm_built",
-    # process sets (issue 14)
-    "ProcessSet", "add_process_set", "remove_process_set", "global_process_set", "process_set_included_op",
-]
+PUBLIC_API = exports.public_names("tfring.tensorflow")  # the one list: tfring/_api/exports.py
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -4,7 +4,6 @@
 TensorFlow). See ``docs/strategy.md``.
 """
 
-from tfring._private_api import PrivateApiError
-from tfring.distribute.strategy import RingStrategy
+from tfring._api.binding import bind as _bind
 
-__all__ = ["PrivateApiError", "RingStrategy"]
+__getattr__, __dir__ = _bind(globals())  # the names of tfring.distribute in tfring/_api/exports.py

@@ -4,17 +4,6 @@
 ``tfring.keras.elastic``; docs/elastic.md has the user's view.
 """
 
-from tfring.elastic.exceptions import HorovodInternalError, HostsUpdatedInterrupt, JobEndedError
-from tfring.elastic.run import lost_job_member, reset, run_fn
-from tfring.elastic.state import ObjectState, State
+from tfring._api.binding import bind as _bind
 
-__all__ = [
-    "HorovodInternalError",
-    "HostsUpdatedInterrupt",
-    "JobEndedError",
-    "ObjectState",
-    "State",
-    "lost_job_member",
-    "reset",
-    "run_fn",
-]
+__getattr__, __dir__ = _bind(globals())  # the names of tfring.elastic in tfring/_api/exports.py

@@ -13,18 +13,7 @@ Tested with Ray 2.60 (``SUPPORTED_RAY``): the backend API tfring builds on is Ra
 DeveloperAPI, so another release draws a warning. docs/engines.md has the whole story.
 """
 
+from tfring._api.binding import bind as _bind
+
 SUPPORTED_RAY = ("2.60",)  # release series tested in CI (tests/test_ray.py)
-
-__all__ = ["SUPPORTED_RAY", "RayExecutor", "TfringConfig", "TfringTrainer"]
-
-
-def __getattr__(name):
-    if name in ("TfringConfig", "TfringTrainer"):
-        from tfring.ray import train
-
-        return getattr(train, name)
-    if name == "RayExecutor":
-        from tfring.ray.executor import RayExecutor
-
-        return RayExecutor
-    raise AttributeError(f"module 'tfring.ray' has no attribute '{name}'")
+__getattr__, __dir__ = _bind(globals())  # the names of tfring.ray in tfring/_api/exports.py

@@ -20,6 +20,6 @@ Modules, one concept each:
   stopped     is a worker stopped (frozen) by a signal
 """
 
-from tfring.runner.rendezvous import Store, rank_identities
+from tfring._api.binding import bind as _bind
 
-__all__ = ["Store", "rank_identities"]
+__getattr__, __dir__ = _bind(globals())  # the names of tfring.runner in tfring/_api/exports.py

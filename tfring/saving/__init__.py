@@ -11,14 +11,6 @@ The hooks that route Keras and TensorFlow saves through here are installed by
 use this package directly. See docs/strategy.md, "Checkpoints".
 """
 
-from tfring.saving.atomic import atomic_write, atomic_write_checkpoint, atomic_write_directory
-from tfring.saving.coordination import SaveAbortedError, coordinated_save, local_save
+from tfring._api.binding import bind as _bind
 
-__all__ = [
-    "SaveAbortedError",
-    "atomic_write",
-    "atomic_write_checkpoint",
-    "atomic_write_directory",
-    "coordinated_save",
-    "local_save",
-]
+__getattr__, __dir__ = _bind(globals())  # the names of tfring.saving in tfring/_api/exports.py

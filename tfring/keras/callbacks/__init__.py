@@ -6,20 +6,6 @@ Write on one rank (may be given to all): ``ModelCheckpoint``, ``TensorBoard``,
 ``TfringMetricsCallback`` (tfring's communication metrics for TensorBoard).
 """
 
-from tfring.keras.callbacks.broadcast_global_variables import BroadcastGlobalVariablesCallback
-from tfring.keras.callbacks.checkpoint import BackupAndRestore, ModelCheckpoint
-from tfring.keras.callbacks.learning_rate import LearningRateScheduleCallback, LearningRateWarmupCallback
-from tfring.keras.callbacks.metric_average import MetricAverageCallback
-from tfring.keras.callbacks.tensorboard import TensorBoard
-from tfring.keras.callbacks.tfring_metrics import TfringMetricsCallback
+from tfring._api.binding import bind as _bind
 
-__all__ = [
-    "BackupAndRestore",
-    "BroadcastGlobalVariablesCallback",
-    "LearningRateScheduleCallback",
-    "LearningRateWarmupCallback",
-    "MetricAverageCallback",
-    "ModelCheckpoint",
-    "TensorBoard",
-    "TfringMetricsCallback",
-]
+__getattr__, __dir__ = _bind(globals())  # the names of tfring.keras.callbacks in tfring/_api/exports.py
