@@ -7,9 +7,10 @@ train functions) for tfring, on scikit-learn's digits, offline.
     python examples/tensorflow2_data_service.py --compute-service-config-file /tmp/compute.json \\
         --training-tasks 2
 
-The input pipeline (shuffle, batch) runs in the compute job; each training rank reads its
-share of the batches (``distributed_epoch``) and DistributedOptimizer averages the
-gradients, so every rank ends with the same weights. The compute job's
+The input pipeline (shuffle, batch) runs in the compute job. Each training rank reads its
+own tf.data job (a whole shuffled stream, as in Horovod); with ``--reuse-dataset`` the ranks
+share one job and each gets its share of the batches (``--round-robin``: in turn).
+DistributedOptimizer averages the gradients, so every rank ends with the same weights. The compute job's
 ``--dispatcher-side training`` picks the other train function (the dispatcher runs in
 training rank 0). Prints each rank's weight checksum and whether they are identical.
 """
@@ -60,7 +61,7 @@ def _init():
 def train_fn_compute_side(compute_config, reuse_dataset=False, round_robin=False, steps=8, epochs=2):
     """The dispatcher runs in the compute job: send the pipeline there."""
     hvd = _init()
-    dataset = _pipeline().repeat().shuffle(2000, seed=1).batch(32) \
+    dataset = _pipeline().repeat().shuffle(2000).batch(32) \
         .send_to_data_service(compute_config, hvd.rank(), hvd.size(), reuse_dataset=reuse_dataset,
                               round_robin=round_robin) \
         .prefetch(2)
@@ -73,7 +74,7 @@ def train_fn_training_side(compute_config, reuse_dataset=False, round_robin=Fals
 
     hvd = _init()
     with tf_data_service(compute_config, hvd.rank()) as dispatcher_address:
-        dataset = _pipeline().repeat().shuffle(2000, seed=1).batch(32).apply(
+        dataset = _pipeline().repeat().shuffle(2000).batch(32).apply(
             tf.data.experimental.service.distribute(
                 service=dispatcher_address, processing_mode="distributed_epoch",
                 job_name="job" if reuse_dataset else None,

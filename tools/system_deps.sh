@@ -7,7 +7,8 @@
 #                                for the job secret's HMAC)
 #   tools/system_deps.sh test    the above, GoogleTest (C++ unit tests), OpenSSH server and
 #                                client, iproute2 (multi-host launcher tests: a private sshd
-#                                on 127.0.0.1, network namespaces)
+#                                on 127.0.0.1, network namespaces), Java 17 (tfring.spark's
+#                                tests run a local Spark cluster)
 #
 # Everything else (TensorFlow, Open MPI, mpi4py, pytest, ...) comes from PyPI into .venv
 # (requirements.txt). Installs with apt-get as root, or through `sudo -n`; otherwise prints
@@ -18,7 +19,7 @@ set -euo pipefail
 purpose=${1:-build}
 case "$purpose" in
   build) wanted=(g++ make libssl-dev) ;;
-  test) wanted=(g++ make libssl-dev libgtest-dev openssh-server openssh-client iproute2) ;;
+  test) wanted=(g++ make libssl-dev libgtest-dev openssh-server openssh-client iproute2 openjdk-17-jre-headless) ;;
   *) echo "usage: $0 build|test" >&2; exit 2 ;;
 esac
 

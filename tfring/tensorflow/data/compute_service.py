@@ -25,6 +25,7 @@ seconds for the dispatcher and its workers, then raise ``TimeoutError`` naming w
 
 import contextlib
 import dataclasses
+import itertools
 import json
 import os
 import time
@@ -136,10 +137,22 @@ def tf_data_service(compute_config, rank):
             server.stop()
 
 
+def _shared_job_name():
+    """The tf.data job name the ranks of this training job share for their n-th dataset:
+    the same on every rank (same launcher store, same call order), and never that of
+    another training job or dataset on the same dispatcher (Horovod uses 'job' for all,
+    so a second dataset with other element types fails there)."""
+    return f"tfring-{os.environ.get('TFRING_STORE_ADDR', 'job')}-{next(_datasets)}"
+
+
+_datasets = itertools.count()
+
+
 def send_to_data_service(dataset, compute_config, rank, size=None, reuse_dataset=False, round_robin=False):
     """``dataset`` processed by the compute job's tf.data workers for training rank ``rank``
-    (``distributed_epoch``: each element goes to one rank). ``reuse_dataset``: the ranks
-    share one tf.data job; with ``round_robin`` too, they read it in turn (needs ``size``).
+    (``distributed_epoch``: each element once per tf.data job). Without ``reuse_dataset``
+    each rank has its own job (the whole dataset); with it the ranks share one job, each
+    getting its share first-come-first-served, or in turn with ``round_robin`` (needs ``size``).
     Only for ``dispatcher_side='compute'`` (a training-side dispatcher must outlive the
     dataset: use ``tf_data_service``)."""
     if compute_config.dispatcher_side == "training":
@@ -150,7 +163,7 @@ def send_to_data_service(dataset, compute_config, rank, size=None, reuse_dataset
     with tf_data_service(compute_config, rank) as address:
         return dataset.apply(tf.data.experimental.service.distribute(
             processing_mode="distributed_epoch", service=address,
-            job_name="job" if reuse_dataset else None,
+            job_name=_shared_job_name() if reuse_dataset else None,
             consumer_index=rank if reuse_dataset and round_robin else None,
             num_consumers=size if reuse_dataset and round_robin else None))
 

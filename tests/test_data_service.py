@@ -1,0 +1,75 @@
+"""The tf.data compute service: a compute job of 2 ranks (tfringrun ... compute_worker) and
+training jobs of 2 ranks that read through it. With ``reuse_dataset`` the training ranks
+share one tf.data job, so each gets its own share of a dataset (disjoint, together the
+whole; without it every rank reads the whole dataset, as in Horovod), and examples/
+tensorflow2_data_service.py trains to identical weights on both ranks, then shuts the
+compute job down (it must exit 0). Every wait is bounded; ranks use one thread each.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = [pytest.mark.multiprocess, pytest.mark.timeout(200)]
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "OMP_NUM_THREADS": "1", "TF_NUM_INTRAOP_THREADS": "1",
+       "TF_NUM_INTEROP_THREADS": "1"}
+
+
+def _read_share(config):
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    import tfring
+    from tfring.tensorflow.data.compute_service import send_to_data_service  # noqa: F401 - adds the method
+
+    tfring.init()
+    ds = tf.data.Dataset.range(40).send_to_data_service(config, tfring.rank(), tfring.size(), reuse_dataset=True)
+    got = sorted(int(x) for x in ds)
+    tfring.barrier()  # keep the dispatcher's job until every rank has read its share
+    return got
+
+
+@pytest.fixture
+def compute_job(tmp_path):
+    config_file = tmp_path / "compute.json"
+    tfringrun = os.path.join(os.path.dirname(sys.executable), "tfringrun")
+    proc = subprocess.Popen([tfringrun, "-np", "2", sys.executable, "-m", "tfring.tensorflow.data.compute_worker",
+                             str(config_file), "--timeout", "90"], env=dict(os.environ, **ENV),
+                            start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        yield proc, config_file
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=20)
+
+
+def test_shares_then_the_example_trains_identical_weights(compute_job, monkeypatch):
+    import tfring
+    from tfring.tensorflow.data.compute_service import TfDataServiceConfig
+
+    proc, config_file = compute_job
+    config = TfDataServiceConfig.read(str(config_file), wait_for_file_creation=True, timeout=90)
+    for name, value in ENV.items():
+        monkeypatch.setenv(name, value)
+    shares = tfring.run(_read_share, args=(config,), np=2)
+    assert not set(shares[0]) & set(shares[1]), shares
+    assert sorted(shares[0] + shares[1]) == list(range(40)), shares
+
+    example = subprocess.run([sys.executable, os.path.join(REPO, "examples", "tensorflow2_data_service.py"),
+                              "--compute-service-config-file", str(config_file), "--training-tasks", "2",
+                              "--reuse-dataset", "--steps", "4", "--epochs", "2"],
+                             env=dict(os.environ, **ENV), capture_output=True, text=True, timeout=150, check=False)
+    assert example.returncode == 0, example.stdout + example.stderr
+    assert "identical weights: True" in example.stdout, example.stdout
+    assert "[0]<stdout>: Epoch 2/2" in example.stdout, example.stdout
+    # the example's shutdown() ends the compute job, which removes its config file
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out
+    assert not config_file.exists()
