@@ -571,3 +571,17 @@ def test_strategy_notes_speak_of_tf_config_only_where_it_is_used():
     _, notes = migrate("import os, tensorflow as tf\nc = os.environ['TF_CONFIG']\n"
                        "s = tf.distribute.MirroredStrategy()\n")
     assert any("replaces TF_CONFIG" in n.message for n in notes)
+
+
+def test_horovod_data_service_and_spark_launch_lines_are_rewritten():
+    new, notes = text_rules.rewrite_launcher_line(
+        "horovodrun -np 2 python -m horovod.tensorflow.data.compute_worker /tmp/compute.json\n")
+    assert new == "tfringrun -np 2 python -m tfring.tensorflow.data.compute_worker /tmp/compute.json\n"
+    assert all(n.rewritten for n in notes) and len(notes) == 2
+    new, notes = migrate("""\
+        from horovod.tensorflow.compute_service import TfDataServiceConfig
+        from horovod.tensorflow.data.compute_service import tf_data_service, compute_worker_fn
+        """)
+    assert new == ("from tfring.tensorflow.data.compute_service import TfDataServiceConfig\n"
+                   "from tfring.tensorflow.data.compute_service import tf_data_service, compute_worker_fn\n")
+    assert not manual(notes)

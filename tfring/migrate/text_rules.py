@@ -16,6 +16,7 @@ from tfring.migrate import rules
 _VARIABLE = re.compile(r"\bHOROVOD_[A-Z0-9_]+\b")
 _LAUNCHER = re.compile(r"\bhorovodrun\b")
 _WORD = re.compile(r"\S+")
+_MODULE_FLAG = re.compile(r"(-m\s+)(horovod(?:\.\w+)+)\b")
 
 
 @dataclass(frozen=True)
@@ -99,9 +100,26 @@ def rewrite_launcher_line(text, line=1):
         i += 1
     # The worker command, kept byte for byte (with the line's end when there is none).
     tail = text[words[i][0]:] if i < len(words) else ("\n" if text.endswith("\n") else "")
+    tail, module_notes = _rewrite_worker_module(tail, line)
+    notes += module_notes
     new_text = text[:found.start()] + " ".join(["tfringrun", *out]) + (" " + tail if tail.strip() else tail)
     notes.insert(0, Note(line, "horovodrun -> tfringrun", True))
     return new_text, notes
+
+
+def _rewrite_worker_module(command, line):
+    """``python -m horovod.X`` in a worker command -> ``python -m`` its tfring module, for
+    modules that are rows of rules.MODULES (``horovod.tensorflow.data.compute_worker``)."""
+    notes = []
+
+    def replace(match):
+        new = rules.MODULES.get(match.group(2))
+        if new is None:
+            return match.group(0)
+        notes.append(Note(line, f"python -m {match.group(2)} -> python -m {new}", True))
+        return match.group(1) + new
+
+    return _MODULE_FLAG.sub(replace, command), notes
 
 
 def rewrite_text(text, first_line=1):
