@@ -10,8 +10,8 @@ namespace tfring {
 namespace {
 constexpr int kNumSubsystems = sizeof(kLogSubsystems) / sizeof(kLogSubsystems[0]);
 std::atomic<int> g_level{static_cast<int>(LogLevel::kWarning)};
-static_assert(kNumSubsystems == 6, "initialize a level (-1) for every subsystem below");
-std::atomic<int> g_subsystem_level[kNumSubsystems] = {-1, -1, -1, -1, -1, -1};  // -1: default
+static_assert(kNumSubsystems == 7, "initialize a level (-1) for every subsystem below");
+std::atomic<int> g_subsystem_level[kNumSubsystems] = {-1, -1, -1, -1, -1, -1, -1};  // -1: default
 std::atomic<int> g_min_level{static_cast<int>(LogLevel::kWarning)};  // fast path of LogEnabled
 std::atomic<int> g_rank{-1};
 
