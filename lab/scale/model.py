@@ -27,7 +27,7 @@ import numpy as np
 
 # ---------------------------------------------------------------- exact counts (today's code)
 
-HEARTBEAT_FRAME_BYTES = 5  # Socket::SendMessage: 4-byte length + 1-byte kind (cc/core/liveness.cc)
+HEARTBEAT_FRAME_BYTES = 5  # Socket::SendMessage: 4-byte length + 1-byte kind (cc/core/transport/liveness.cc)
 TCP_FRAME_OVERHEAD_BYTES = 66  # Ethernet 14 + IPv4 20 + TCP 20 + timestamps 12, per segment on a wire
 
 
@@ -41,7 +41,7 @@ def heartbeat_interval_s(peer_timeout_s=30.0):
 # The control plane the code runs today. The lab's result files record the one they ran on
 # ("control_plane"; absent = "star", the runs recorded before the heartbeat ring and the
 # roster exchange; "ring": heartbeat ring, negotiation still a star; "tree": negotiation
-# over the control tree of cc/core/control_tree.h as well): the fits read each file with
+# over the control tree of cc/core/transport/control_tree.h as well): the fits read each file with
 # its own design's counts.
 CONTROL_PLANE = "tree"
 CONTROL_FANOUT = 4  # TFRING_CONTROL_FANOUT's default
@@ -97,7 +97,7 @@ def _data_sockets(n, design, data_peers, lazy):
 
 def rank0_sockets_today(n, design=CONTROL_PLANE, fanout=CONTROL_FANOUT, data_peers=0, lazy=None):
     """Rank 0's sockets: the data connections (see _data_sockets), its control children
-    (n-1 in the star), its heartbeat peers and its store connection (cc/core/communicator.cc)."""
+    (n-1 in the star), its heartbeat peers and its store connection (cc/core/transport/communicator.cc)."""
     if n <= 1:
         return 0
     return (_data_sockets(n, design, data_peers, lazy) + control_children(n, 0, design, fanout)
@@ -152,7 +152,7 @@ def rank0_control_messages_today(n, cycles_per_step, design=CONTROL_PLANE, fanou
 
 
 def store_requests_today(n, local_size=1, shm=False, design=CONTROL_PLANE):
-    """Store requests of one init, all ranks together (cc/core/job.cc, roster.cc,
+    """Store requests of one init, all ranks together (cc/core/runtime/job.cc, roster.cc,
     communicator.cc): per rank one ADD (generation), then the roster exchange: every rank
     but 0 SETs its entry, rank 0 GETs the n-1 entries and SETs the roster, every other rank
     GETs it (3n - 2, counted by cc/tests/roster_test.cc). The star design read every record
