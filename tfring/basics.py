@@ -13,6 +13,7 @@ import warnings
 
 from tfring import _core, auto_names, horovod_settings
 from tfring import process_sets as _process_sets
+from tfring._bootstrap import launch_env, providers
 
 _atexit_registered = False
 _explicit_overrides = None
@@ -58,10 +59,8 @@ def init(process_sets=None, **settings):
             "tfring is already initialized; call tfring.shutdown() before init() with new "
             f"settings. Received: {settings}"
         )
-    from tfring.elastic import worker as elastic_worker
-
-    if elastic_worker.worker_id() is not None and "TFRING_RANK" not in overrides:
-        elastic_worker.init_core(lambda found: _core.init({**found, **overrides}))
+    if launch_env.elastic_worker_id() is not None and "TFRING_RANK" not in overrides:
+        providers.get("elastic_join")(lambda found: _core.init({**found, **overrides}))
     else:
         _core.init({**_discovered(overrides), **overrides})
     _explicit_overrides = overrides

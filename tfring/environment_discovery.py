@@ -155,7 +155,7 @@ def _mpi_store(identity, environ):
     from mpi4py import MPI  # initializes MPI if the program has not
 
     from tfring import _core
-    from tfring.runner import jobenv, network
+    from tfring._bootstrap import launch_env, network
 
     comm = MPI.COMM_WORLD
     if (comm.Get_rank(), comm.Get_size()) != (identity.rank, identity.size):
@@ -172,9 +172,9 @@ def _mpi_store(identity, environ):
         try:
             host = environ.get("TFRING_BIND_ADDR") or (
                 "127.0.0.1" if len(unique) == 1 else network.reachable_address(unique[1:]))
-            secret = jobenv.new_secret()
+            secret = launch_env.new_secret()
             _store_server = _core.StoreServer(host, 0, secret)
-            message = (jobenv.store_address(host, _store_server.port), secret, None)
+            message = (launch_env.store_address(host, _store_server.port), secret, None)
         except (ValueError, errors.TfringError) as e:
             message = (None, None, f"rank 0 cannot serve the job's store: {e}")
     address, secret, failure = comm.bcast(message, root=0)

@@ -5,11 +5,14 @@ A job moved from Horovod often keeps ``HOROVOD_FUSION_THRESHOLD=...`` or
 ``init()`` warns once per process, naming each variable and its tfring counterpart (or why
 there is none). The identity variables (``HOROVOD_RANK`` ...) are left alone: tfringrun
 sets them itself for scripts that read them. The tables are tfring-migrate's
-(``tfring.migrate.rules``), which also rewrites the names in scripts.
+(``tfring.migrate.rules``, reached through ``tfring._bootstrap.providers``: tfring-migrate
+sits above the core), which also rewrites the names in scripts.
 """
 
 import os
 import warnings
+
+from tfring._bootstrap import providers
 
 _IDENTITY = {"HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE", "HOROVOD_CROSS_RANK",
              "HOROVOD_CROSS_SIZE"}
@@ -17,8 +20,7 @@ _IDENTITY = {"HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK", "HOROVOD_LOCA
 
 def ignored(environ=None):
     """``[(name, advice)]`` for every Horovod setting in ``environ`` that tfring ignores."""
-    from tfring.migrate import rules
-
+    rules = providers.get("horovod_rules")
     environ = os.environ if environ is None else environ
     out = []
     for name in sorted(n for n in environ if n in rules.ENVIRONMENT and n not in _IDENTITY):

@@ -4,6 +4,7 @@ import tensorflow as tf
 
 import tfring.tensorflow as tft
 from tfring import _private_api
+from tfring._bootstrap import launch_env
 from tfring.distribute import keras_integration, save_hooks
 from tfring.distribute.extended import RingExtended
 
@@ -51,9 +52,7 @@ class RingStrategy(_private_api.Strategy):
 
     def __init__(self, device=None):
         _private_api.check_private_apis()
-        from tfring.elastic import worker as elastic_worker
-
-        if elastic_worker.worker_id() is not None:
+        if launch_env.elastic_worker_id() is not None:
             from tfring.errors import UnimplementedError
 
             raise UnimplementedError(

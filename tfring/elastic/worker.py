@@ -15,9 +15,10 @@ import sys
 import time
 
 from tfring import _core, errors
+from tfring._bootstrap import launch_env
 from tfring.elastic import protocol
 from tfring.elastic.exceptions import JobEndedError, describe
-from tfring.runner import blame, jobenv
+from tfring.runner import blame
 
 POLL_S = 0.05
 DEFAULT_TIMEOUT_S = 630.0
@@ -32,7 +33,7 @@ _MISSING = re.compile(r"no roster entry from rank\(s\) ([\d, ]+)")
 
 def worker_id(environ=None):
     """This process's elastic worker id, or None when it is not an elastic worker."""
-    return (os.environ if environ is None else environ).get(protocol.WORKER_ENV) or None
+    return launch_env.elastic_worker_id(environ)
 
 
 def joined_generation():
@@ -50,7 +51,7 @@ def _store():
             raise errors.PreconditionError(
                 f"{protocol.WORKER_ENV} is set but TFRING_STORE_ADDR or TFRING_SECRET is not: an elastic "
                 "worker is started by tfringrun --min-np/--max-np/--host-discovery-script, which sets them")
-        _client = _core.StoreClient(*jobenv.split_store_address(address), secret, 30.0)
+        _client = _core.StoreClient(*launch_env.split_store_address(address), secret, 30.0)
     return _client
 
 

@@ -2,38 +2,14 @@
 rank's identity from the slot plan, the store address and the job secret.
 
 The secret travels only here (the environment of the worker processes): never in argv,
-and ``describe`` hides it in anything the launcher prints.
+and ``describe`` hides it in anything the launcher prints. The names a worker's lower
+layers read too (secret, store address) live in ``tfring._bootstrap.launch_env``.
 """
 
-import secrets
+from tfring._bootstrap.launch_env import SECRET, new_secret, split_store_address, store_address
 
-SECRET = "TFRING_SECRET"
-
-
-def new_secret():
-    """A fresh per-job secret: 32 random bytes, hex-encoded."""
-    return secrets.token_hex(32)
-
-
-def store_address(bind_host, port):
-    """The address workers on this machine use to reach a store bound to ``bind_host``."""
-    host = bind_host
-    if host in ("", "0.0.0.0"):
-        host = "127.0.0.1"
-    elif host in ("::", "[::]"):
-        host = "::1"
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"{host}:{port}"
-
-
-def split_store_address(address):
-    """``(host, port)`` of a ``host:port`` store address (IPv6 brackets removed): the
-    inverse of ``store_address``."""
-    host, _, port = address.rpartition(":")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    return host, int(port)
+__all__ = ["SECRET", "describe", "horovod_identity", "new_secret", "split_store_address", "store_address",
+           "worker_env"]
 
 
 def worker_env(base, slot, settings, store_addr, secret):

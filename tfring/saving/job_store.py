@@ -14,7 +14,7 @@ import os
 import threading
 
 from tfring import errors
-from tfring.runner import jobenv
+from tfring._bootstrap import launch_env
 
 _lock = threading.Lock()
 _client = None
@@ -76,7 +76,7 @@ def job_store(prefix):
     identity = (address, secret)
     with _lock:
         if _client is None or _client_identity != identity:
-            host, port = jobenv.split_store_address(address)
+            host, port = launch_env.split_store_address(address)
             timeout = float(config.get("TFRING_TIMEOUT_S", ("30",))[0])
             _client = _core.StoreClient(host, port, secret, timeout)
             _client_identity = identity

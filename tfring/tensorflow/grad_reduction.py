@@ -21,7 +21,7 @@ the policy for ``DistributedGradientTape``, the TF1 ``DistributedOptimizer``, th
 import tensorflow as tf
 
 from tfring import basics, process_sets
-from tfring.elastic import worker as elastic_worker
+from tfring._bootstrap import launch_env
 from tfring.tensorflow import mpi_ops
 from tfring.tensorflow.compression import Compression
 
@@ -123,7 +123,7 @@ def _reduce_shared(grads, *, name, sparse_as_dense, bucket_bytes, process_set, *
             # has nothing to reduce.
             return grads
         allreduce_kwargs["process_set"] = process_set
-    elif basics.is_initialized() and basics.size() == 1 and not elastic_worker.worker_id():
+    elif basics.is_initialized() and basics.size() == 1 and not launch_env.elastic_worker_id():
         # One rank: nothing to reduce, no cost (Horovod's rule too). Not in an elastic job,
         # where a function traced with one rank must still reduce once the job grows.
         return grads

@@ -10,6 +10,7 @@
 
 import tensorflow as tf
 
+from tfring._bootstrap import providers
 from tfring.tensorflow import mpi_ops
 from tfring.tensorflow.compression import Compression
 from tfring.tensorflow.functions import broadcast_variables
@@ -128,8 +129,6 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="
     except ImportError:  # pragma: no cover
         keras = None
     if keras is not None and isinstance(optimizer, keras.optimizers.Optimizer):
-        from tfring import keras as tfring_keras
-
         kwargs = {"device_dense": device_dense, "device_sparse": device_sparse, "compression": compression,
                   "sparse_as_dense": sparse_as_dense, "op": op,
                   "gradient_predivide_factor": gradient_predivide_factor,
@@ -137,7 +136,7 @@ def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="
                   "average_aggregated_gradients": average_aggregated_gradients}
         if name is not None:
             kwargs["name"] = name
-        return tfring_keras.DistributedOptimizer(optimizer, **kwargs)
+        return providers.get("keras_optimizer")(optimizer, **kwargs)
     raise TypeError("DistributedOptimizer expects a tf.compat.v1.train.Optimizer or a Keras optimizer. "
                     f"Received: {type(optimizer).__name__}")
 

@@ -1,0 +1,170 @@
+"""tfring's Python layering: imports run one way. Each module belongs to a layer (by the
+longest prefix of its name in LAYERS); an import statement, at the top of a file or inside a
+function, names a module of its own layer or of one below it. What a lower layer needs from
+the launcher and elastic world lives in tfring/_bootstrap; the few calls that must still
+reach up go through tfring/_bootstrap/providers.py, the one table of them, and nothing
+else imports a tfring module by a computed name. Package facades bind their public names
+from the export tables (tfring/_api/exports.py) and hold no import statements of their own
+beyond the binding. No build needed: reads the sources."""
+
+import ast
+import os
+
+import pytest
+
+from tfring._bootstrap import providers
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Lowest first: (layer, module prefixes). A module's layer is that of its longest prefix.
+LAYERS = [
+    ("base", ["tfring._core", "tfring.errors"]),
+    ("bootstrap", ["tfring._bootstrap"]),
+    ("core", ["tfring"]),  # tfring/*.py: basics, NumPy collectives, process sets, settings, GPU, the API tables
+    ("tensorflow", ["tfring.tensorflow"]),
+    ("saving", ["tfring.saving"]),
+    ("keras", ["tfring.keras"]),
+    ("distribute", ["tfring.distribute"]),
+    # The elastic world and the launcher use each other; the TF and Keras elastic states
+    # (hvd.elastic) are elastic code under the framework's name.
+    ("elastic and launcher", ["tfring.elastic", "tfring.runner", "tfring.tensorflow.elastic", "tfring.keras.elastic"]),
+    ("engines and tools", ["tfring.ray", "tfring.spark", "tfring.migrate"]),
+]
+# Upward imports known and not yet removed: (file, imported module) -> what to do. An entry
+# that no longer occurs fails the test, so this list only shrinks.
+KNOWN = {
+    ("tfring/tensorflow/data/compute_worker.py", "tfring.runner.jobenv"):
+        "being written by another engineer: read the store address with tfring._bootstrap.launch_env",
+    ("tfring/tensorflow/data/compute_worker.py", "tfring.runner.rendezvous"):
+        "its main() serves a store like a launcher: a module of the launcher's layer (or a provider)",
+}
+# The only modules that import by a computed name: the facades' binding, the providers'
+# table, and the private TF/Keras API gateway (TensorFlow's modules, not tfring's).
+DYNAMIC_IMPORTERS = {"tfring/_api/binding.py", "tfring/_bootstrap/providers.py", "tfring/_private_api.py"}
+
+
+def layer_of(module):
+    """The index in LAYERS of ``module`` (a dotted name under tfring)."""
+    best, found = -1, None
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, found = len(prefix), index
+    return found
+
+
+def _modules():
+    for folder, dirs, files in os.walk(os.path.join(ROOT, "tfring")):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for file in sorted(files):
+            if file.endswith(".py"):
+                path = os.path.join(folder, file)
+                relpath = os.path.relpath(path, ROOT)
+                name = relpath[:-3].replace(os.sep, ".")
+                is_package = name.endswith(".__init__")
+                name = name[: -len(".__init__")] if is_package else name
+                with open(path, encoding="utf-8") as f:
+                    yield relpath, name, is_package, ast.parse(f.read())
+
+
+def _is_module(dotted):
+    path = os.path.join(ROOT, *dotted.split("."))
+    return os.path.isdir(path) or os.path.exists(path + ".py") or dotted == "tfring._core"
+
+
+def imported_modules(name, is_package, tree):
+    """(line, module) for each tfring module an import statement of module ``name`` names;
+    ``from package import submodule`` names the submodule."""
+    package = name if is_package else name.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names if alias.name.split(".")[0] == "tfring")
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            if base.split(".")[0] != "tfring":
+                continue
+            for alias in node.names:
+                target = f"{base}.{alias.name}"
+                yield node.lineno, target if _is_module(target) else base
+
+
+def find_upward_imports(modules):
+    """``[(relpath, line, target, why)]`` for each import of a higher layer."""
+    problems = []
+    for relpath, name, is_package, tree in modules:
+        own = layer_of(name)
+        for line, target in imported_modules(name, is_package, tree):
+            theirs = layer_of(target)
+            if theirs is not None and own is not None and theirs > own:
+                problems.append((relpath, line, target,
+                                 f"{LAYERS[own][0]} may not import the higher layer {LAYERS[theirs][0]}"))
+    return problems
+
+
+def test_every_module_has_a_layer():
+    assert [relpath for relpath, name, *_ in _modules() if layer_of(name) is None] == []
+
+
+def test_imports_run_one_way():
+    problems = find_upward_imports(_modules())
+    unknown = [f"{relpath}:{line}: {target} ({why})" for relpath, line, target, why in problems
+               if (relpath, target) not in KNOWN]
+    assert unknown == [], ("imports into a higher layer (move what the lower layer needs into tfring/_bootstrap, "
+                           "or name the call in tfring/_bootstrap/providers.py):\n" + "\n".join(unknown))
+    found = {(relpath, target) for relpath, _, target, _ in problems}
+    stale = [f"{relpath}: {target}" for relpath, target in KNOWN if (relpath, target) not in found]
+    present = [key for key in stale if os.path.exists(os.path.join(ROOT, key.split(":")[0]))]
+    assert present == [], "fixed: remove these from KNOWN:\n" + "\n".join(present)
+
+
+def test_the_check_catches_an_upward_import():
+    """The lower layers' former upward imports (issue 39) would fail the check."""
+    sources = {
+        "tfring.basics": "def init():\n    from tfring.elastic import worker\n",
+        "tfring.tensorflow.tf1": "def wrap():\n    from tfring import keras as tfring_keras\n",
+        "tfring.tensorflow.grad_reduction": "from tfring.elastic import worker as elastic_worker\n",
+        "tfring.environment_discovery": "def store():\n    from tfring.runner import jobenv, network\n",
+        "tfring.runner.launch": "from tfring import basics\nfrom tfring.elastic import protocol\n",  # downward: fine
+    }
+    modules = [(name, name, False, ast.parse(text)) for name, text in sources.items()]
+    assert sorted((relpath, target) for relpath, _, target, _ in find_upward_imports(modules)) == [
+        ("tfring.basics", "tfring.elastic.worker"),
+        ("tfring.environment_discovery", "tfring.runner.jobenv"),
+        ("tfring.environment_discovery", "tfring.runner.network"),
+        ("tfring.tensorflow.grad_reduction", "tfring.elastic.worker"),
+        ("tfring.tensorflow.tf1", "tfring.keras"),
+    ]
+
+
+def test_only_the_declared_places_import_by_a_computed_name():
+    offenders = []
+    for relpath, _, _, tree in _modules():
+        if relpath in DYNAMIC_IMPORTERS:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if called in ("import_module", "__import__"):
+                    offenders.append(f"{relpath}:{node.lineno}")
+    assert offenders == [], ("import tfring modules with import statements, or name the call in "
+                             "tfring/_bootstrap/providers.py:\n" + "\n".join(offenders))
+
+
+@pytest.mark.parametrize("name", sorted(providers.PROVIDERS))
+def test_every_provider_resolves(name):
+    module, _ = providers.PROVIDERS[name]
+    if module.startswith("tfring.keras"):
+        pytest.importorskip("tensorflow")
+    assert providers.get(name) is not None
+
+
+def test_the_bootstrap_imports_only_the_base():
+    base = LAYERS[0][1]
+    for relpath, name, is_package, tree in _modules():
+        if name.startswith("tfring._bootstrap"):
+            for line, target in imported_modules(name, is_package, tree):
+                assert target.startswith("tfring._bootstrap") or target in base, f"{relpath}:{line}: {target}"

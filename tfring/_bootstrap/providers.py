@@ -1,0 +1,33 @@
+"""The functions of higher layers that a lower layer calls at run time, in one table.
+
+Imports run one way (tests/test_python_layers.py): a module imports only its own layer
+and those below. Three calls cannot follow that rule, because the lower layer is the
+public entry point and the work belongs to a higher one; each is named here with its
+reason, and its module is imported when it is first needed (not with the caller):
+
+  elastic_join        ``tfring.init()`` in a process started by the elastic driver joins
+                      the driver's next generation first (tfring.elastic.worker)
+  keras_optimizer     ``tfring.tensorflow.DistributedOptimizer`` given a Keras optimizer
+                      returns tfring.keras's wrapper, as horovod.tensorflow does
+  horovod_rules       the HOROVOD_* settings tfring ignores and the advice for each,
+                      warned about at ``init()``: tfring-migrate's tables (the module)
+
+Contract: ``get(name)`` returns the object, or the module where the table names no
+attribute (importing its module on first use; Python's
+import lock makes that thread-safe); an unknown name raises ``KeyError``. No other module
+imports tfring modules by a computed name (the layering test checks that too).
+"""
+
+import importlib
+
+PROVIDERS = {
+    "elastic_join": ("tfring.elastic.worker", "init_core"),
+    "keras_optimizer": ("tfring.keras.distributed_optimizer", "DistributedOptimizer"),
+    "horovod_rules": ("tfring.migrate.rules", None),
+}
+
+
+def get(name):
+    module, attribute = PROVIDERS[name]
+    found = importlib.import_module(module)
+    return found if attribute is None else getattr(found, attribute)
