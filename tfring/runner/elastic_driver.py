@@ -57,6 +57,7 @@ import time
 
 from tfring.elastic import protocol
 from tfring.runner.discovery import FixedDiscovery
+from tfring.runner.elastic_phases import Phase, check_move
 from tfring.runner.hosts import slots_of
 from tfring.runner.signals import signal_name
 from tfring.runner.stopped import stop_signal
@@ -170,11 +171,11 @@ class ElasticJob:
         self._next_discovery = 0.0
         self._change = "start"  # why a new generation is needed (None: none is)
         self._waiting_since = None  # below --min-np since
-        self.finishing = False
-        self.end_reason = None
-        self.first_signal = None
-        self.failure_after_finish = None
-        self.end_code = 1  # the exit code of a job ended by _end
+        self.phase = Phase.STARTING  # the job's state machine: elastic_phases.py
+        self.end_reason = None  # ENDING: why
+        self.first_signal = None  # SIGNALLED: the signal
+        self.failure_after_finish = None  # FAILING_AFTER_FINISH: the worker that failed
+        self.end_code = 1  # ENDING: the exit code
         self._stop_at = None  # _end: SIGTERM to every worker at this time
         self._form_not_before = 0.0
         self._force = False  # re-form even with the same members (a worker found the generation broken)
@@ -182,6 +183,15 @@ class ElasticJob:
         self._next_stopped_check = 0.0
         self._joins_at_publish = {}  # wid -> its joined count when the current generation was published
         self._grow_since = None  # a growth-only change has waited since
+
+    # ---- phases (elastic_phases.py) ---------------------------------------------------
+    @property
+    def finishing(self):
+        """A worker finished training: no more generations (FINISHING, FAILING_AFTER_FINISH)."""
+        return self.phase.finishing
+
+    def _move(self, phase):
+        self.phase = check_move(self.phase, phase)
 
     # ---- bookkeeping ------------------------------------------------------------------
     def _size_of(self, generation):
@@ -223,7 +233,7 @@ class ElasticJob:
         if self.verbose:
             self.output.message(f"{worker.describe(self._size_of)} {describe_exit(code)} "
                                 f"after {time.monotonic() - worker.started:.2f} s")
-        if self.end_reason is not None or self.first_signal is not None:
+        if self.phase.ending:
             return
         if worker.removed:
             if self._died_leaving(worker, code):
@@ -231,7 +241,7 @@ class ElasticJob:
             return
         if code == 0:
             if not self.finishing:
-                self.finishing = True
+                self._move(Phase.FINISHING)
                 self.output.message(f"{worker.describe(self._size_of)} finished; no more re-formations, "
                                     "waiting for the other workers to finish")
                 self._tell_workers(f"{worker.wid} finished training; the job re-forms no more", finished=True)
@@ -245,6 +255,7 @@ class ElasticJob:
             return
         if self.finishing:
             if self.failure_after_finish is None:
+                self._move(Phase.FAILING_AFTER_FINISH)
                 self.failure_after_finish = worker
                 self.output.message(f"{worker.describe(self._size_of)} {describe_exit(code)} after another "
                                     "worker had finished; stopping the others")
@@ -394,7 +405,7 @@ class ElasticJob:
                 self._terminate(w)
             elif w.kill_at is not None and now >= w.kill_at:
                 w.kill_at = float("inf")
-                if self.verbose or self.end_reason is None and self.first_signal is None:
+                if self.verbose or not self.phase.ending:
                     self.output.message(f"{w.describe(self._size_of)} is still running {self.cfg.grace_period_s:g} s "
                                         "after SIGTERM; killing it")
                 signal_and_resume(w, signal.SIGKILL)
@@ -453,7 +464,7 @@ class ElasticJob:
 
     def _grow(self, now):
         """Starts workers on free slots, up to ``--max-np`` (``-np`` for the first ones)."""
-        if self.finishing or self.end_reason is not None:
+        if not self.phase.forms_generations:
             return
         limit = self.cfg.max_np if self.cfg.max_np is not None else float("inf")
         if self.generation == 0 and self.cfg.initial_np is not None:
@@ -466,7 +477,7 @@ class ElasticJob:
 
     # ---- generations ------------------------------------------------------------------
     def _form_generation(self, now):
-        if self._change is None or self.finishing or self.end_reason is not None or now < self._form_not_before:
+        if self._change is None or not self.phase.forms_generations or now < self._form_not_before:
             return
         if self.generation == 0 and self._pending():
             return  # the first generation waits for every first worker (bounded by ready_timeout_s)
@@ -541,6 +552,7 @@ class ElasticJob:
             if w.removed and w.returncode is None and w.rank is not None and w.leave_by is None \
                     and w.kill_at is None:
                 w.leave_by = now + self.cfg.ready_timeout_s
+        self._move(Phase.RUNNING)
         self.generation = g
         self._sizes[g] = len(members)
         self._joins_at_publish = {w.wid: self.store.add(protocol.joined_key(w.wid), 0) for w in members}
@@ -570,6 +582,7 @@ class ElasticJob:
     def _end(self, reason):
         """Ends the job: tells the workers why (through the store), then stops them after
         ``END_NOTICE_S`` (waiting workers read the reason and exit by themselves)."""
+        self._move(Phase.ENDING)
         self.end_reason = reason
         self.output.message(f"ending the elastic job: {reason}")
         self._tell_workers(reason)
@@ -600,7 +613,7 @@ class ElasticJob:
             for signum in relay.take():
                 self._on_signal(signum)
             now = time.monotonic()
-            ending = self.end_reason is not None or self.first_signal is not None
+            ending = self.phase.ending
             if not self._running() and (ending or self.finishing):
                 break
             try:
@@ -624,11 +637,11 @@ class ElasticJob:
             self._grow(now)
             self._form_generation(now)
         self._reap_leftovers()
-        if self.end_reason is not None:
+        if self.phase is Phase.ENDING:
             return self.end_code
-        if self.first_signal is not None:
+        if self.phase is Phase.SIGNALLED:
             return 128 + self.first_signal
-        if self.failure_after_finish is not None:
+        if self.phase is Phase.FAILING_AFTER_FINISH:
             return exit_status(self.failure_after_finish.returncode) or 1
         return 0
 
@@ -641,12 +654,13 @@ class ElasticJob:
         return bool(stuck)
 
     def _on_signal(self, signum):
-        if self.first_signal is not None or self.end_reason is not None:
+        if self.phase.ending:
             self.output.message(f"got {signal_name(signum)} again; killing every worker now")
             for w in self._running():
                 signal_and_resume(w, signal.SIGKILL)
                 w.killed_at = w.killed_at or time.monotonic()
             return
+        self._move(Phase.SIGNALLED)
         self.first_signal = signum
         self.output.message(f"got {signal_name(signum)}; passing it on to {len(self._running())} worker(s), "
                             f"SIGKILL in {self.cfg.grace_period_s:g} s")
