@@ -196,3 +196,11 @@ def test_kernel_interrupt_stops_every_rank(tmp_path):
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_horovod_runner_shape_in_local_mode():
+    from tfring.spark import TfringRunner
+
+    assert TfringRunner(np=-2).run(_rank_times, x=3) == 0  # rank 0's result, as HorovodRunner
+    with pytest.raises(ValueError, match="np > 0"):
+        TfringRunner(np=0)

@@ -16,6 +16,7 @@ cluster would otherwise wait and retry for minutes).
 
 import os
 import time
+import warnings
 
 from tfring.runner import function_job, jobenv
 from tfring.spark import task as task_lib
@@ -84,7 +85,8 @@ def _raise_stage_failure(client, error):
                        f"{first[0] if first else type(error).__name__}") from error
 
 
-def run(fn, args=(), kwargs=None, num_proc=None, start_timeout=None, env=None, executable=None, verbose=1):
+def run(fn, args=(), kwargs=None, num_proc=None, start_timeout=None, extra_mpi_args=None, env=None, stdout=None,
+        stderr=None, verbose=1, nics=None, prefix_output_with_timestamp=False, executable=None):
     """Runs ``fn(*args, **kwargs)`` as ``num_proc`` tfring ranks in Spark barrier tasks.
 
     Args:
@@ -96,6 +98,11 @@ def run(fn, args=(), kwargs=None, num_proc=None, start_timeout=None, env=None, e
       executable: the Python of the rank processes on the executors (default: the
         executors' own Python, PYSPARK_PYTHON).
       verbose: 0 silences the driver's one-line notes.
+      stdout, stderr, nics, prefix_output_with_timestamp: accepted for horovod.spark.run
+        compatibility, unused: each rank's output (with its rank in front) goes to its
+        executor's stdout/stderr log (Spark UI, Executors), and the ranks use the address
+        of each executor's host.
+      extra_mpi_args: refused (tfring does not run mpirun).
 
     Returns:
       fn's return values, by rank.
@@ -111,6 +118,13 @@ def run(fn, args=(), kwargs=None, num_proc=None, start_timeout=None, env=None, e
     from tfring import _core
     from tfring.runner.rendezvous import Store
 
+    if extra_mpi_args:
+        raise ValueError("tfring.spark.run does not use MPI: drop extra_mpi_args (tfring's settings go in env as "
+                         "TFRING_* variables)")
+    if stdout is not None or stderr is not None:
+        warnings.warn("tfring.spark.run: stdout/stderr are not used; each rank's output goes to its executor's "
+                      "stdout/stderr log", RuntimeWarning, stacklevel=2)
+    del nics, prefix_output_with_timestamp
     spark = _session()
     sc = spark.sparkContext
     num_proc = int(num_proc or sc.defaultParallelism)
