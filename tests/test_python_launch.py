@@ -108,6 +108,19 @@ tfring.run(fails, np=2)
 """
 
 
+def _notebook_tools():
+    """nbformat and nbclient's NotebookClient; fails (CI installs them, never skips) naming
+    the install when nbclient or ipykernel is missing."""
+    try:
+        import ipykernel  # noqa: F401 - the kernel the notebook runs in
+        import nbformat
+        from nbclient import NotebookClient
+    except ImportError as e:
+        pytest.fail(f"the notebook tests need nbclient and ipykernel ({e}): .venv/bin/pip install nbclient "
+                    "ipykernel (both are in requirements.txt)", pytrace=False)
+    return nbformat, NotebookClient
+
+
 def _kernel_env():
     env = dict(os.environ, **THREADS)
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
@@ -124,8 +137,7 @@ def _cell_text(cell):
 
 
 def test_notebook_runs_fit_and_reports_a_failing_rank(tmp_path):
-    nbformat = pytest.importorskip("nbformat", reason="pip install nbclient ipykernel")
-    from nbclient import NotebookClient
+    nbformat, NotebookClient = _notebook_tools()
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(FIT_CELL), nbformat.v4.new_code_cell(FAIL_CELL)]
@@ -166,7 +178,7 @@ def _alive(pid):
 
 
 def test_kernel_interrupt_stops_every_rank(tmp_path):
-    pytest.importorskip("ipykernel", reason="pip install nbclient ipykernel")
+    _notebook_tools()
     from jupyter_client.manager import start_new_kernel
 
     km, kc = start_new_kernel(kernel_name="python3", env=_kernel_env(), startup_timeout=60)

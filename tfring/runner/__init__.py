@@ -18,6 +18,10 @@ Modules, one concept each:
   rendezvous  the public API for other launchers: Store, rank_identities
   binding     which CPUs each local rank runs on (--bind-to)
   stopped     is a worker stopped (frozen) by a signal
+  store_hook  a Python caller's hook into the launcher's store (tfring.run)
+  python_launch    tfring.run(fn, np=N): a tfringrun job from Python and notebooks
+  function_job     fn to the ranks and results back through the store (tfring.run, tfring.spark)
+  function_worker  one rank of such a job: python -m tfring.runner.function_worker
 """
 
 from tfring._api.binding import bind as _bind

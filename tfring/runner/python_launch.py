@@ -42,10 +42,15 @@ def _argv(np, min_np, max_np, slots, reset_limit, cooldown_range, hosts, hostfil
 
 
 def _worker_environ(env):
-    """The workers' base environment: ``env`` (default: this process's), with this
-    process's ``sys.path`` on PYTHONPATH so fn's modules import there as here."""
+    """The workers' base environment: ``env`` (default: this process's), with the entries of
+    this process's ``sys.path`` that its interpreter does not have by itself (the script's
+    or notebook's directory, paths added at run time) on PYTHONPATH, so fn's modules import
+    there as here. Entries inside the interpreter's prefix stay out: on PYTHONPATH they
+    would go ahead of the standard library."""
     out = dict(os.environ if env is None else env)
-    here = [p for p in sys.path if p and os.path.isdir(p)]
+    prefixes = tuple(os.path.join(os.path.realpath(p), "") for p in {sys.prefix, sys.base_prefix})
+    here = [p for p in sys.path if p and os.path.isdir(p)
+            and not os.path.join(os.path.realpath(p), "").startswith(prefixes)]
     cwd = os.getcwd()
     if "" in sys.path and cwd not in here:
         here.insert(0, cwd)
