@@ -37,8 +37,12 @@ NCCL_ABI_CHECK = os.path.join(NCCL_DIR, "abi_check.cc")
 NCCL_SOURCES = sorted(s for s in glob.glob(os.path.join(NCCL_DIR, "*.cc")) if s != NCCL_ABI_CHECK)
 TF_GPU_SOURCES = sorted(glob.glob(os.path.join(ROOT, "cc", "tf_gpu", "*.cc")))
 PY_SOURCES = sorted(glob.glob(os.path.join(ROOT, "cc", "python", "*.cc")))
-TF_SOURCES = sorted(glob.glob(os.path.join(ROOT, "cc", "tf", "*.cc")))
-HEADERS = glob.glob(os.path.join(ROOT, "cc", "**", "*.h"), recursive=True)
+# The TF op library: kernels (cc/tf/) and their XLA lowerings and handlers (cc/tf/xla/).
+TF_SOURCES = sorted(glob.glob(os.path.join(ROOT, "cc", "tf", "*.cc")) +
+                    glob.glob(os.path.join(ROOT, "cc", "tf", "xla", "*.cc")))
+# The headers each library's sources can include: a change rebuilds that library only.
+CORE_HEADER_DIRS = [CORE_DIR]
+TF_HEADER_DIRS = CORE_HEADER_DIRS + [os.path.join(ROOT, "cc", "tf")]
 
 CXX = os.environ.get("CXX", "g++")
 OPT = ["-O0", "-g"] if os.environ.get("TFRING_DEBUG") == "1" else ["-O3"]
@@ -61,14 +65,16 @@ def _link_shared(out, objs, libs):
     _run([CXX, "-shared", "-o", out] + objs + libs + ["-pthread", "-Wl,--exclude-libs,ALL"])
 
 
-def _newest_header_mtime():
-    return max((os.path.getmtime(h) for h in HEADERS), default=0)
+def _newest_header_mtime(header_dirs):
+    headers = [h for d in header_dirs for h in glob.glob(os.path.join(d, "**", "*.h"), recursive=True)]
+    return max((os.path.getmtime(h) for h in headers), default=0)
 
 
-def _compile_all(sources, obj_dir, flags):
-    """Compiles sources to objects in parallel, skipping up-to-date ones. Returns objects."""
+def _compile_all(sources, obj_dir, flags, header_dirs):
+    """Compiles sources to objects in parallel, skipping those newer than their source and
+    every header under `header_dirs`. Returns the objects."""
     os.makedirs(obj_dir, exist_ok=True)
-    header_mtime = _newest_header_mtime()
+    header_mtime = _newest_header_mtime(header_dirs)
     jobs = []
     for src in sources:
         obj = os.path.join(obj_dir, os.path.relpath(src, ROOT).replace(os.sep, "_") + ".o")
@@ -99,7 +105,15 @@ def _tf_flags():
     import json
 
     compile_flags, link_flags = json.loads(out.strip().splitlines()[-1])
-    return compile_flags + ["-Wno-deprecated-declarations", "-Wno-sign-compare"], link_flags
+    # XLA's headers (cc/tf/xla/) include highwayhash and farmhash, which the wheel ships
+    # under include/external/; the XLA registrars and xla::CustomCall live in
+    # libtensorflow_cc.so.2. -Wno-maybe-uninitialized: absl::InlinedVector false positives.
+    tf_includes = [f[2:] for f in compile_flags if f.startswith("-I")]
+    xla_includes = ["-I" + os.path.join(d, "external", sub) for d in tf_includes
+                    for sub in ("highwayhash", "farmhash_archive/src")]
+    return (compile_flags + xla_includes + ["-Wno-deprecated-declarations", "-Wno-sign-compare",
+                                            "-Wno-maybe-uninitialized"],
+            link_flags + ["-l:libtensorflow_cc.so.2"])
 
 
 def _with_nccl():
@@ -170,7 +184,7 @@ class BuildTfring(build_ext):
         if with_nccl == "1":
             _check_nccl_abi()
         core_sources = CORE_SOURCES + (NCCL_SOURCES if with_nccl != "0" else [])
-        core_objs = _compile_all(core_sources, os.path.join(obj_root, "core"), BASE_FLAGS)
+        core_objs = _compile_all(core_sources, os.path.join(obj_root, "core"), BASE_FLAGS, CORE_HEADER_DIRS)
         # -ldl: the NCCL backend opens libnccl/libcudart at run time (no link-time CUDA).
         _link_shared(core_lib, core_objs, ["-lcrypto", "-ldl", "-Wl,-soname,libtfring_core.so"])
 
@@ -178,20 +192,22 @@ class BuildTfring(build_ext):
 
         py_flags = BASE_FLAGS + ["-fvisibility=hidden", "-I" + pybind11.get_include(),
                                  "-I" + sysconfig.get_paths()["include"]]
-        py_objs = _compile_all(PY_SOURCES, os.path.join(obj_root, "python"), py_flags)
+        py_objs = _compile_all(PY_SOURCES, os.path.join(obj_root, "python"), py_flags,
+                               CORE_HEADER_DIRS + [os.path.join(ROOT, "cc", "python")])
         _link_shared(out_path, py_objs, ["-L" + pkg_dir, "-ltfring_core", "-Wl,-rpath,$ORIGIN"])
 
         tf = _tf_flags()
         if tf is not None and TF_SOURCES:
             tf_compile, tf_link = tf
-            tf_objs = _compile_all(TF_SOURCES, os.path.join(obj_root, "tf"), BASE_FLAGS + tf_compile)
+            tf_objs = _compile_all(TF_SOURCES, os.path.join(obj_root, "tf"), BASE_FLAGS + tf_compile, TF_HEADER_DIRS)
             _link_shared(os.path.join(pkg_dir, "libtfring_tf_ops.so"), tf_objs,
                          ["-L" + pkg_dir, "-ltfring_core", "-Wl,-rpath,$ORIGIN"] + tf_link)
             # GPU kernels: a separate library, loaded by tfring.tensorflow only when TF sees a
             # GPU. It needs TF's headers only (no CUDA headers: see cc/tf_gpu/stream_order.h).
             gpu_lib = os.path.join(pkg_dir, "libtfring_tf_gpu_ops.so")
             if TF_GPU_SOURCES and (with_nccl == "1" or (with_nccl == "auto" and _tf_is_cuda_build())):
-                gpu_objs = _compile_all(TF_GPU_SOURCES, os.path.join(obj_root, "tf_gpu"), BASE_FLAGS + tf_compile)
+                gpu_objs = _compile_all(TF_GPU_SOURCES, os.path.join(obj_root, "tf_gpu"), BASE_FLAGS + tf_compile,
+                                        TF_HEADER_DIRS + [os.path.join(ROOT, "cc", "tf_gpu")])
                 _link_shared(gpu_lib, gpu_objs,
                              ["-L" + pkg_dir, "-ltfring_tf_ops", "-ltfring_core", "-Wl,-rpath,$ORIGIN"] + tf_link)
             elif os.path.exists(gpu_lib):

@@ -102,19 +102,19 @@ def test_tf1_graph_names_have_no_prefix_and_eager_names_count():
     assert naming.eager_key("allreduce", "given") == "given"
 
 
-def test_xla_is_refused_at_trace_time_with_the_fix():
+def test_xla_compiles_collectives_and_refuses_join_at_trace_time():
     @tf.function(jit_compile=True, autograph=False)
     def jitted(x):
         return hvd.allreduce(x)
 
-    with pytest.raises(tf.errors.UnimplementedError, match="no XLA kernel.*jit_compile=False"):
-        jitted(tf.ones([2]))
+    assert jitted(tf.ones([2])).numpy().tolist() == [1.0, 1.0]
 
-    @tf.function(jit_compile=False, autograph=False)
-    def not_jitted(x):
-        return hvd.allreduce(x)
+    @tf.function(jit_compile=True, autograph=False)
+    def joins():
+        return hvd.join()
 
-    assert not_jitted(tf.ones([2])).numpy().tolist() == [1.0, 1.0]
+    with pytest.raises(tf.errors.UnimplementedError, match="tfring.tensorflow.join.*no XLA lowering"):
+        joins()
 
 
 def test_compression():

@@ -69,7 +69,7 @@ _EXPECTED = [
     ("tensorflow.python.distribute.input_lib.DistributedDataset._create_cloned_datasets_from_dataset", _E, None,
      "the per-rank dataset (its _cloned_datasets)"),
     ("tensorflow.python.ops.control_flow_util.GraphOrParentsInXlaContext", _C, ("graph",),
-     "clear error under jit_compile=True"),
+     "trace-time error for join/barrier under jit_compile=True"),
     ("tensorflow.python.ops.resource_variable_ops.BaseResourceVariable.assign", _O,
      ("self", "value", "use_locking", "name", "read_value"), "metric variables synchronized on write"),
     ("tensorflow.python.ops.resource_variable_ops.BaseResourceVariable.assign_add", _O,
@@ -78,7 +78,7 @@ _EXPECTED = [
      ("self", "delta", "use_locking", "name", "read_value"), "metric variables synchronized on write"),
     ("keras.src.backend.tensorflow.trainer.reduce_per_replica", _O, ("values", "strategy", "reduction"),
      "predict() gathers every rank's rows"),
-    ("keras.src.trainers.trainer.Trainer.compile", _E, None, "agreed loss scaling and jit_compile off"),
+    ("keras.src.trainers.trainer.Trainer.compile", _E, None, "agreed loss scaling; jit_compile off on a GPU"),
     ("keras.src.optimizers.loss_scale_optimizer.LossScaleOptimizer.check_finite", _O, ("self", "grads"),
      "finite check agreed across ranks (tfring.keras.LossScaleOptimizer)"),
     # checkpoints written once, by rank 0 (save_hooks)

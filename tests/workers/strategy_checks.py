@@ -326,7 +326,7 @@ once.fit(X, Y, batch_size=B, epochs=1, shuffle=False, verbose=0)
 assert np.allclose(flat(twice.trainable_variables), flat(once.trainable_variables), atol=1e-6)
 ok("DistributedOptimizer under the strategy")
 
-# -- 10. XLA: turned off with a warning in compile, a clear error in a custom loop -----------------
+# -- 10. XLA: jit_compile stays on (no warning); fit and strategy.run compile -----------------------
 with strategy.scope():
     xla_model = build(seed=4)
     import warnings
@@ -335,9 +335,10 @@ with strategy.scope():
         warnings.simplefilter("always")
         xla_model.compile(optimizer=keras.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy",
                           jit_compile=True)
-assert not xla_model.jit_compile
-assert any("jit_compile" in str(w.message) for w in caught), [str(w.message) for w in caught]
+assert xla_model.jit_compile is True
+assert not [w for w in caught if "jit_compile" in str(w.message)], [str(w.message) for w in caught]
 xla_model.fit(X[:B], Y[:B], batch_size=B, verbose=0)
+assert xla_model.jit_compile is True
 
 
 @tf.function(jit_compile=True)
@@ -345,11 +346,8 @@ def xla_step():
     return strategy.run(lambda: tf.distribute.get_replica_context().all_reduce("SUM", 1.0))
 
 
-try:
-    xla_step()
-    raise AssertionError("strategy.run inside jit_compile=True did not fail")
-except ValueError as e:
-    assert "jit_compile" in str(e) and "RingStrategy" in str(e), e
+xla_sum = float(xla_step())
+assert xla_sum == float(size), xla_sum
 ok("XLA")
 
 # -- 11. mixed precision: one rank overflowing skips the step on every rank ---------------------

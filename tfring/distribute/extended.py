@@ -4,7 +4,7 @@ One replica per process, on one device; the ``size`` processes form the sync gro
 ``replica_id_in_sync_group`` is the rank. Built on ``OneDeviceExtended`` (device placement,
 ``update``, iterators), overriding only what crosses ranks: the replica count and id,
 reductions and gathers (tfring collectives, see ``cross_rank``), dataset distribution
-(``input``), variable creation (``variables``) and ``run`` (replica context, XLA check).
+(``input``), variable creation (``variables``) and ``run`` (replica context).
 
 ``_in_multi_worker_mode()`` stays False: True would make TF wrap every batch in
 ``PerReplica`` values, which Keras' ``fit`` cannot consume for a one-device worker. The
@@ -21,7 +21,6 @@ from tfring import _private_api
 from tfring.distribute import cross_rank, datasets, variables
 from tfring.distribute.cluster_resolver import RingClusterResolver
 from tfring.distribute.replica_context import RingReplicaContext
-from tfring.tensorflow import xla
 
 
 class RingExtended(_private_api.OneDeviceExtended):
@@ -66,7 +65,6 @@ class RingExtended(_private_api.OneDeviceExtended):
 
     # -- strategy.run ------------------------------------------------------------------------
     def _call_for_each_replica(self, fn, args, kwargs):
-        xla.check_not_xla("tfring.RingStrategy's strategy.run")
         with tf.device(self._device), RingReplicaContext(self._container_strategy(), self._rank):
             return fn(*args, **kwargs)
 

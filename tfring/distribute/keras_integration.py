@@ -11,9 +11,9 @@ Installed once, at the first ``RingStrategy()``; each hook acts only for models 
   ``LossScaleOptimizer``, whose finite check sees this rank's gradients only: one rank
   overflowing would skip a step the others take, and hang. It is replaced by
   ``tfring.keras.LossScaleOptimizer`` (same state; the verdict is agreed across ranks).
-  ``jit_compile=True`` is turned off with one warning: the collectives have no XLA kernel.
-  Both are ``tfring.keras.model_preparation.prepare_model``, the same as for a model with a
-  tfring optimizer.
+  That is ``tfring.keras.model_preparation.prepare_model``, the same as for a model with a
+  tfring optimizer. ``jit_compile`` stays as the user set it (the collectives compile with
+  XLA), except where TF sees a GPU (no CUDA handler yet: off, with one warning).
 
 Metrics need no hook: their variables are synchronized on write (``variables``), so
 step logs, ``fit`` history and ``evaluate()`` are global and equal on every rank.

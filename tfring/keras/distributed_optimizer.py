@@ -20,7 +20,7 @@ from tfring.keras import model_preparation
 from tfring.keras.gradient_accumulation import LocalGradientAccumulator
 from tfring.keras.model_preparation import is_distributed
 from tfring.keras.saving import register_serialization_alias
-from tfring.tensorflow import grad_reduction, xla
+from tfring.tensorflow import grad_reduction
 from tfring.tensorflow.local_sources import LocalSources, layer_variables
 
 _class_cache = {}
@@ -69,7 +69,6 @@ class _DistributedOptimizerMixin:
                 "outside the strategy's scope (the optimizer then reduces), or use op=Average")
         if not grads or tf.distribute.has_strategy():
             return super().apply(grads, trainable_variables)
-        xla.check_not_xla("tfring.keras.DistributedOptimizer")
         if trainable_variables is not None:
             trainable_variables = list(trainable_variables)
             if not self.built:

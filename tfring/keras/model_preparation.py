@@ -1,25 +1,23 @@
-"""Preparing a Keras model that trains with tfring's collectives: XLA off with one warning,
-and a loss-scale optimizer whose finite check is agreed across ranks.
+"""Preparing a Keras model that trains with tfring's collectives: a loss-scale optimizer
+whose finite check is agreed across ranks.
 
 A model "trains with tfring" when its optimizer is a tfring ``DistributedOptimizer`` (or
 tfring's ``LossScaleOptimizer`` around one) or when it was compiled under
-``tfring.RingStrategy``. For such a model ``prepare_model``:
+``tfring.RingStrategy``. For such a model ``prepare_model`` replaces a Keras
+``LossScaleOptimizer`` (``mixed_float16``: Keras wraps the optimizer in its own) by
+tfring's, whose finite-gradient check is agreed across ranks (one rank overflowing alone
+would skip a step the others take, and hang).
 
-* turns ``jit_compile`` off (one warning per process): tfring's collectives are
-  asynchronous custom ops with no XLA kernel, so a training step that reduces gradients
-  cannot be XLA-compiled, and Keras 3 resolves ``jit_compile="auto"`` to True on a GPU
-  without a strategy, which would make every Horovod-style script fail there;
-* replaces a Keras ``LossScaleOptimizer`` (``mixed_float16``: Keras wraps the optimizer in
-  its own) by tfring's, whose finite-gradient check is agreed across ranks (one rank
-  overflowing alone would skip a step the others take, and hang).
+``jit_compile`` is left as the user set it, and "auto" resolves as in plain Keras: tfring's
+collectives have XLA lowerings (docs/keras.md, "XLA"). Except where TF sees a GPU: the
+lowerings have no CUDA handler yet (``tfring.tensorflow.xla.lowered_here``), so there
+``jit_compile`` is turned off with one warning per process, as before the lowerings.
 
 It runs from three places, from the most to the least convenient: right after
 ``model.compile`` (``install_compile_hook``, at the first ``DistributedOptimizer``, and
 ``tfring.distribute.keras_integration``, at the first ``RingStrategy()``, both through the
 one ``compile_hook``); in every tfring callback's ``set_model``, which covers models
-compiled before the hook existed; and in ``tfring.keras.load_model``. What cannot be fixed
-from outside, e.g. a custom loop in ``tf.function(jit_compile=True)``, fails at trace time
-(``tfring.tensorflow.xla.check_not_xla``).
+compiled before the hook existed; and in ``tfring.keras.load_model``.
 
 Also here: ``drop_compiled_functions``, for everyone who must make Keras retrace a model's
 train/test/predict functions. Thread-safe.
@@ -36,8 +34,9 @@ _COMPILED_FUNCTIONS = ("train_function", "test_function", "predict_function")
 
 
 def drop_compiled_functions(model):
-    """Forgets the train/test/predict functions Keras built for ``model`` (they were traced
-    with XLA, or with collectives of a former job), so the next call retraces them."""
+    """Forgets the train/test/predict functions Keras built for ``model`` (traced with XLA
+    where it cannot compile them, or with collectives of a former job), so the next call
+    retraces them."""
     for attr in _COMPILED_FUNCTIONS:
         if getattr(model, attr, None) is not None:
             setattr(model, attr, None)
@@ -50,9 +49,9 @@ def _warn_once(model):
             return
         _warned = True
     warnings.warn(
-        f"tfring: turning jit_compile off for model '{getattr(model, 'name', model)}': tfring's "
-        "collectives have no XLA kernel, so the training step cannot be XLA-compiled. Pass "
-        "jit_compile=False to model.compile() to silence this warning.",
+        f"tfring: turning jit_compile off for model '{getattr(model, 'name', model)}': tfring's XLA "
+        "lowerings run on XLA:CPU only so far, and TF sees a GPU here. Pass jit_compile=False to "
+        "model.compile() to silence this warning.",
         UserWarning,
         stacklevel=3,
     )
@@ -78,15 +77,18 @@ def trains_with_tfring(model):
     return is_distributed(getattr(model, "optimizer", None)) or _under_ring_strategy(model)
 
 
-def disable_jit_compile(model):
-    """Sets ``model.jit_compile = False`` (one warning per process) when it was on, and
-    drops train/test/predict functions already built with XLA. Returns True if it changed
+def disable_jit_compile_without_lowering(model):
+    """Where tfring's collectives cannot compile (a GPU: ``xla.lowered_here()`` is False),
+    sets ``model.jit_compile = False`` (one warning per process) when it was on, and drops
+    train/test/predict functions already built with XLA. Returns True if it changed
     anything."""
+    from tfring.tensorflow import xla
+
     # Read the private field first: the public property resolves "auto" lazily, which is
     # what we want, but only for compiled models.
     if not getattr(model, "compiled", False) and getattr(model, "_jit_compile", None) is None:
         return False
-    if not model.jit_compile:
+    if not model.jit_compile or xla.lowered_here():
         return False
     _warn_once(model)
     model.jit_compile = False
@@ -110,12 +112,12 @@ def upgrade_loss_scale_optimizer(model):
 
 
 def prepare_model(model):
-    """Agreed loss scaling and jit_compile off, when ``model`` trains with tfring (see the
-    module's docstring); a no-op for any other model (and for None)."""
+    """Agreed loss scaling, and jit_compile off on a GPU, when ``model`` trains with tfring
+    (see the module's docstring); a no-op for any other model (and for None)."""
     if model is None or not trains_with_tfring(model):
         return
     upgrade_loss_scale_optimizer(model)
-    disable_jit_compile(model)
+    disable_jit_compile_without_lowering(model)
 
 
 def install_compile_hook():

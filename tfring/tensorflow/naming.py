@@ -70,14 +70,16 @@ def function_prefix(graph):
 
 def resolve(kind, default_op_name, name, process_set_id=0):
     """Returns ``(op_name, key)`` for a new op: ``op_name`` to pass as the TF op's ``name``
-    (None eagerly), ``key`` the negotiation name. Raises at trace time under XLA."""
+    (None eagerly), ``key`` the negotiation name (the same with and without XLA). Raises at
+    trace time under XLA for an op without an XLA lowering here (``xla.lowered``)."""
     check_name(name)
     if process_set_id:
         kind, default_op_name = f"{kind}.ps{process_set_id}", f"{default_op_name}_ps{process_set_id}"
     if tf.executing_eagerly():
         return None, eager_key(kind, name)
     graph = tf.compat.v1.get_default_graph()
-    xla.check_not_xla(f"tfring.tensorflow.{kind}", graph)
+    if xla.in_xla_context(graph) and not xla.lowered(kind):
+        xla.check_not_xla(f"tfring.tensorflow.{kind}", graph)
     scope = graph.unique_name(op_name_for(name) if name is not None else default_op_name)
     key = name if name is not None else function_prefix(graph) + scope
     # A trailing "/" makes TF use the reserved scope as the op's exact name.

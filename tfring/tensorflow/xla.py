@@ -1,13 +1,19 @@
-"""The one trace-time check that tfring's collectives are not being compiled by XLA, and its
-one error.
+"""XLA and tfring's collectives: which ops compile, and the one trace-time error for those
+that cannot.
 
-tfring's ops are asynchronous custom kernels with no XLA lowering. Inside
-``tf.function(jit_compile=True)`` (or Keras ``jit_compile=True``) XLA would fail much later
-with an obscure "no registered kernel" message; ``check_not_xla`` fails at trace time
-instead, with the fix. Every tfring entry point that can be traced calls it: the op
-wrappers (through ``naming.resolve``), ``tfring.keras.DistributedOptimizer.apply`` and
-``RingStrategy``'s ``strategy.run``. Auto-clustering (``tf.config.optimizer.set_jit(True)``)
-needs no check: it simply leaves ops without an XLA kernel out of its clusters.
+tfring's data collectives (allreduce, grouped allreduce, broadcast, reducescatter,
+allgather, alltoall) have XLA lowerings, registered by the op library
+(``cc/tf/xla/``): inside ``tf.function(jit_compile=True)`` or a Keras model compiled with
+``jit_compile=True`` each becomes a pair of XLA custom calls that submit to the same core
+queue as the TF kernels (same negotiation, fusion, response cache and names) and wait for
+the result further down the compiled program (docs/tensorflow.md, "XLA").
+
+The handlers exist for XLA:CPU only so far (no CUDA handler): where TF sees a GPU,
+``lowered_here()`` is False, every tfring op fails at trace time under XLA, and tfring.keras
+turns ``jit_compile`` off with one warning (``model_preparation``). ``join`` and ``barrier``
+have no lowering at all. ``check_not_xla`` raises for both cases, naming the op and the
+fix, instead of XLA's later "no registered kernel / implementation" message.
+Auto-clustering (``tf.config.optimizer.set_jit(True)``) needs no check.
 
 Verified on TF 2.21: ``GraphOrParentsInXlaContext(graph)`` (a private TF function, from
 ``tfring._private_api``) is True while tracing a ``jit_compile=True`` function (and its
@@ -18,11 +24,27 @@ import tensorflow as tf
 
 from tfring import _private_api
 
+# The tfring.tensorflow ops with an XLA lowering (cc/tf/xla/xla_kernels.cc), by the kind
+# naming.resolve gets.
+LOWERED_KINDS = frozenset(("allreduce", "grouped_allreduce", "broadcast", "reducescatter", "allgather", "alltoall"))
+
 
 class XlaCompilationError(tf.errors.UnimplementedError, ValueError):
-    """A tfring collective, ``DistributedOptimizer`` or ``RingStrategy.run`` traced inside an
-    XLA-compiled function. A ``tf.errors.UnimplementedError`` (what TF raises for an op with
-    no kernel) and a ``ValueError`` (what tfring.keras and RingStrategy raised for it before)."""
+    """A tfring op without an XLA lowering (``join``, ``barrier``; any op where TF sees a
+    GPU) traced inside an XLA-compiled function. A ``tf.errors.UnimplementedError`` (what TF
+    raises for an op with no kernel) and a ``ValueError``."""
+
+
+def lowered_here():
+    """True where tfring's XLA lowerings run: XLA:CPU, i.e. TF sees no GPU (the handlers
+    have no CUDA version yet)."""
+    return not tf.config.list_logical_devices("GPU")
+
+
+def lowered(kind):
+    """True when a tfring.tensorflow op of ``kind`` (as ``naming.resolve`` gets it, e.g.
+    ``"allreduce"`` or ``"allreduce.ps1"``) compiles with XLA on this machine."""
+    return kind.split(".", 1)[0] in LOWERED_KINDS and lowered_here()
 
 
 def in_xla_context(graph=None):
@@ -39,16 +61,16 @@ def in_xla_context(graph=None):
 
 
 def check_not_xla(what, graph=None):
-    """Raises ``XlaCompilationError`` naming ``what`` (e.g. ``"tfring.tensorflow.allreduce"``)
+    """Raises ``XlaCompilationError`` naming ``what`` (e.g. ``"tfring.tensorflow.join"``)
     when ``graph`` (default: the current one) is being compiled by XLA."""
     if in_xla_context(graph):
         raise XlaCompilationError(
             None,
             None,
             f"{what} cannot run inside an XLA-compiled function (tf.function(jit_compile=True), or a "
-            "Keras model compiled with jit_compile=True / 'auto' on a GPU): tfring's collectives have "
-            "no XLA kernel. Turn XLA off for that function: tf.function(..., jit_compile=False) or "
-            "model.compile(..., jit_compile=False) (tfring.keras, RingStrategy and every tfring "
-            "callback passed to fit() do this for the models they see). You can still jit-compile "
-            "the parts without collectives as separate functions.",
+            "Keras model compiled with jit_compile=True / 'auto' on a GPU): "
+            + (f"it has no XLA lowering (only {', '.join(sorted(LOWERED_KINDS))} have)" if lowered_here() else
+               "tfring's XLA lowerings run on XLA:CPU only so far, and TF sees a GPU here")
+            + ". Call it outside the compiled function, or turn XLA off for that function: "
+            "tf.function(..., jit_compile=False) or model.compile(..., jit_compile=False).",
         )

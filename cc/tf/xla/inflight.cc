@@ -1,0 +1,131 @@
+// InflightTable (see inflight.h).
+#include "inflight.h"
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "runtime/runtime.h"
+
+namespace tfring {
+namespace tf_ops {
+
+namespace {
+
+struct Group {
+  int remaining = 0;
+  Status status;  // first error of any member
+  bool awaited = false;
+  InflightTable::Callback callback;
+};
+
+}  // namespace
+
+struct InflightTable::Impl {
+  std::mutex mu;
+  std::condition_variable wake;
+  std::map<std::string, std::shared_ptr<Group>> groups;
+  int running = 0;  // groups with remaining > 0
+  std::deque<std::pair<InflightTable::Callback, Status>> ready;  // for the notifier thread
+
+  // Under mu: queues the callbacks of finished, awaited groups that may be told now (OK
+  // ones at once; failed ones once nothing runs) and forgets those groups.
+  void CollectReadyLocked() {
+    for (auto it = groups.begin(); it != groups.end();) {
+      Group& g = *it->second;
+      if (g.remaining == 0 && g.awaited && (g.status.ok() || running == 0)) {
+        ready.emplace_back(std::move(g.callback), g.status);
+        it = groups.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (!ready.empty()) wake.notify_one();
+  }
+
+  void Complete(const std::shared_ptr<Group>& g, const Status& st) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!st.ok() && g->status.ok()) g->status = st;
+    if (--g->remaining == 0) --running;
+    // This group may be told now; so may failed groups that waited for nothing to run.
+    if (g->remaining == 0 && (g->awaited || running == 0)) CollectReadyLocked();
+  }
+
+  void NotifierLoop() {
+    std::unique_lock<std::mutex> lock(mu);
+    while (true) {
+      wake.wait(lock, [this] { return !ready.empty(); });
+      auto [callback, status] = std::move(ready.front());
+      ready.pop_front();
+      lock.unlock();
+      callback(status);
+      lock.lock();
+    }
+  }
+};
+
+InflightTable::InflightTable() : impl_(new Impl) {
+  std::thread([impl = impl_] { impl->NotifierLoop(); }).detach();
+}
+
+InflightTable& InflightTable::Global() {
+  static InflightTable* table = new InflightTable;  // never destroyed (see impl_)
+  return *table;
+}
+
+Status InflightTable::Start(const std::string& key, std::vector<Submission> group, std::vector<Finish> finish) {
+  auto g = std::make_shared<Group>();
+  g->remaining = static_cast<int>(group.size());
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    auto it = impl_->groups.find(key);
+    if (it != impl_->groups.end()) {
+      if (it->second->remaining > 0) {
+        return Status::InvalidArgument("XLA collective '" + key +
+                                       "' is already in flight: the same compiled step runs twice at once; "
+                                       "run it from one thread at a time");
+      }
+      // Finished and never awaited: a failed execution abandoned it (see inflight.h).
+      impl_->groups.erase(it);
+    }
+    impl_->groups.emplace(key, g);
+    ++impl_->running;
+  }
+  for (size_t i = 0; i < group.size(); ++i) {
+    Finish f = i < finish.size() ? std::move(finish[i]) : Finish();
+    group[i].done = [impl = impl_, g, f = std::move(f)](const Status& st) { impl->Complete(g, f ? f(st) : st); };
+  }
+  Status st = Runtime::Global().EnqueueGroup(std::move(group));
+  if (!st.ok()) {  // the core took none of them: no `done` will run
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->groups.erase(key);
+    --impl_->running;
+    impl_->CollectReadyLocked();  // failed groups waiting for running == 0
+  }
+  return st;
+}
+
+void InflightTable::Await(const std::string& key, Callback callback) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->groups.find(key);
+  if (it == impl_->groups.end() || it->second->awaited) {
+    impl_->ready.emplace_back(std::move(callback),
+                              Status::Internal("XLA collective '" + key + "' was not started (a tfring bug)"));
+    impl_->wake.notify_one();
+    return;
+  }
+  it->second->awaited = true;
+  it->second->callback = std::move(callback);
+  if (it->second->remaining == 0) impl_->CollectReadyLocked();
+}
+
+int InflightTable::running() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->running;
+}
+
+}  // namespace tf_ops
+}  // namespace tfring
