@@ -216,3 +216,14 @@ def test_horovod_runner_shape_in_local_mode():
     assert TfringRunner(np=-2).run(_rank_times, x=3) == 0  # rank 0's result, as HorovodRunner
     with pytest.raises(ValueError, match="np > 0"):
         TfringRunner(np=0)
+
+
+def _rank_and_size_after_init():
+    import tfring
+
+    tfring.init()
+    return tfring.rank(), tfring.size()
+
+
+def test_elastic_job_returns_results_by_final_rank():
+    assert tfring.run(_rank_and_size_after_init, np=2, min_np=1, max_np=2) == [(0, 2), (1, 2)]

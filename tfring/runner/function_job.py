@@ -122,18 +122,18 @@ def raise_failure(report, caller="tfring.run"):
 
 
 def values_by_rank(reports, size, caller="tfring.run"):
-    """fn's return values ordered by rank, for ``size`` ranks.
+    """fn's return values ordered by rank, for ``size`` ranks (None: an elastic job, where
+    the workers that finished are ordered by their last rank).
 
     Raises:
       RuntimeError: a rank made no report (it was killed, or left with os._exit).
     """
-    by_rank = {}
-    for r in reports:
-        if r.ok:
-            by_rank[r.rank] = r.value
-    missing = [r for r in range(size) if r not in by_rank] if size else []
+    done = [r for r in reports if r.ok]
+    if not size:  # elastic: every worker that finished, by the rank it held (stable)
+        return [pickle.loads(r.value) for r in sorted(done, key=lambda r: r.rank)]
+    by_rank = {r.rank: r.value for r in done}
+    missing = [r for r in range(size) if r not in by_rank]
     if missing:
         raise RuntimeError(f"{caller}: rank(s) {', '.join(map(str, missing))} ended without returning a result "
                            "(killed, or left through os._exit); their output above says why")
-    ranks = sorted(by_rank) if not size else range(size)
-    return [pickle.loads(by_rank[r]) for r in ranks]
+    return [pickle.loads(by_rank[r]) for r in range(size)]
