@@ -67,9 +67,13 @@ def _wait_for_slots(sc, num_proc, timeout):
 
 
 def _settings(env):
-    """TFRING_* variables of ``env`` (default: this process's) for every rank."""
-    source = os.environ if env is None else env
-    return {k: str(v) for k, v in source.items() if k.startswith("TFRING_") and k not in _IDENTITY}
+    """The variables every rank gets on top of its executor's environment: all of ``env``
+    when given (as horovod.spark.run), else the TFRING_* settings of this process's
+    environment (the driver's PATH or JAVA_HOME need not suit the executors). Identity and
+    store variables are always tfring's own."""
+    if env is None:
+        env = {k: v for k, v in os.environ.items() if k.startswith("TFRING_")}
+    return {k: str(v) for k, v in env.items() if k not in _IDENTITY}
 
 
 _IDENTITY = ("TFRING_RANK", "TFRING_SIZE", "TFRING_LOCAL_RANK", "TFRING_LOCAL_SIZE", "TFRING_CROSS_RANK",
@@ -94,7 +98,7 @@ def run(fn, args=(), kwargs=None, num_proc=None, start_timeout=None, extra_mpi_a
       num_proc: ranks = barrier tasks (default: the cluster's default parallelism).
       start_timeout: seconds to wait for free slots and, on the ranks, for each other
         (TFRING_START_TIMEOUT_S); default 30.
-      env: TFRING_* settings for the ranks are taken from here (default os.environ).
+      env: variables for every rank (default: the TFRING_* settings of os.environ).
       executable: the Python of the rank processes on the executors (default: the
         executors' own Python, PYSPARK_PYTHON).
       verbose: 0 silences the driver's one-line notes.
