@@ -227,3 +227,18 @@ def _rank_and_size_after_init():
 
 def test_elastic_job_returns_results_by_final_rank():
     assert tfring.run(_rank_and_size_after_init, np=2, min_np=1, max_np=2) == [(0, 2), (1, 2)]
+
+
+def test_a_thread_other_than_main_is_refused():
+    errors = []
+
+    def call():
+        try:
+            tfring.run(_rank_times, args=(1,), np=2)
+        except RuntimeError as e:
+            errors.append(str(e))
+
+    t = threading.Thread(target=call)
+    t.start()
+    t.join(30)
+    assert errors and "main thread" in errors[0]

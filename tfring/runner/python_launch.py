@@ -14,6 +14,7 @@ raises KeyboardInterrupt here; no rank is left running).
 import contextlib
 import os
 import sys
+import threading
 
 from tfring.runner import function_job, jobenv
 
@@ -92,13 +93,17 @@ def run(fn, args=(), kwargs=None, np=1, min_np=None, max_np=None, slots=None, re
       ValueError: a bad option (the launcher's message).
       tfring.runner.function_job.RankError: a rank's fn raised (the first rank to fail; its
         exception is the ``__cause__``, its traceback is in the message).
-      RuntimeError: the job failed without a Python exception (a rank was killed).
+      RuntimeError: the job failed without a Python exception (a rank was killed); or not
+        called from the main thread.
       KeyboardInterrupt: the caller was interrupted; every rank was stopped.
     """
     from tfring import _core
     from tfring.runner import args as args_lib
     from tfring.runner import launch
 
+    if threading.current_thread() is not threading.main_thread():
+        raise RuntimeError("tfring.run must be called from the main thread: it passes Ctrl-C and other signals "
+                           "to the ranks, and Python delivers signals there only")
     if use_mpi or mpi_args:
         raise ValueError("tfring.run starts its ranks itself, as tfringrun does (use_mpi / mpi_args are not "
                          "supported): to use mpirun, put fn in a script and run `mpirun -np N python script.py`")
