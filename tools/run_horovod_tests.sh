@@ -10,6 +10,7 @@
 #   tools/run_horovod_tests.sh /path/to/horovod [pytest args...]
 #   HOROVOD_TEST_FILE=test_tensorflow_process_sets.py tools/run_horovod_tests.sh /path/to/horovod
 #   HOROVOD_TEST_FILE=test_tensorflow2_keras_process_sets.py tools/run_horovod_tests.sh /path/to/horovod
+#   HOROVOD_TEST_FILE=test_xla.py tools/run_horovod_tests.sh /path/to/horovod -p horovod_xla_on_cpu
 #
 # docs/tensorflow.md and docs/keras.md ("Coming from Horovod") record the results and why
 # each failure fails.
