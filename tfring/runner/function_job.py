@@ -104,8 +104,17 @@ def read_reports(client, prefix=DEFAULT_PREFIX):
 
 
 def first_failure(reports):
-    """The earliest failed report (the rank that failed first; the others usually lost it)."""
-    return next((r for r in reports if not r.ok), None)
+    """The failed report to blame: the earliest one whose error does not report losing
+    another failed rank (``tfring rank 0: rank 1 exited: ...``, see blame.py), else the
+    earliest one; None when every rank succeeded."""
+    from tfring.runner import blame
+
+    failed = [r for r in reports if not r.ok]
+    ranks = {r.rank for r in failed}
+    for r in failed:
+        if not (blame.lost_ranks(r.error) - {r.rank}) & ranks:
+            return r
+    return failed[0] if failed else None
 
 
 def raise_failure(report, caller="tfring.run"):

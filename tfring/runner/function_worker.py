@@ -78,12 +78,16 @@ def run():
             raise ValueError(f"the value fn returned pickles to {len(report.value) >> 20} MiB, more than the "
                              f"job's store carries ({function_job.MAX_BYTES >> 20} MiB): write it to a file")
     except BaseException as e:  # noqa: BLE001 - KeyboardInterrupt too (the launcher forwards Ctrl-C)
-        report = _failed(e)
+        report, failure = _failed(e), e
         traceback.print_exc()
         sys.stderr.flush()
-        _tell_peers(e)
+    else:
+        failure = None
+    # Report before telling the peers: their own failures (caused by this one) come later.
     n = client.add(prefix + "count", 1)
     client.set(f"{prefix}report/{n}", pickle.dumps(report))
+    if failure is not None:
+        _tell_peers(failure)
     return 0 if report.ok else 1
 
 
