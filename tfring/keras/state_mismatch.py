@@ -54,7 +54,8 @@ def _first(entries):
 
 
 def explain(by_rank, root_rank, name):
-    """The message naming what differs between each rank's variables and ``root_rank``'s."""
+    """The message naming what differs between each rank's variables and ``root_rank``'s;
+    None when the lists agree (the mismatch was about something else)."""
     counts = ", ".join(f"rank {r} has {len(d)} variables ({sum(e[3] for e in d)} bytes)"
                        for r, d in enumerate(by_rank))
     lines = [f"ranks disagree on the model state that {name!r} broadcasts from rank {root_rank}: {counts}."]
@@ -76,6 +77,8 @@ def explain(by_rank, root_rank, name):
                               for a, b in reshaped[:SHOWN])
             lines.append(f"rank {r} differs in shape or dtype for {len(reshaped)} (first: {shown}).")
             parts.update(b[4] for _, b in reshaped)
+    if not parts:
+        return None
     if parts == {"optimizer"}:
         lines.append("Only the optimizer's variables differ: its slot variables exist on some ranks and not on "
                      "others. Keras 3 loads a .h5 model's optimizer without its slot variables: resume from a "
@@ -95,4 +98,5 @@ def explained(error, model, variables, root_rank, name):
         by_rank = gather(describe(model, variables), name)
     except errors.TfringError:
         return error  # the job broke meanwhile: the core's own error says enough
-    return errors.MismatchError(f"{explain(by_rank, root_rank, name)} (tfring: {error})")
+    message = explain(by_rank, root_rank, name)
+    return error if message is None else errors.MismatchError(f"{message} (tfring: {error})")
