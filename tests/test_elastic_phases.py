@@ -1,6 +1,6 @@
 """The elastic job's state machine (tfring/runner/elastic_phases.py): the table of moves,
 its check, and the driver (ElasticJob) moving through it on its events: a finished worker,
-a failure after it, the driver ending the job, signals. No processes, no store."""
+a failure after it, the driver ending the job, signals. No processes; an in-memory store."""
 
 import signal
 
