@@ -530,7 +530,7 @@ def test_a_longer_module_rule_overrides_an_unsupported_parent(monkeypatch):
 
 
 def test_keras3_saving_that_fails_in_one_process_is_listed_with_its_replacement():
-    new, notes = migrate("""\
+    _, notes = migrate("""\
         import os
         import tensorflow as tf
         import tensorflow_hub as hub

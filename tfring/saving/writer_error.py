@@ -53,7 +53,7 @@ def _str(self):
     return self.args[0] if self.args else ""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def combined_class(writer_class, aborted_class):
     """A class deriving from ``writer_class`` and ``aborted_class``, named as
     ``writer_class``; ``aborted_class`` itself when it already is a ``writer_class``
