@@ -3,7 +3,8 @@ what the same collectives give eagerly: allreduce (every dtype x reduce op, pre/
 grouped allreduce of 100 tensors (fused as eagerly: stats), broadcast, allgather, alltoall,
 reducescatter, a process set (np >= 3); errors named at compile and run time; a custom
 training loop (DistributedGradientTape) and Keras fit with jit_compile=True (weights equal on
-every rank and equal to one process training on the global batch). Prints
+every rank and equal to one process training on the global batch; also with fp16
+compression, backward_passes_per_step and mixed_float16). Prints
 "rank R: tf xla OK" at the end."""
 
 import warnings
@@ -223,6 +224,30 @@ reference.fit(X, Y, batch_size=8 * n, epochs=4, shuffle=False, verbose=0)
 for a, b in zip(distributed, reference.weights):
     np.testing.assert_allclose(a, b.numpy(), rtol=1e-5, atol=1e-6)
 print(f"rank {r}: Keras fit jit_compile=True matches np=1 on the global batch", flush=True)
+
+
+# 8. fp16 compression, gradient accumulation, mixed precision (tfring's LossScaleOptimizer):
+#    compiled, jit_compile kept, the same weights on every rank -------------------------------
+def compiled_fit(label, optimizer, policy="float32"):
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        model, _ = model_and_weights()
+        model.compile(optimizer=optimizer, loss="mse", jit_compile=True)
+        model.fit(X[mine], Y[mine], batch_size=4, epochs=1, shuffle=False, verbose=0)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert model.jit_compile is True, label
+    assert_same_on_all_ranks(np.concatenate([v.numpy().ravel().astype(np.float64) for v in model.weights]), label)
+    return model
+
+
+compiled_fit("fp16 compression", hvd_keras.DistributedOptimizer(keras.optimizers.SGD(0.05),
+                                                                compression=hvd_keras.Compression.fp16))
+compiled_fit("backward_passes_per_step=2",
+             hvd_keras.DistributedOptimizer(keras.optimizers.SGD(0.05), backward_passes_per_step=2))
+lso = compiled_fit("mixed_float16", hvd_keras.DistributedOptimizer(keras.optimizers.SGD(0.05)), "mixed_float16")
+assert type(lso.optimizer) is hvd_keras.LossScaleOptimizer, type(lso.optimizer)
+print(f"rank {r}: compression, accumulation, mixed precision under XLA", flush=True)
 
 hvd.barrier()
 print(f"rank {r}: tf xla OK", flush=True)
