@@ -23,7 +23,10 @@
 #include "control/messages.h"
 #include "control/submission.h"
 #include "inflight.h"
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wreturn-type"  // api.h's operator<< for XLA_FFI_DataType
 #include "xla/ffi/api/ffi.h"
+#pragma GCC diagnostic pop
 
 namespace xla {
 namespace ffi {
@@ -41,6 +44,17 @@ using xla_calls::SplitNames;
 ffi::Error ToFfiError(const Status& st) {
   if (st.ok()) return ffi::Error::Success();
   return ffi::Error(static_cast<ffi::ErrorCode>(CanonicalCode(st.code())), st.message());
+}
+
+// How long a failing start call waits for the collectives earlier start calls submitted
+// (InflightTable::WaitUntilIdle); the core ends them sooner on a broken job.
+constexpr double kIdleWaitS = 600;
+
+// A start call's error, returned once no collective of this process still writes into
+// XLA's buffers (XLA frees them when the call fails).
+ffi::Error StartError(ffi::Error error) {
+  InflightTable::Global().WaitUntilIdle(kIdleWaitS);
+  return error;
 }
 
 bool ToCoreType(ffi::DataType t, DataType* out) {
@@ -111,14 +125,14 @@ ffi::Error StartImpl(std::string_view names, int32_t op, int32_t reduce_op, doub
                      int32_t root, int32_t process_set_id, ffi::RemainingArgs args, ffi::RemainingRets rets) {
   std::vector<std::string> keys = SplitNames(std::string(names));
   if (args.size() != keys.size() || rets.size() != keys.size()) {
-    return ffi::Error::Internal("tfring XLA start call with " + std::to_string(args.size()) + " operands, " +
-                                std::to_string(rets.size()) + " results and " + std::to_string(keys.size()) +
-                                " names (a tfring bug)");
+    return StartError(ffi::Error::Internal("tfring XLA start call with " + std::to_string(args.size()) +
+                                           " operands, " + std::to_string(rets.size()) + " results and " +
+                                           std::to_string(keys.size()) + " names (a tfring bug)"));
   }
   CollectiveAttrs attrs;
   attrs.op = static_cast<OpType>(op);
   Status st = attrs.SetReduceOp(reduce_op);
-  if (!st.ok()) return ToFfiError(st);
+  if (!st.ok()) return StartError(ToFfiError(st));
   attrs.prescale = prescale;
   attrs.postscale = postscale;
   attrs.root = root;
@@ -128,12 +142,14 @@ ffi::Error StartImpl(std::string_view names, int32_t op, int32_t reduce_op, doub
   for (size_t i = 0; i < keys.size(); ++i) {
     auto in = args.get<ffi::AnyBuffer>(i);
     auto out = rets.get<ffi::AnyBuffer>(i);
-    if (!in.has_value() || !out.has_value()) return ffi::Error::Internal("tfring XLA start: bad buffer (a tfring bug)");
+    if (!in.has_value() || !out.has_value()) {
+      return StartError(ffi::Error::Internal("tfring XLA start: bad buffer (a tfring bug)"));
+    }
     DataType dtype;
     if (!ToCoreType(in->element_type(), &dtype)) {
-      return ffi::Error(ffi::ErrorCode::kUnimplemented,
-                        std::string(OpTypeName(attrs.op)) + " of tensor '" + keys[i] +
-                            "': tfring does not support this XLA element type");
+      return StartError(ffi::Error(ffi::ErrorCode::kUnimplemented,
+                                   std::string(OpTypeName(attrs.op)) + " of tensor '" + keys[i] +
+                                       "': tfring does not support this XLA element type"));
     }
     Submission& s = group[i];
     s.request = attrs.MakeRequest(keys[i], dtype, DimsOf(*in));
@@ -149,7 +165,8 @@ ffi::Error StartImpl(std::string_view names, int32_t op, int32_t reduce_op, doub
       s.output = out_data;
     }
   }
-  return ToFfiError(InflightTable::Global().Start(keys[0], std::move(group), std::move(finish)));
+  Status started = InflightTable::Global().Start(keys[0], std::move(group), std::move(finish));
+  return started.ok() ? ffi::Error::Success() : StartError(ToFfiError(started));
 }
 
 ffi::Future DoneImpl(std::string_view names, int32_t, int32_t, double, double, int32_t, int32_t, ffi::RemainingArgs,

@@ -1,6 +1,7 @@
 // InflightTable (see inflight.h).
 #include "inflight.h"
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -27,6 +28,7 @@ struct Group {
 struct InflightTable::Impl {
   std::mutex mu;
   std::condition_variable wake;
+  std::condition_variable idle;  // running reached 0
   std::map<std::string, std::shared_ptr<Group>> groups;
   int running = 0;  // groups with remaining > 0
   std::deque<std::pair<InflightTable::Callback, Status>> ready;  // for the notifier thread
@@ -49,7 +51,7 @@ struct InflightTable::Impl {
   void Complete(const std::shared_ptr<Group>& g, const Status& st) {
     std::lock_guard<std::mutex> lock(mu);
     if (!st.ok() && g->status.ok()) g->status = st;
-    if (--g->remaining == 0) --running;
+    if (--g->remaining == 0 && --running == 0) idle.notify_all();
     // This group may be told now; so may failed groups that waited for nothing to run.
     if (g->remaining == 0 && (g->awaited || running == 0)) CollectReadyLocked();
   }
@@ -102,7 +104,7 @@ Status InflightTable::Start(const std::string& key, std::vector<Submission> grou
   if (!st.ok()) {  // the core took none of them: no `done` will run
     std::lock_guard<std::mutex> lock(impl_->mu);
     impl_->groups.erase(key);
-    --impl_->running;
+    if (--impl_->running == 0) impl_->idle.notify_all();
     impl_->CollectReadyLocked();  // failed groups waiting for running == 0
   }
   return st;
@@ -120,6 +122,11 @@ void InflightTable::Await(const std::string& key, Callback callback) {
   it->second->awaited = true;
   it->second->callback = std::move(callback);
   if (it->second->remaining == 0) impl_->CollectReadyLocked();
+}
+
+bool InflightTable::WaitUntilIdle(double timeout_s) {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  return impl_->idle.wait_for(lock, std::chrono::duration<double>(timeout_s), [this] { return impl_->running == 0; });
 }
 
 int InflightTable::running() const {

@@ -3,7 +3,8 @@
 // (call_attrs.h): start hands a group of Submissions to the core under a key (its first
 // tensor's name); done asks to be told when that group has completed.
 //
-// Blocking: none. Start() enqueues and returns; Await() registers a callback and returns.
+// Blocking: none, except WaitUntilIdle() (error paths only). Start() enqueues and returns;
+// Await() registers a callback and returns.
 // Callbacks never run on the core's background thread (which must keep communicating) nor
 // under the table's lock: a dedicated notifier thread runs them, in completion order.
 //
@@ -44,6 +45,12 @@ class InflightTable {
   // Calls `callback` with the group's first error (or OK) once every member completed
   // (see above for errors). kInvalidArgument through the callback for an unknown key.
   void Await(const std::string& key, Callback callback);
+
+  // Blocks until no group is running (at most `timeout_s`; false if some still runs). For
+  // a start call that fails after earlier start calls of the same execution succeeded:
+  // XLA frees their buffers once the failure returns, so it must wait for them first
+  // (bounded by the core's own bounds on a broken job).
+  bool WaitUntilIdle(double timeout_s);
 
   // Groups started and not yet completed (for tests and diagnostics).
   int running() const;
