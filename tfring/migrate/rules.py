@@ -263,7 +263,8 @@ ENVIRONMENT_REASONS = {
     "HOROVOD_MPI_THREADS_DISABLE": "tfring does not use MPI for collectives",
     "HOROVOD_TIMELINE_MARK_CYCLES": "tfring's timeline has no cycle markers",
     "HOROVOD_NUM_NCCL_STREAMS": "tfring uses one NCCL stream per rank",
-    "HOROVOD_ENABLE_XLA_OPS": "tfring's collectives have no XLA kernels: compile without jit_compile",
+    "HOROVOD_ENABLE_XLA_OPS": "not needed: tfring's collectives compile with XLA without a switch "
+                              "(XLA:CPU; on a GPU tfring turns jit_compile off: no CUDA handler yet)",
     "HOROVOD_DISABLE_GROUP_FUSION": "tfring fuses by size, not by groups",
 }
 
