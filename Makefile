@@ -34,7 +34,7 @@ run: install
 	$(VENV)/bin/tfringrun -np 2 $(VPY) examples/keras_digits.py
 
 lint: install
-	$(VENV)/bin/ruff check tfring tests examples benchmarks tools
+	$(VENV)/bin/ruff check tfring tests examples benchmarks tools lab
 
 pytest: install
 	$(VPY) -m pytest -q -ra --durations=15 $(PYTEST_ARGS)

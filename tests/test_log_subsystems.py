@@ -11,7 +11,8 @@ LOG_CALL = re.compile(r'TFRING_LOG\(\s*LogLevel::k\w+\s*,\s*"([^"]+)"')
 
 
 def _read(*parts):
-    return open(os.path.join(ROOT, *parts), encoding="utf-8").read()
+    with open(os.path.join(ROOT, *parts), encoding="utf-8") as f:
+        return f.read()
 
 
 def _declared_subsystems():
@@ -25,7 +26,7 @@ def _used_subsystems():
         for name in names:
             if name.endswith((".h", ".cc")):
                 path = os.path.join(dirpath, name)
-                for subsystem in LOG_CALL.findall(open(path, encoding="utf-8").read()):
+                for subsystem in LOG_CALL.findall(_read(path)):
                     used.setdefault(subsystem, os.path.relpath(path, ROOT))
     return used
 

@@ -22,10 +22,15 @@ an explicit argument to `tfring.init()` (lower-case name without the prefix, e.g
 over the defaults. A bad value fails `init()` with `InvalidArgumentError` naming the
 variable. `tfring.config()` returns the effective values and where each came from.
 
-This page is generated from the core's table by `python tools/gen_config_docs.py`.
+Settings marked in the column *Same on every rank* change what goes on the wire: `init()`
+fails on every rank when one rank's value differs from rank 0's, naming that rank ("with
+TFRING_SHM": only where shared memory is on).
 
-| Variable | Type | Default | Range | Description |
-|---|---|---|---|---|
+This page is generated from the core's table (`cc/core/base/settings_table.h`) by
+`python tools/gen_config_docs.py`.
+
+| Variable | Type | Default | Range | Same on every rank | Description |
+|---|---|---|---|---|---|
 """
 
 
@@ -41,7 +46,8 @@ def render():
         else:
             rng = ""
         default = p["default"] if p["default"] != "" else "(empty)"
-        lines.append(f"| `{p['name']}` | {p['type']} | `{default}` | {rng} | {p['description']} |\n")
+        alike = p["must_match"]
+        lines.append(f"| `{p['name']}` | {p['type']} | `{default}` | {rng} | {alike} | {p['description']} |\n")
     return "".join(lines)
 
 

@@ -105,6 +105,9 @@ void BindSettings(py::module_& m) {
       d["max"] = p.max_value;
       d["description"] = p.description;
       d["choices"] = ParamChoices(p);
+      d["must_match"] = p.match == ParamMatch::kMustMatch          ? "every rank"
+                        : p.match == ParamMatch::kMustMatchWithShm ? "every rank, with TFRING_SHM"
+                                                                   : "";
       out.append(d);
     }
     return out;

@@ -9,6 +9,8 @@
 
 #include <cstring>
 #include <functional>
+#include <map>
+#include <memory>
 #include <random>
 #include <sstream>
 
@@ -737,78 +739,93 @@ namespace {
 
 // Hierarchical allreduce on emulated hosts (host ids told apart; shared memory inside a
 // host where on): every dtype, op and count, in and out of place, the same bits on every
-// rank, postscale included; hosts of unequal size get no layout.
+// rank, postscale included; hosts of unequal size get no layout. With `outsiders`, the
+// group is a process set: each host has that many more ranks, which are not in the set
+// (and do nothing), and the set's layout is made from its members' hosts.
 struct HostsParam {
-  int size;
-  int ranks_per_host;
+  int size;            // of the group the algorithms run on
+  int ranks_per_host;  // of the group
   bool shm;
   bool interleaved = false;  // host h: ranks h, h + H, h + 2H... (not contiguous in rank order)
+  int outsiders = 0;         // ranks per host outside the group (a process set when > 0)
 };
 
 void PrintTo(const HostsParam& p, std::ostream* os) {
   *os << p.size / p.ranks_per_host << " hosts x " << p.ranks_per_host << " ranks over " << (p.shm ? "shm" : "TCP")
-      << (p.interleaved ? ", interleaved" : "");
+      << (p.interleaved ? ", interleaved" : "")
+      << (p.outsiders ? ", a process set (" + std::to_string(p.outsiders) + " more per host)" : "");
 }
 
 class HierarchicalTest : public ::testing::TestWithParam<HostsParam> {
  protected:
   void SetUp() override {
     const HostsParam p = GetParam();
+    const int hosts = p.size / p.ranks_per_host;
     MeshOptions o;
-    o.size = p.size;
-    o.ranks_per_host = p.ranks_per_host;
+    o.size = p.size + hosts * p.outsiders;
+    o.ranks_per_host = p.ranks_per_host + p.outsiders;
     o.interleave_hosts = p.interleaved;
     o.shm = p.shm;
     TFRING_ASSERT_OK(MakeMesh(o, &mesh_));
+    // The group: on each host, its first ranks_per_host ranks; global ranks ascending.
+    std::map<std::string, int> taken;
+    const std::vector<std::string>& host_of = mesh_[0].host_ids();
+    for (int r = 0; r < o.size; ++r) {
+      if (taken[host_of[static_cast<size_t>(r)]]++ < p.ranks_per_host) members_.push_back(r);
+    }
   }
-  // Runs fn(rank, comm, layout) on every rank, with the rank's host layout checked first.
-  std::vector<Status> Run(const std::function<Status(int, Communicator&, const HostLayout&)>& fn) {
+  // Runs fn(index, group) on every member (its index in the group; the group carrying its
+  // host layout, checked first); the ranks outside the group do nothing.
+  std::vector<Status> Run(const std::function<Status(int, const Group&)>& fn) {
     const HostsParam p = GetParam();
-    return testing_util::RunRanks(p.size, 120, [&](int r) -> Status {
+    return testing_util::RunRanks(mesh_.size(), 120, [&](int r) -> Status {
       Communicator& comm = mesh_[r];
-      HostLayout layout;
-      if (!MakeHostLayout(comm, &layout)) return Status::Internal("no host layout");
-      if (static_cast<int>(layout.local.size()) != p.ranks_per_host ||
-          static_cast<int>(layout.cross.size()) != p.size / p.ranks_per_host ||
-          layout.hosts.size() != layout.cross.size()) {
+      const Group members = p.outsiders > 0 ? Group(comm, members_) : Group(comm);
+      if (members.rank() < 0) return Status::OK();
+      const std::shared_ptr<const HostLayout> layout = HostLayoutOf(members);
+      if (layout == nullptr) return Status::Internal("no host layout");
+      if (static_cast<int>(layout->local.size()) != p.ranks_per_host ||
+          static_cast<int>(layout->cross.size()) != p.size / p.ranks_per_host ||
+          layout->hosts.size() != layout->cross.size()) {
         return Status::Internal("wrong layout");
       }
-      Status st = fn(r, comm, layout);
+      Status st = fn(members.rank(), members.WithHostLayout(layout));
       if (!st.ok()) comm.Abort();  // the others fail fast instead of timing out
       return st;
     }, [&] { mesh_.AbortAll(); });
   }
-  // Runs every AllreduceCases case through allreduce(comm, layout, in, out, case, scale) on
+  // Runs every AllreduceCases case through allreduce(group, in, out, case, scale) on
   // every rank: each result must be right (CheckAllreduceCases) and bitwise equal on all ranks.
   template <typename Allreduce>
   void ExpectEveryCaseRightEverywhere(const char* what, Allreduce allreduce) {
     const int size = GetParam().size;
     const auto cases = AllreduceCases(size);
     std::vector<std::vector<std::vector<char>>> results(size, std::vector<std::vector<char>>(cases.size()));
-    auto statuses = Run([&](int r, Communicator& comm, const HostLayout& layout) -> Status {
+    auto statuses = Run([&](int r, const Group& g) -> Status {
       return CheckAllreduceCases(r, size, cases, [&](const char* in, char* out, const AllreduceCase& k, double scale) {
-        return allreduce(comm, layout, in, out, k, scale);
+        return allreduce(g, in, out, k, scale);
       }, &results[r]);
     });
     ExpectAllOk(statuses, what);
     ExpectSameBitsEverywhere(results);
   }
   Mesh mesh_;
+  std::vector<int32_t> members_;  // the group's global ranks
 };
 
 TEST_P(HierarchicalTest, EveryDtypeOpCountAndPlaceWithTheSameBitsEverywhere) {
-  ExpectEveryCaseRightEverywhere("hierarchical allreduce", [](Communicator& comm, const HostLayout& layout, const char* in, char* out,
+  ExpectEveryCaseRightEverywhere("hierarchical allreduce", [](const Group& g, const char* in, char* out,
                                               const AllreduceCase& k, double scale) {
-    return HierarchicalAllreduce(comm, layout, in, out, k.count, k.dtype, k.op, k.chunk_bytes, scale);
+    return HierarchicalAllreduce(g, in, out, k.count, k.dtype, k.op, k.chunk_bytes, scale);
   });
 }
 
 // Pipelined (blocks of 64 bytes: every case of >= 128 bytes runs in 2-16 blocks, the
 // cross-host phase on the helper thread; blocks with fewer elements than ranks included).
 TEST_P(HierarchicalTest, PipelinedEveryDtypeOpCountAndPlaceWithTheSameBitsEverywhere) {
-  ExpectEveryCaseRightEverywhere("pipelined hierarchical allreduce", [](Communicator& comm, const HostLayout& layout, const char* in, char* out,
+  ExpectEveryCaseRightEverywhere("pipelined hierarchical allreduce", [](const Group& g, const char* in, char* out,
                                               const AllreduceCase& k, double scale) {
-    return HierarchicalAllreduce(comm, layout, in, out, k.count, k.dtype, k.op, k.chunk_bytes, scale, 64);
+    return HierarchicalAllreduce(g, in, out, k.count, k.dtype, k.op, k.chunk_bytes, scale, 64);
   });
 }
 
@@ -816,9 +833,9 @@ TEST_P(HierarchicalTest, PipelinedEveryDtypeOpCountAndPlaceWithTheSameBitsEveryw
 // reduce to each host's leader, recursive doubling among leaders (3 and 4 hosts: off and on
 // a power of two), broadcast inside hosts (3 ranks per host: off a power of two).
 TEST_P(HierarchicalTest, DoublingEveryDtypeOpCountAndPlaceWithTheSameBitsEverywhere) {
-  ExpectEveryCaseRightEverywhere("hierarchical doubling allreduce", [](Communicator& comm, const HostLayout& layout, const char* in, char* out,
+  ExpectEveryCaseRightEverywhere("hierarchical doubling allreduce", [](const Group& g, const char* in, char* out,
                                               const AllreduceCase& k, double scale) {
-    return HierarchicalDoublingAllreduce(comm, layout, in, out, k.count, k.dtype, k.op, scale);
+    return HierarchicalDoublingAllreduce(g, in, out, k.count, k.dtype, k.op, scale);
   });
 }
 
@@ -847,7 +864,7 @@ TEST_P(HierarchicalTest, AllgatherEqualsTheFlatRingForUnevenBlocks) {
   big[0] = 77776;
   layouts.push_back(big);
   std::vector<std::vector<std::vector<char>>> results(size, std::vector<std::vector<char>>(layouts.size()));
-  auto statuses = Run([&](int r, Communicator& comm, const HostLayout& layout) -> Status {
+  auto statuses = Run([&](int r, const Group& g) -> Status {
     for (size_t l = 0; l < layouts.size(); ++l) {
       const auto& bytes = layouts[l];
       const uint32_t seed = static_cast<uint32_t>(l);
@@ -859,11 +876,11 @@ TEST_P(HierarchicalTest, AllgatherEqualsTheFlatRingForUnevenBlocks) {
       std::vector<char> in(bytes[r]);
       for (size_t k = 0; k < in.size(); ++k) in[k] = PatternByte(seed, r, -1, k);
       std::vector<char> flat(total + 1, '\x33'), out(total + 1, '\x44');
-      TFRING_RETURN_IF_ERROR(RingAllgatherv(comm, in.data(), flat.data(), bytes));
+      TFRING_RETURN_IF_ERROR(RingAllgatherv(g, in.data(), flat.data(), bytes));
       const bool in_place = l % 2 == 1;
       if (in_place && !in.empty()) std::memcpy(out.data() + my_off, in.data(), in.size());
       const void* src = in_place ? static_cast<const void*>(out.data() + my_off) : in.data();
-      TFRING_RETURN_IF_ERROR(HierarchicalAllgatherv(comm, layout, src, out.data(), bytes));
+      TFRING_RETURN_IF_ERROR(HierarchicalAllgatherv(g, src, out.data(), bytes));
       if (out.back() != '\x44') return Status::Internal("wrote past the end of the output");
       out.back() = flat.back();
       if (out != flat) return Status::Internal("layout " + std::to_string(l) + ": differs from the flat ring");
@@ -904,7 +921,7 @@ TEST_P(HierarchicalTest, ReducescatterEveryDtypeEvenAndRaggedRows) {
     }
     cases.push_back({dt, op, ragged, 5});
   }
-  auto statuses = Run([&](int r, Communicator& comm, const HostLayout& layout) -> Status {
+  auto statuses = Run([&](int r, const Group& g) -> Status {
     for (size_t c = 0; c < cases.size(); ++c) {
       const auto& k = cases[c];
       const uint32_t seed = static_cast<uint32_t>(2000 + c);
@@ -922,7 +939,7 @@ TEST_P(HierarchicalTest, ReducescatterEveryDtypeEvenAndRaggedRows) {
         std::vector<char> scratch(buf.size(), '\x66');
         std::vector<char> out(mine * DataTypeSize(k.dt) + 1, '\x11');
         char* work = out_of_place ? scratch.data() : buf.data();
-        TFRING_RETURN_IF_ERROR(HierarchicalReducescatter(comm, layout, work, k.rows, k.row_elements, k.dt, k.op, 1000,
+        TFRING_RETURN_IF_ERROR(HierarchicalReducescatter(g, work, k.rows, k.row_elements, k.dt, k.op, 1000,
                                                          out.data(), out_of_place ? buf.data() : nullptr));
         if (out_of_place && buf != original) return Status::Internal("case " + std::to_string(c) + ": input modified");
         std::string bad = CheckReduced(out.data(), seed, size, begin, begin + mine, 0, k.dt, k.op);
@@ -943,14 +960,14 @@ TEST_P(HierarchicalTest, BroadcastFromEveryRoot) {
   const int size = GetParam().size;
   struct Case { size_t bytes, chunk; };
   const Case cases[] = {{0, 64}, {1, 7}, {5, 64}, {4099, 7}, {100003, 4096}, {262147, 65536}};
-  auto statuses = Run([&](int r, Communicator& comm, const HostLayout& layout) -> Status {
+  auto statuses = Run([&](int r, const Group& g) -> Status {
     for (int root = 0; root < size; ++root) {
       for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); ++c) {
         const uint32_t seed = static_cast<uint32_t>(root * 100 + c);
         std::vector<char> buf(cases[c].bytes + 1);
         for (size_t k = 0; k < cases[c].bytes; ++k) buf[k] = r == root ? PatternByte(seed, root, -1, k) : char(r);
         buf.back() = '\x77';
-        TFRING_RETURN_IF_ERROR(HierarchicalBroadcast(comm, layout, buf.data(), cases[c].bytes, root, cases[c].chunk));
+        TFRING_RETURN_IF_ERROR(HierarchicalBroadcast(g, buf.data(), cases[c].bytes, root, cases[c].chunk));
         for (size_t k = 0; k < cases[c].bytes; ++k) {
           if (buf[k] != PatternByte(seed, root, -1, k)) {
             return Status::Internal("root " + std::to_string(root) + ", " + std::to_string(cases[c].bytes) +
@@ -968,11 +985,14 @@ TEST_P(HierarchicalTest, BroadcastFromEveryRoot) {
 INSTANTIATE_TEST_SUITE_P(Hosts, HierarchicalTest,
                          ::testing::Values(HostsParam{4, 2, true}, HostsParam{4, 2, false}, HostsParam{6, 3, true},
                                            HostsParam{6, 2, true}, HostsParam{8, 4, true}, HostsParam{8, 2, false},
-                                           HostsParam{4, 2, true, true}, HostsParam{6, 2, true, true}),
+                                           HostsParam{4, 2, true, true}, HostsParam{6, 2, true, true},
+                                           // process sets: 2 of 3 ranks per host; 3 of 4 over TCP; interleaved
+                                           HostsParam{4, 2, true, false, 1}, HostsParam{6, 3, false, false, 1},
+                                           HostsParam{4, 2, true, true, 1}),
                          [](const ::testing::TestParamInfo<HostsParam>& i) {
                            return std::to_string(i.param.size / i.param.ranks_per_host) + "x" +
                                   std::to_string(i.param.ranks_per_host) + (i.param.shm ? "_shm" : "_tcp") +
-                                  (i.param.interleaved ? "_interleaved" : "");
+                                  (i.param.interleaved ? "_interleaved" : "") + (i.param.outsiders ? "_process_set" : "");
                          });
 
 TEST(HostLayoutTest, NoLayoutForOneHostOneRankPerHostOrUnequalHosts) {
@@ -982,9 +1002,30 @@ TEST(HostLayoutTest, NoLayoutForOneHostOneRankPerHostOrUnequalHosts) {
     o.ranks_per_host = per_host;
     Mesh mesh;
     TFRING_ASSERT_OK(MakeMesh(o, &mesh));
-    HostLayout layout;
-    EXPECT_FALSE(MakeHostLayout(mesh[0], &layout)) << size << " ranks, " << per_host << " per host";
+    EXPECT_EQ(HostLayoutOf(Group(mesh[0])), nullptr) << size << " ranks, " << per_host << " per host";
   }
+}
+
+// A process set gets the layout of its own members: 2 hosts x 3 ranks, the set {0, 1, 3, 4}
+// is 2 x 2 in set indices; {0, 1, 2, 3} (3 on one host, 1 on the other) and {0, 3} (one
+// per host) get none; a group without a layout refuses a hierarchical algorithm.
+TEST(HostLayoutTest, ProcessSetsGetTheLayoutOfTheirMembers) {
+  MeshOptions o;
+  o.size = 6;
+  o.ranks_per_host = 3;
+  Mesh mesh;
+  TFRING_ASSERT_OK(MakeMesh(o, &mesh));
+  const std::vector<int32_t> even = {0, 1, 3, 4}, uneven = {0, 1, 2, 3}, one_each = {0, 3};
+  const std::shared_ptr<const HostLayout> layout = HostLayoutOf(Group(mesh[3], even));
+  ASSERT_NE(layout, nullptr);
+  EXPECT_EQ(layout->local, (std::vector<int32_t>{2, 3}));  // set indices of ranks 3 and 4
+  EXPECT_EQ(layout->cross, (std::vector<int32_t>{0, 2}));
+  EXPECT_EQ(layout->hosts, (std::vector<std::vector<int32_t>>{{0, 1}, {2, 3}}));
+  EXPECT_EQ(HostLayoutOf(Group(mesh[0], uneven)), nullptr);
+  EXPECT_EQ(HostLayoutOf(Group(mesh[0], one_each)), nullptr);
+  char byte = 0;
+  const Status refused = HierarchicalBroadcast(Group(mesh[0], even), &byte, 1, 0, 64);
+  EXPECT_EQ(refused.code(), ErrorCode::kInternal) << refused.message();
 }
 
 }  // namespace

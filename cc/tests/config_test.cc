@@ -87,6 +87,58 @@ TEST_F(ConfigTest, ArgumentBeatsEnvironmentBeatsDefault) {
   EXPECT_FALSE(c.IsSet("TFRING_SPIN_US"));
 }
 
+void ExpectEqualsText(int64_t v, const Config& c, const char* name) { EXPECT_EQ(v, c.Int(name)) << name; }
+void ExpectEqualsText(double v, const Config& c, const char* name) { EXPECT_EQ(v, c.Float(name)) << name; }
+void ExpectEqualsText(bool v, const Config& c, const char* name) { EXPECT_EQ(v, c.Bool(name)) << name; }
+void ExpectEqualsText(const std::string& v, const Config& c, const char* name) {
+  EXPECT_EQ(v, c.String(name)) << name;
+}
+
+// The typed settings (settings_table.h) hold what the table's text says, read once at Load:
+// every field of each type equals its by-name value, argument and environment included.
+TEST_F(ConfigTest, TypedSettingsEqualTheirTextForEverySetting) {
+  ScopedEnv timeout("TFRING_TIMEOUT_S", "7.5");
+  Config c;
+  TFRING_ASSERT_OK(Config::Load({{"TFRING_CYCLE_TIME_MS", "9"}, {"TFRING_SHM", "false"},
+                                 {"TFRING_DATA_CONNECTIONS", "lazy"}, {"TFRING_CONTROL_FANOUT", "3"}},
+                                true, &c));
+  const Settings& s = c.settings();
+  EXPECT_EQ(s.timeout_s, 7.5);
+  EXPECT_EQ(s.cycle_time_ms, 9);
+  EXPECT_FALSE(s.shm);
+  EXPECT_EQ(s.data_connections, "lazy");
+  EXPECT_EQ(s.control_fanout, 3);
+  EXPECT_EQ(s.fusion_threshold, 64 << 20);
+  EXPECT_EQ(s.log_level, "warning");
+#define EXPECT_FIELD_EQUALS_TEXT(field, name, ...) ExpectEqualsText(s.field, c, name);
+  TFRING_SETTINGS(EXPECT_FIELD_EQUALS_TEXT)
+#undef EXPECT_FIELD_EQUALS_TEXT
+}
+
+// The must-match text names exactly the table's kMustMatch settings, with their values, so
+// the roster's comparison at init covers each of them (TFRING_SHM_CONTROL included).
+TEST_F(ConfigTest, MustMatchTextListsEveryMustMatchSettingWithItsValue) {
+  Config c;
+  TFRING_ASSERT_OK(Config::Load({{"TFRING_HIERARCHICAL_BLOCK_BYTES", "4096"}, {"TFRING_ALGORITHM", "allreduce=ring"}},
+                                false, &c));
+  const std::string text = c.settings().MustMatchText();
+  size_t must_match = 0;
+  for (const auto& spec : ParamTable()) {
+    const bool listed = text.find(std::string(spec.name) + "=") != std::string::npos;
+    if (spec.match != ParamMatch::kPerRank) ++must_match;
+    EXPECT_EQ(listed, spec.match != ParamMatch::kPerRank) << spec.name << " in '" << text << "'";
+  }
+  EXPECT_GE(must_match, 13u);
+  EXPECT_NE(text.find("TFRING_HIERARCHICAL_BLOCK_BYTES=4096;"), std::string::npos) << text;
+  EXPECT_NE(text.find("TFRING_ALGORITHM=allreduce=ring;"), std::string::npos) << text;
+  EXPECT_NE(text.find("TFRING_SHM_CONTROL=1;"), std::string::npos) << text;
+  // Without shared memory TFRING_SHM_CONTROL means nothing: its text is the same whatever it is.
+  Config off, off_too;
+  TFRING_ASSERT_OK(Config::Load({{"TFRING_SHM", "0"}, {"TFRING_SHM_CONTROL", "1"}}, false, &off));
+  TFRING_ASSERT_OK(Config::Load({{"TFRING_SHM", "0"}, {"TFRING_SHM_CONTROL", "0"}}, false, &off_too));
+  EXPECT_EQ(off.settings().MustMatchText(), off_too.settings().MustMatchText());
+}
+
 TEST_F(ConfigTest, ReadEnvFalseIgnoresTheEnvironment) {
   ScopedEnv timeout("TFRING_TIMEOUT_S", "not a number");
   Config c;

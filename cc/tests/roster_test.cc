@@ -69,7 +69,7 @@ TEST(RosterTest, InitMakesLinearStoreRequestsAndEveryRankKnowsEveryHost) {
 
 // Shared-memory rings between the ranks of a host: a constant number of store requests per
 // rank (the ring names follow from the roster), not a few per local peer (64 ranks on one
-// host made ~20,000 requests and took ~1 s longer to init than TCP, docs/scaling.md).
+// host made ~20,000 requests and took ~1 s longer to init than TCP, lab/records/scaling.md).
 TEST(RosterTest, SharedMemoryRingsCostFourStoreRequestsPerRankWhateverTheLocalPeers) {
   for (auto [n, per_host] : {std::pair{8, 8}, std::pair{9, 4}}) {
     auto store = std::make_shared<CountingStore>();

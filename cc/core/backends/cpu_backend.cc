@@ -21,29 +21,29 @@ using Clock = std::chrono::steady_clock;
 
 CpuBackend::CpuBackend(const BackendContext& context)
     : ctx_(context),
-      in_place_min_bytes_(context.config != nullptr ? context.config->Int("TFRING_FUSION_IN_PLACE_BYTES") : -1) {
+      in_place_min_bytes_(context.config != nullptr ? context.config->settings().fusion_in_place_bytes : -1) {
   if (context.config != nullptr) {
-    const Config& c = *context.config;
-    settings_.recursive_doubling_bytes = static_cast<size_t>(c.Int("TFRING_RECURSIVE_DOUBLING_BYTES"));
-    settings_.rabenseifner_bytes = static_cast<size_t>(c.Int("TFRING_RABENSEIFNER_BYTES"));
-    settings_.hierarchical_allreduce = c.Bool("TFRING_HIERARCHICAL_ALLREDUCE");
-    settings_.hierarchical_allgather = c.Bool("TFRING_HIERARCHICAL_ALLGATHER");
-    settings_.hierarchical_broadcast = c.Bool("TFRING_HIERARCHICAL_BROADCAST");
-    settings_.hierarchical_reducescatter = c.Bool("TFRING_HIERARCHICAL_REDUCESCATTER");
-    settings_.hierarchical_block_bytes = static_cast<size_t>(c.Int("TFRING_HIERARCHICAL_BLOCK_BYTES"));
+    const Settings& c = context.config->settings();
+    settings_.recursive_doubling_bytes = static_cast<size_t>(c.recursive_doubling_bytes);
+    settings_.rabenseifner_bytes = static_cast<size_t>(c.rabenseifner_bytes);
+    settings_.hierarchical_allreduce = c.hierarchical_allreduce;
+    settings_.hierarchical_allgather = c.hierarchical_allgather;
+    settings_.hierarchical_broadcast = c.hierarchical_broadcast;
+    settings_.hierarchical_reducescatter = c.hierarchical_reducescatter;
+    settings_.hierarchical_block_bytes = static_cast<size_t>(c.hierarchical_block_bytes);
     std::string error;  // the config validated it
-    ParseAlgorithmPins(c.String("TFRING_ALGORITHM"), &settings_.pinned, &error);
+    ParseAlgorithmPins(c.algorithm, &settings_.pinned, &error);
   }
-  has_layout_ = context.comm != nullptr && MakeHostLayout(*context.comm, &host_layout_);
+  if (context.comm != nullptr) world_layout_ = HostLayoutOf(Group(*context.comm));
   // The same on every rank (the table's inputs must be): host ids are exchanged at init and
   // TFRING_SHM must match, where this rank's own shm_peers() differs between a host of one
   // rank and a host of several.
-  if (context.comm != nullptr && (context.config == nullptr || context.config->Bool("TFRING_SHM"))) {
+  if (context.comm != nullptr && (context.config == nullptr || context.config->settings().shm)) {
     const std::vector<std::string>& ids = context.comm->host_ids();
     shm_inside_hosts_ = std::set<std::string>(ids.begin(), ids.end()).size() < ids.size();
   }
   if (context.rank != 0 || context.comm == nullptr) return;
-  if (has_layout_) {
+  if (world_layout_ != nullptr) {
     std::string ops;
     for (const auto& [on, name] : {std::pair<bool, const char*>{settings_.hierarchical_allreduce, "allreduce"},
                                    {settings_.hierarchical_allgather, "allgather"},
@@ -51,17 +51,17 @@ CpuBackend::CpuBackend(const BackendContext& context)
                                    {settings_.hierarchical_reducescatter, "reducescatter"}}) {
       if (on) ops += std::string(ops.empty() ? "" : ", ") + name;
     }
-    TFRING_LOG(LogLevel::kInfo, "cpu", "hierarchical across " << host_layout_.cross.size() << " hosts x "
-                                           << host_layout_.local.size() << " ranks: "
+    TFRING_LOG(LogLevel::kInfo, "cpu", "hierarchical across " << world_layout_->cross.size() << " hosts x "
+                                           << world_layout_->local.size() << " ranks: "
                                            << (ops.empty() ? "none" : ops)
                                            << " (TFRING_HIERARCHICAL_ALLREDUCE/_ALLGATHER/_BROADCAST/_REDUCESCATTER)");
   }
   for (const auto& [op, algorithm] : settings_.pinned) {
-    const Topology world = TopologyOf(Group(*context.comm));
+    const Topology world = TopologyOf(Group(*context.comm).WithHostLayout(world_layout_));
     if (algorithm != Algorithm::kAuto && ChooseAlgorithm(op, SIZE_MAX / 2, world, settings_) != algorithm) {
       TFRING_LOG(LogLevel::kWarning, "cpu", "TFRING_ALGORITHM pins " << OpTypeName(op) << " to "
                                                << AlgorithmName(algorithm) << ", which cannot run on this job ("
-                                               << (algorithm == Algorithm::kHierarchical && !has_layout_
+                                               << (algorithm == Algorithm::kHierarchical && world_layout_ == nullptr
                                                        ? "not several hosts of equal rank counts, "
                                                        : "")
                                                << world.ranks << " ranks): the table chooses instead");
@@ -72,18 +72,26 @@ CpuBackend::CpuBackend(const BackendContext& context)
 Topology CpuBackend::TopologyOf(const Group& g) const {
   Topology t;
   t.ranks = g.size();
-  t.across_hosts = has_layout_ && g.is_world();
+  const HostLayout* hosts = g.host_layout();
+  t.across_hosts = hosts != nullptr;
   if (t.across_hosts) {
-    t.hosts = static_cast<int>(host_layout_.cross.size());
-    t.ranks_per_host = static_cast<int>(host_layout_.local.size());
+    t.hosts = static_cast<int>(hosts->cross.size());
+    t.ranks_per_host = static_cast<int>(hosts->local.size());
   }
   t.shm_inside_hosts = shm_inside_hosts_;
   return t;
 }
 
+Group CpuBackend::WithHostLayout(const Group& g, const std::vector<int32_t>& members) {
+  if (members.empty()) return g.WithHostLayout(world_layout_);
+  auto [it, added] = set_layouts_.try_emplace(members);
+  if (added) it->second = HostLayoutOf(g);
+  return g.WithHostLayout(it->second);
+}
+
 Status CpuBackend::Execute(const Response& r, const std::vector<Submission*>& group,
                            ExecutionTimings* timings) {
-  const Group g = r.members.empty() ? Group(*ctx_.comm) : Group(*ctx_.comm, r.members);
+  const Group g = WithHostLayout(r.members.empty() ? Group(*ctx_.comm) : Group(*ctx_.comm, r.members), r.members);
   if (g.rank() < 0) {
     return Status::Internal("rank " + std::to_string(ctx_.rank) + " was asked to run '" + r.tensors[0].name +
                             "' of process set " + std::to_string(r.attrs.process_set_id) + ", which it is not in");
@@ -203,9 +211,9 @@ Status CpuBackend::Allreduce(const Group& comm, const void* input, void* output,
     case Algorithm::kRabenseifner:
       return RabenseifnerAllreduce(comm, input, output, count, dtype, op, ctx_.chunk_bytes, postscale);
     case Algorithm::kHierarchicalDoubling:
-      return HierarchicalDoublingAllreduce(*ctx_.comm, host_layout_, input, output, count, dtype, op, postscale);
+      return HierarchicalDoublingAllreduce(comm, input, output, count, dtype, op, postscale);
     case Algorithm::kHierarchical:
-      return HierarchicalAllreduce(*ctx_.comm, host_layout_, input, output, count, dtype, op, ctx_.chunk_bytes,
+      return HierarchicalAllreduce(comm, input, output, count, dtype, op, ctx_.chunk_bytes,
                                    postscale, settings_.hierarchical_block_bytes);
     default:
       return RingAllreduce(comm, input, output, count, dtype, op, ctx_.chunk_bytes, postscale);
@@ -264,7 +272,7 @@ Status CpuBackend::Allgather(const Group& g, const Response& r, Submission& s) {
   void* out = nullptr;
   TFRING_RETURN_IF_ERROR(layout.AllocateOutput(s, &out));
   if (ChooseAlgorithm(OpType::kAllgather, layout.recv.total, TopologyOf(g), settings_) == Algorithm::kHierarchical) {
-    return HierarchicalAllgatherv(*ctx_.comm, host_layout_, s.input, out, layout.recv.bytes);
+    return HierarchicalAllgatherv(g, s.input, out, layout.recv.bytes);
   }
   return RingAllgatherv(g, s.input, out, layout.recv.bytes);
 }
@@ -274,7 +282,7 @@ Status CpuBackend::Broadcast(const Group& g, const Response& r, Submission& s) {
   const size_t bytes = s.request.Bytes();
   if (ctx_.rank == r.attrs.root && bytes > 0 && s.input != s.output) std::memcpy(s.output, s.input, bytes);
   if (ChooseAlgorithm(OpType::kBroadcast, bytes, TopologyOf(g), settings_) == Algorithm::kHierarchical) {
-    return HierarchicalBroadcast(*ctx_.comm, host_layout_, s.output, bytes, r.attrs.root, ctx_.chunk_bytes);
+    return HierarchicalBroadcast(g, s.output, bytes, g.local_index(r.attrs.root), ctx_.chunk_bytes);
   }
   return ChainBroadcast(g, s.output, bytes, g.local_index(r.attrs.root), ctx_.chunk_bytes);
 }
@@ -303,7 +311,7 @@ Status CpuBackend::Reducescatter(const Group& g, const Response& r, Submission& 
     input = nullptr;
   }
   if (ChooseAlgorithm(OpType::kReducescatter, bytes, TopologyOf(g), settings_) == Algorithm::kHierarchical) {
-    TFRING_RETURN_IF_ERROR(HierarchicalReducescatter(*ctx_.comm, host_layout_, buf, rows, row_elements, r.attrs.dtype,
+    TFRING_RETURN_IF_ERROR(HierarchicalReducescatter(g, buf, rows, row_elements, r.attrs.dtype,
                                                      r.attrs.reduce_op, ctx_.chunk_bytes, s.output, input));
   } else {
     TFRING_RETURN_IF_ERROR(RingReducescatter(g, buf, rows, row_elements, r.attrs.dtype, r.attrs.reduce_op,

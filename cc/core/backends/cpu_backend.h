@@ -12,6 +12,8 @@
 // to the largest fused group and kept).
 #pragma once
 
+#include <map>
+#include <memory>
 #include <vector>
 
 #include "collectives/algorithm.h"
@@ -53,9 +55,11 @@ class CpuBackend : public Backend {
   // What the selection table (algorithm.h) reads, fixed at construction: the settings
   // (defaults without a config: the ring and the chain) and the job's hosts.
   Topology TopologyOf(const Group& g) const;
+  // `g` carrying its host layout: the job's, or the process set's (made once per member list).
+  Group WithHostLayout(const Group& g, const std::vector<int32_t>& members);
   AlgorithmSettings settings_;
-  HostLayout host_layout_;  // valid where has_layout_
-  bool has_layout_ = false;
+  std::shared_ptr<const HostLayout> world_layout_;  // null: no hierarchical algorithm on the job
+  std::map<std::vector<int32_t>, std::shared_ptr<const HostLayout>> set_layouts_;  // by members
   bool shm_inside_hosts_ = false;
 };
 

@@ -1,10 +1,12 @@
-// Config: the one typed table of every TFRING_* setting.
+// Config: the one typed table of every TFRING_* setting (base/settings_table.h).
 //
 // Precedence: explicit overrides (init arguments) > environment > default. The environment
 // is read here and nowhere else in the core. A bad value fails Config::Load with
 // kInvalidArgument naming the variable, the value and what is accepted.
 // The table is exported to Python (tfring.config(), the launcher, the docs generator), so
 // no setting is ever retyped elsewhere.
+// The core reads a loaded Config through settings(): one typed field per setting, filled
+// once at Load (no name lookups at the call sites, no re-parsing).
 // Thread-safety: a loaded Config is immutable.
 #pragma once
 
@@ -12,11 +14,15 @@
 #include <string>
 #include <vector>
 
+#include "base/settings_table.h"
 #include "base/status.h"
 
 namespace tfring {
 
 enum class ParamType { kInt, kFloat, kString, kBool, kEnum };
+
+// Whether every rank of a job must use the same value (settings_table.h's MATCH column).
+enum class ParamMatch { kPerRank, kMustMatch, kMustMatchWithShm };
 
 struct ParamSpec {
   const char* name;         // environment variable, e.g. "TFRING_TIMEOUT_S"
@@ -29,6 +35,7 @@ struct ParamSpec {
   // kString with a syntax of its own: false, with `error` saying why, for a bad value
   // (null: any text, unless a higher layer registered a check; see RegisterParamCheck).
   bool (*check)(const std::string& text, std::string* error) = nullptr;
+  ParamMatch match = ParamMatch::kPerRank;
 };
 
 // The syntax check of a setting whose vocabulary belongs to a layer above base (e.g.
@@ -50,12 +57,35 @@ struct ParamValue {
   std::string source;  // "default", "env", or "argument"
 };
 
+// The C++ type of a setting's field in Settings.
+template <ParamType T> struct SettingValue { using Type = std::string; };  // kString, kEnum
+template <> struct SettingValue<ParamType::kInt> { using Type = int64_t; };
+template <> struct SettingValue<ParamType::kFloat> { using Type = double; };
+template <> struct SettingValue<ParamType::kBool> { using Type = bool; };
+
+// Every setting as a typed field named after it (TFRING_TIMEOUT_S -> timeout_s), generated
+// from settings_table.h. Filled by Config::Load; default-constructed values otherwise.
+struct Settings {
+#define TFRING_SETTING_FIELD(field, name, type, ...) SettingValue<ParamType::type>::Type field{};
+  TFRING_SETTINGS(TFRING_SETTING_FIELD)
+#undef TFRING_SETTING_FIELD
+
+  // The kMustMatch and kMustMatchWithShm settings as "NAME=value;..." in table order (the
+  // latter as their default-constructed value where `shm` is off): what the roster compares
+  // between ranks at init (equal text: equal settings).
+  std::string MustMatchText() const;
+};
+
 class Config {
  public:
   // Reads the environment (when `read_env`) and applies `overrides` (keyed by variable name).
   static Status Load(const std::map<std::string, std::string>& overrides, bool read_env,
                      Config* out);
 
+  // The typed settings (the way the core reads them).
+  const Settings& settings() const { return settings_; }
+
+  // By name, for tests and the Python table (throws std::out_of_range on an unknown name).
   int64_t Int(const std::string& name) const;
   double Float(const std::string& name) const;
   bool Bool(const std::string& name) const;
@@ -65,6 +95,7 @@ class Config {
 
  private:
   std::map<std::string, ParamValue> values_;
+  Settings settings_;
 };
 
 }  // namespace tfring

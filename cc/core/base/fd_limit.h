@@ -4,9 +4,9 @@
 // A rank holds a TCP socket per peer it exchanges data with (connected lazily, on first
 // use: transport/communicator.h), a few for the control tree (its parent and children,
 // transport/control_tree.h), its liveness peers and the store: up to ~n descriptors on a
-// rank whose algorithms reach every peer (docs/scaling.md counts them). A default soft limit (`ulimit -n`, 1024
-// on many systems) ends a job of a few hundred ranks with EMFILE in the middle of its
-// connections. EnsureDescriptorLimit raises the soft limit up to the hard one where that is
+// rank whose algorithms reach every peer (lab/records/scaling.md counts them). A default
+// soft limit (`ulimit -n`, 1024 on many systems) ends a job of a few hundred ranks with
+// EMFILE in the middle of its connections. EnsureDescriptorLimit raises the soft limit up to the hard one where that is
 // enough (as Go's runtime and many servers do; only as far as needed), and otherwise fails
 // naming both counts and the fix.
 // Thread-safety: any thread; changes a process-wide limit.

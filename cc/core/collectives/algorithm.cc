@@ -1,5 +1,5 @@
 // The algorithm selection table (algorithm.h). Thresholds and why (measured on emulated
-// hosts and one host, docs/scaling.md "Which algorithm runs"):
+// hosts and one host, docs/algorithms.md; the runs: lab/records/scaling.md):
 //  * recursive doubling up to TFRING_RECURSIVE_DOUBLING_BYTES (64 KiB): where it stopped
 //    winning against the ring at 2-8 ranks on one host (docs/core.md's crossover table);
 //  * hierarchical allreduce, allgather, reduce-scatter (and broadcast above the same
@@ -10,8 +10,9 @@
 //    of two) where no two ranks of the job share memory (TCP only: one rank per host, or
 //    TFRING_SHM=0) and no hierarchical row applies: it beat the ring and recursive doubling
 //    at 256 KiB and 1 MiB at 8 ranks over TCP, and lost to the ring over shared memory at
-//    4 and 8 ranks (docs/scaling.md "Rabenseifner");
-//  * the flat ring / chain everywhere else (one host, process sets, unequal hosts).
+//    4 and 8 ranks (lab/records/scaling.md "Rabenseifner");
+//  * the flat ring / chain everywhere else (one host, unequal hosts; a process set by its
+//    own members' hosts).
 // Pin only (no size where it won in the lab): hierarchical doubling (small allreduces
 // across hosts: tied with flat recursive doubling at 2x4 and 4x2).
 // Only Rabenseifner's row depends on the transport: the hierarchical algorithms won with TCP

@@ -1,7 +1,7 @@
 // Which algorithm a host-memory collective runs: one table (algorithm.cc, kSelectionTable)
 // by operation, bytes, ranks, hosts and transport, read top to bottom, the first row that
 // applies wins; TFRING_ALGORITHM pins an operation's algorithm for a whole job (to compare
-// algorithms). docs/scaling.md lists the table with where each threshold came from.
+// algorithms). docs/algorithms.md lists the table with where each threshold came from.
 //
 // Every input is the same on every rank of a collective (its bytes are negotiated, the
 // topology is exchanged at init, the settings must match: runtime.cc), so every rank
@@ -32,8 +32,9 @@ const char* AlgorithmName(Algorithm algorithm);
 // on.
 struct Topology {
   int ranks = 1;
-  // The group is the whole job on >= 2 hosts of the same number (>= 2) of ranks each
-  // (MakeHostLayout): only then can a hierarchical algorithm run.
+  // The group (the whole job or a process set) spans >= 2 hosts of the same number (>= 2)
+  // of its ranks each (it carries a HostLayout, transport/host_layout.h): only then can a
+  // hierarchical algorithm run.
   bool across_hosts = false;
   int hosts = 1;           // with across_hosts
   int ranks_per_host = 1;  // with across_hosts

@@ -61,51 +61,44 @@ Status RecursiveDoublingAllreduce(const Group& comm, const void* input, void* ou
 Status RabenseifnerAllreduce(const Group& comm, const void* input, void* output, size_t count, DataType dtype,
                              ReduceOp op, size_t chunk_bytes, double postscale = 1.0);
 
-// Which ranks share this rank's host, and its peers of the same local index on the other
-// hosts (hierarchical_allreduce.cc).
-struct HostLayout {
-  std::vector<int32_t> local;  // global ranks on this host, ascending
-  std::vector<int32_t> cross;  // per host (ordered by lowest rank): its rank of this rank's local index
-  std::vector<std::vector<int32_t>> hosts;  // every host's global ranks, ascending, hosts as in `cross`
-};
-// From the host ids exchanged at init. False (no layout) for one host, one rank per host,
-// or hosts with different rank counts: those run the flat ring.
-bool MakeHostLayout(const Communicator& comm, HostLayout* layout);
+// The hierarchical algorithms below run on a group that carries its HostLayout
+// (Group::host_layout(), transport/host_layout.h: the whole job or a process set, in the
+// group's indices); on a group without one they return kInternal.
+Status RequireHostLayout(const Group& group, const char* algorithm, const HostLayout** layout);
 
-// Allreduce over every rank of `comm` in three phases: reduce-scatter inside each host,
+// Allreduce over every rank of `group` in three phases: reduce-scatter inside each host,
 // allreduce of each local rank's share across hosts, allgather inside each host (see
 // hierarchical_allreduce.cc). In or out of place and postscale as RingAllreduce. Buffers of
 // at least 2 x `block_bytes` (0: never) are pipelined in HierarchicalAllreduceBlocks()
 // blocks, the cross-host phase on a helper thread that is joined before return.
-Status HierarchicalAllreduce(Communicator& comm, const HostLayout& layout, const void* input, void* output,
-                             size_t count, DataType dtype, ReduceOp op, size_t chunk_bytes, double postscale = 1.0,
-                             size_t block_bytes = 0);
+Status HierarchicalAllreduce(const Group& group, const void* input, void* output, size_t count, DataType dtype,
+                             ReduceOp op, size_t chunk_bytes, double postscale = 1.0, size_t block_bytes = 0);
 // How many blocks HierarchicalAllreduce pipelines a buffer of `bytes` in (1: not pipelined).
 size_t HierarchicalAllreduceBlocks(size_t bytes, size_t block_bytes);
 
-// Allreduce for small buffers over every rank of `comm`: binomial reduce to each host's
+// Allreduce for small buffers over every rank of `group`: binomial reduce to each host's
 // first rank, recursive doubling among those, binomial broadcast inside each host (see
 // hierarchical_doubling.cc). In or out of place and postscale as RecursiveDoublingAllreduce.
-Status HierarchicalDoublingAllreduce(Communicator& comm, const HostLayout& layout, const void* input, void* output,
-                                     size_t count, DataType dtype, ReduceOp op, double postscale = 1.0);
+Status HierarchicalDoublingAllreduce(const Group& group, const void* input, void* output, size_t count,
+                                     DataType dtype, ReduceOp op, double postscale = 1.0);
 
-// Allgather with a per-rank byte count (as RingAllgatherv) over every rank of `comm`, in two
+// Allgather with a per-rank byte count (as RingAllgatherv) over every rank of `group`, in two
 // phases: across hosts among the ranks of each local index, then inside each host (see
 // hierarchical_allgather.cc). `input` may be this rank's block inside `output`.
-Status HierarchicalAllgatherv(Communicator& comm, const HostLayout& layout, const void* input, void* output,
+Status HierarchicalAllgatherv(const Group& group, const void* input, void* output,
                               const std::vector<size_t>& bytes_per_rank);
 
-// Broadcast of `bytes` bytes from global rank `root` over every rank of `comm`: scatter
+// Broadcast of `bytes` bytes from `root` (an index of `group`) over every rank of it: scatter
 // inside the root's host, L chains across hosts each on 1/L of the buffer, allgather
 // inside each host (see hierarchical_broadcast.cc).
-Status HierarchicalBroadcast(Communicator& comm, const HostLayout& layout, void* buf, size_t bytes, int root,
+Status HierarchicalBroadcast(const Group& group, void* buf, size_t bytes, int root,
                              size_t chunk_bytes);
 
-// Reduce-scatter (as RingReducescatter) over every rank of `comm`, in two phases: inside
+// Reduce-scatter (as RingReducescatter) over every rank of `group`, in two phases: inside
 // each host, local rank l ending with the blocks of local index l of every host reduced
 // over its host; then across hosts among the ranks of each local index (see
 // hierarchical_reducescatter.cc).
-Status HierarchicalReducescatter(Communicator& comm, const HostLayout& layout, char* buf,
+Status HierarchicalReducescatter(const Group& group, char* buf,
                                  const std::vector<size_t>& rows_per_rank, size_t row_elements, DataType dtype,
                                  ReduceOp op, size_t chunk_bytes, void* output, const char* input = nullptr);
 

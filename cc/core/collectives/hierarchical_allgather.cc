@@ -20,22 +20,24 @@
 
 namespace tfring {
 
-Status HierarchicalAllgatherv(Communicator& comm, const HostLayout& layout, const void* input, void* output,
+Status HierarchicalAllgatherv(const Group& group, const void* input, void* output,
                               const std::vector<size_t>& bytes_per_rank) {
-  const size_t n = static_cast<size_t>(comm.size());
+  const HostLayout* layout = nullptr;
+  TFRING_RETURN_IF_ERROR(RequireHostLayout(group, "hierarchical allgather", &layout));
+  const size_t n = static_cast<size_t>(group.size());
   std::vector<size_t> offsets(n, 0);
   for (size_t p = 1; p < n; ++p) offsets[p] = offsets[p - 1] + bytes_per_rank[p - 1];
   char* out = static_cast<char*>(output);
-  const size_t me = static_cast<size_t>(comm.rank());
+  const size_t me = static_cast<size_t>(group.rank());
   if (bytes_per_rank[me] > 0 && out + offsets[me] != input) std::memmove(out + offsets[me], input, bytes_per_rank[me]);
   auto block = [&](int32_t rank) { return Segment{offsets[static_cast<size_t>(rank)], bytes_per_rank[static_cast<size_t>(rank)]}; };
-  const Group cross(comm, layout.cross), local(comm, layout.local);
-  std::vector<std::vector<Segment>> own(layout.cross.size());
-  for (size_t h = 0; h < layout.cross.size(); ++h) own[h] = {block(layout.cross[h])};
+  const Group cross = group.Subgroup(layout->cross), local = group.Subgroup(layout->local);
+  std::vector<std::vector<Segment>> own(layout->cross.size());
+  for (size_t h = 0; h < layout->cross.size(); ++h) own[h] = {block(layout->cross[h])};
   TFRING_RETURN_IF_ERROR(RingAllgatherPieces(cross, out, own));
-  std::vector<std::vector<Segment>> bundles(layout.local.size());
-  for (size_t l = 0; l < layout.local.size(); ++l) {
-    for (const auto& host : layout.hosts) bundles[l].push_back(block(host[l]));
+  std::vector<std::vector<Segment>> bundles(layout->local.size());
+  for (size_t l = 0; l < layout->local.size(); ++l) {
+    for (const auto& host : layout->hosts) bundles[l].push_back(block(host[l]));
   }
   return RingAllgatherPieces(local, out, bundles);
 }

@@ -18,7 +18,7 @@
 // and 3 of the other blocks on the local links: this thread reduce-scatters blocks 0..K-1
 // inside the host, handing each to the helper as it is done, then allgathers each block as
 // the helper finishes it. The network link then idles only during the first block's step 1
-// and the last block's step 3 (docs/scaling.md: with the phases one after the other, 2 x 4
+// and the last block's step 3 (lab/records/scaling.md: with the phases one after the other, 2 x 4
 // hosts at 300 Mbit/s reached 84% of the link-bound limit). Same bytes on every link; every
 // rank still ends with the same bits (each block as above). The helper is joined before
 // return, also on errors; each of its transfers is bounded by the transfer deadline and
@@ -37,29 +37,11 @@
 
 namespace tfring {
 
-bool MakeHostLayout(const Communicator& comm, HostLayout* layout) {
-  const std::vector<std::string>& ids = comm.host_ids();
-  if (static_cast<int>(ids.size()) != comm.size()) return false;
-  // Hosts in the order of their lowest rank; each host's ranks ascending.
-  std::vector<std::vector<int32_t>> hosts;
-  std::map<std::string, size_t> index_of;
-  for (int r = 0; r < comm.size(); ++r) {
-    auto [it, added] = index_of.emplace(ids[static_cast<size_t>(r)], hosts.size());
-    if (added) hosts.emplace_back();
-    hosts[it->second].push_back(r);
-  }
-  const size_t per_host = hosts[0].size();
-  for (const auto& h : hosts) {
-    if (h.size() != per_host) return false;  // hosts with different rank counts: flat ring
-  }
-  if (hosts.size() < 2 || per_host < 2) return false;  // one host, or one rank per host
-  const auto& mine = hosts[index_of[ids[static_cast<size_t>(comm.rank())]]];
-  const size_t local_index = static_cast<size_t>(std::find(mine.begin(), mine.end(), comm.rank()) - mine.begin());
-  layout->local = mine;
-  layout->cross.clear();
-  for (const auto& h : hosts) layout->cross.push_back(h[local_index]);
-  layout->hosts = std::move(hosts);
-  return true;
+Status RequireHostLayout(const Group& group, const char* algorithm, const HostLayout** layout) {
+  *layout = group.host_layout();
+  if (*layout != nullptr) return Status::OK();
+  return Status::Internal(std::string(algorithm) + " was chosen for a group of " + std::to_string(group.size()) +
+                          " ranks that carries no host layout");
 }
 
 namespace {
@@ -194,11 +176,12 @@ size_t HierarchicalAllreduceBlocks(size_t bytes, size_t block_bytes) {
   return std::min(kMaxBlocks, bytes / block_bytes);
 }
 
-Status HierarchicalAllreduce(Communicator& comm, const HostLayout& layout, const void* input, void* output,
-                             size_t count, DataType dtype, ReduceOp op, size_t chunk_bytes, double postscale,
-                             size_t block_bytes) {
+Status HierarchicalAllreduce(const Group& group, const void* input, void* output, size_t count, DataType dtype,
+                             ReduceOp op, size_t chunk_bytes, double postscale, size_t block_bytes) {
+  const HostLayout* layout = nullptr;
+  TFRING_RETURN_IF_ERROR(RequireHostLayout(group, "hierarchical allreduce", &layout));
   if (count == 0) return Status::OK();
-  const Group local(comm, layout.local), cross(comm, layout.cross);
+  const Group local = group.Subgroup(layout->local), cross = group.Subgroup(layout->cross);
   const size_t es = DataTypeSize(dtype);
   char* data = static_cast<char*>(output);
   const char* separate_input = input != output ? static_cast<const char*>(input) : nullptr;

@@ -15,21 +15,22 @@
 
 namespace tfring {
 
-Status HierarchicalBroadcast(Communicator& comm, const HostLayout& layout, void* buf, size_t bytes, int root,
-                             size_t chunk_bytes) {
+Status HierarchicalBroadcast(const Group& group, void* buf, size_t bytes, int root, size_t chunk_bytes) {
+  const HostLayout* layout = nullptr;
+  TFRING_RETURN_IF_ERROR(RequireHostLayout(group, "hierarchical broadcast", &layout));
   if (bytes == 0) return Status::OK();
-  const int L = static_cast<int>(layout.local.size());
+  const int L = static_cast<int>(layout->local.size());
   int root_host = -1, root_local = -1;
-  for (size_t h = 0; h < layout.hosts.size() && root_host < 0; ++h) {
-    for (size_t l = 0; l < layout.hosts[h].size(); ++l) {
-      if (layout.hosts[h][l] == root) {
+  for (size_t h = 0; h < layout->hosts.size() && root_host < 0; ++h) {
+    for (size_t l = 0; l < layout->hosts[h].size(); ++l) {
+      if (layout->hosts[h][l] == root) {
         root_host = static_cast<int>(h);
         root_local = static_cast<int>(l);
       }
     }
   }
   if (root_host < 0) return Status::Internal("broadcast root " + std::to_string(root) + " is on no host");
-  const Group local(comm, layout.local), cross(comm, layout.cross);
+  const Group local = group.Subgroup(layout->local), cross = group.Subgroup(layout->cross);
   const std::vector<Segment> segments = EvenSegments(bytes, L);
   auto owned = [&](int l) { return segments[static_cast<size_t>((l + 1) % L)]; };
   char* data = static_cast<char*>(buf);
@@ -40,12 +41,12 @@ Status HierarchicalBroadcast(Communicator& comm, const HostLayout& layout, void*
         if (l == me || owned(l).count == 0) continue;
         Link& to = local.data(l);
         TFRING_RETURN_IF_ERROR(Transfer(to, data + owned(l).offset, owned(l).count, to, nullptr, 0,
-                                        comm.TransferDeadline(), comm.abort_flag()));
+                                        group.TransferDeadline(), group.abort_flag()));
       }
     } else if (owned(me).count > 0) {
       Link& from = local.data(root_local);
       TFRING_RETURN_IF_ERROR(Transfer(from, nullptr, 0, from, data + owned(me).offset, owned(me).count,
-                                      comm.TransferDeadline(), comm.abort_flag()));
+                                      group.TransferDeadline(), group.abort_flag()));
     }
   }
   TFRING_RETURN_IF_ERROR(ChainBroadcast(cross, data + owned(me).offset, owned(me).count, root_host, chunk_bytes));

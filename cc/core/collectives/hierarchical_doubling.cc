@@ -21,13 +21,15 @@
 
 namespace tfring {
 
-Status HierarchicalDoublingAllreduce(Communicator& comm, const HostLayout& layout, const void* input, void* output,
-                                     size_t count, DataType dtype, ReduceOp op, double postscale) {
+Status HierarchicalDoublingAllreduce(const Group& group, const void* input, void* output, size_t count,
+                                     DataType dtype, ReduceOp op, double postscale) {
+  const HostLayout* layout = nullptr;
+  TFRING_RETURN_IF_ERROR(RequireHostLayout(group, "hierarchical doubling allreduce", &layout));
   if (count == 0) return Status::OK();
   const size_t bytes = count * DataTypeSize(dtype);
   char* buf = static_cast<char*>(output);
   if (input != output) std::memcpy(buf, input, bytes);
-  const Group local(comm, layout.local);
+  const Group local = group.Subgroup(layout->local);
   const int n = local.size(), i = local.rank();
   int top = 1;  // the smallest power of two >= n
   while (top < n) top *= 2;
@@ -50,8 +52,8 @@ Status HierarchicalDoublingAllreduce(Communicator& comm, const HostLayout& layou
   // 2. across hosts, leaders only.
   if (i == 0) {
     std::vector<int32_t> leaders;
-    for (const auto& host : layout.hosts) leaders.push_back(host[0]);
-    TFRING_RETURN_IF_ERROR(RecursiveDoublingAllreduce(Group(comm, leaders), buf, buf, count, dtype, op, postscale));
+    for (const auto& host : layout->hosts) leaders.push_back(host[0]);
+    TFRING_RETURN_IF_ERROR(RecursiveDoublingAllreduce(group.Subgroup(leaders), buf, buf, count, dtype, op, postscale));
   }
   // 3. broadcast from local index 0: a rank receives at the step of its lowest set bit,
   // then forwards to i + d for every smaller d.

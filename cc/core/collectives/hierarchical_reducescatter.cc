@@ -19,28 +19,30 @@
 
 namespace tfring {
 
-Status HierarchicalReducescatter(Communicator& comm, const HostLayout& layout, char* buf,
+Status HierarchicalReducescatter(const Group& group, char* buf,
                                  const std::vector<size_t>& rows_per_rank, size_t row_elements, DataType dtype,
                                  ReduceOp op, size_t chunk_bytes, void* output, const char* input) {
-  const size_t n = static_cast<size_t>(comm.size()), es = DataTypeSize(dtype);
+  const HostLayout* layout = nullptr;
+  TFRING_RETURN_IF_ERROR(RequireHostLayout(group, "hierarchical reduce-scatter", &layout));
+  const size_t n = static_cast<size_t>(group.size()), es = DataTypeSize(dtype);
   std::vector<Segment> blocks(n);
   size_t offset = 0;
   for (size_t p = 0; p < n; ++p) {
     blocks[p] = {offset, rows_per_rank[p] * row_elements};
     offset += blocks[p].count;
   }
-  const Group local(comm, layout.local), cross(comm, layout.cross);
-  const size_t L = layout.local.size(), H = layout.hosts.size();
+  const Group local = group.Subgroup(layout->local), cross = group.Subgroup(layout->cross);
+  const size_t L = layout->local.size(), H = layout->hosts.size();
   // The ring leaves rank r with segment (r + 1) % size: label segment (l + 1) with bundle l.
   std::vector<std::vector<Segment>> bundles(L);
   for (size_t l = 0; l < L; ++l) {
-    for (const auto& host : layout.hosts) bundles[(l + 1) % L].push_back(blocks[static_cast<size_t>(host[l])]);
+    for (const auto& host : layout->hosts) bundles[(l + 1) % L].push_back(blocks[static_cast<size_t>(host[l])]);
   }
   TFRING_RETURN_IF_ERROR(RingReduceScatterPieces(local, buf, bundles, dtype, op, chunk_bytes, input));
   std::vector<std::vector<Segment>> own(H);
-  for (size_t h = 0; h < H; ++h) own[(h + 1) % H] = {blocks[static_cast<size_t>(layout.cross[h])]};
+  for (size_t h = 0; h < H; ++h) own[(h + 1) % H] = {blocks[static_cast<size_t>(layout->cross[h])]};
   TFRING_RETURN_IF_ERROR(RingReduceScatterPieces(cross, buf, own, dtype, op, chunk_bytes));
-  const Segment& mine = blocks[static_cast<size_t>(comm.rank())];
+  const Segment& mine = blocks[static_cast<size_t>(group.rank())];
   if (mine.count > 0) std::memcpy(output, buf + mine.offset * es, mine.count * es);
   return Status::OK();
 }

@@ -106,13 +106,13 @@ BackendContext Executor::MakeBackendContext() const {
   ctx.rank = w_.rank;
   ctx.size = w_.size;
   ctx.store = w_.store;
-  ctx.timeout_s = w_.config->Float("TFRING_TIMEOUT_S");
-  ctx.start_timeout_s = w_.config->Float("TFRING_START_TIMEOUT_S");
-  ctx.shutdown_timeout_s = w_.config->Float("TFRING_SHUTDOWN_TIMEOUT_S");
+  ctx.timeout_s = w_.config->settings().timeout_s;
+  ctx.start_timeout_s = w_.config->settings().start_timeout_s;
+  ctx.shutdown_timeout_s = w_.config->settings().shutdown_timeout_s;
   ctx.abort = w_.comm->abort_flag();
   ctx.config = w_.config;
   ctx.comm = w_.comm;
-  ctx.chunk_bytes = static_cast<size_t>(w_.config->Int("TFRING_CHUNK_BYTES"));
+  ctx.chunk_bytes = static_cast<size_t>(w_.config->settings().chunk_bytes);
   ctx.timeline = w_.timeline;
   return ctx;
 }
@@ -128,7 +128,7 @@ Status Executor::BackendFor(const Response& r, Backend** backend) {
     GpuSupport* gpu = GetGpuSupport();
     if (gpu == nullptr) return Status::Unimplemented("this build of tfring has no GPU backend");
     BackendContext ctx = MakeBackendContext();
-    ctx.key_prefix = w_.config->String("TFRING_JOB_ID") + "/nccl/";
+    ctx.key_prefix = w_.config->settings().job_id + "/nccl/";
     TFRING_RETURN_IF_ERROR(gpu->CreateBackend(ctx, &gpu_backend_));
   }
   *backend = gpu_backend_.get();

@@ -27,12 +27,12 @@ std::string HostOf(const std::string& host_port) {
 // How long a relay may hold a cache id that part of its subtree submitted before rank 0
 // hears rank by rank who did (RequestRelay): a second, or a quarter of the stall limits,
 // so that the stall inspector always knows the missing ranks in time.
-double RelayDetailAfter(const Config& c) {
-  double s = 1.0;
-  for (const char* limit : {"TFRING_STALL_WARNING_S", "TFRING_STALL_SHUTDOWN_S"}) {
-    if (c.Float(limit) > 0) s = std::min(s, c.Float(limit) / 4);
+double RelayDetailAfter(const Settings& s) {
+  double after = 1.0;
+  for (double limit : {s.stall_warning_s, s.stall_shutdown_s}) {
+    if (limit > 0) after = std::min(after, limit / 4);
   }
-  return s;
+  return after;
 }
 
 }  // namespace
@@ -60,29 +60,30 @@ Job::~Job() {
 }
 
 void Job::ReadIdentity() {
-  const Config& c = config_;
+  const Settings& s = config_.settings();
   LogSpec log_spec;
   std::string log_error;
-  ParseLogSpec(c.String("TFRING_LOG_LEVEL"), &log_spec, &log_error);  // validated by Config::Load
+  ParseLogSpec(s.log_level, &log_spec, &log_error);  // validated by Config::Load
   SetLogSpec(log_spec);
-  id_.rank = static_cast<int>(c.Int("TFRING_RANK"));
-  id_.size = static_cast<int>(c.Int("TFRING_SIZE"));
-  id_.local_rank = static_cast<int>(c.Int("TFRING_LOCAL_RANK"));
-  id_.local_size = static_cast<int>(c.Int("TFRING_LOCAL_SIZE"));
-  id_.cross_rank = static_cast<int>(c.Int("TFRING_CROSS_RANK"));
-  id_.cross_size = static_cast<int>(c.Int("TFRING_CROSS_SIZE"));
-  cycle_s_ = c.Float("TFRING_CYCLE_TIME_MS") / 1000.0;
+  id_.rank = static_cast<int>(s.rank);
+  id_.size = static_cast<int>(s.size);
+  id_.local_rank = static_cast<int>(s.local_rank);
+  id_.local_size = static_cast<int>(s.local_size);
+  id_.cross_rank = static_cast<int>(s.cross_rank);
+  id_.cross_size = static_cast<int>(s.cross_size);
+  cycle_s_ = s.cycle_time_ms / 1000.0;
   SetLogRank(id_.rank);
-  spin_us_ = static_cast<int>(c.Int("TFRING_SPIN_US"));
-  for (const char* library : {"TFRING_NCCL_LIBRARY", "TFRING_CUDA_RUNTIME_LIBRARY"}) {
-    SetGpuLibraryPath(library, c.String(library));  // init(nccl_library=...) reaches the loader
-  }
+  spin_us_ = static_cast<int>(s.spin_us);
+  // init(nccl_library=...) reaches the loader
+  SetGpuLibraryPath("TFRING_NCCL_LIBRARY", s.nccl_library);
+  SetGpuLibraryPath("TFRING_CUDA_RUNTIME_LIBRARY", s.cuda_runtime_library);
 }
 
 // Reaches the job's store (serving it on rank 0 with TFRING_STORE_SERVE=1), then builds the
 // communicator under this init's own key space. A job of one rank needs neither.
 Status Job::ConnectCommunicator() {
   const Config& c = config_;
+  const Settings& s = c.settings();
   CommunicatorOptions opt = CommunicatorOptions::FromConfig(c);
   if (id_.size == 1) {
     MemoryStore local;  // no peers, nothing to exchange
@@ -90,11 +91,11 @@ Status Job::ConnectCommunicator() {
   }
   std::string host;
   int port = 0;
-  TFRING_RETURN_IF_ERROR(ParseHostPort(c.String("TFRING_STORE_ADDR"), "TFRING_STORE_ADDR", &host, &port));
-  if (id_.rank == 0 && c.Bool("TFRING_STORE_SERVE")) {
+  TFRING_RETURN_IF_ERROR(ParseHostPort(s.store_addr, "TFRING_STORE_ADDR", &host, &port));
+  if (id_.rank == 0 && s.store_serve) {
     // No launcher: rank 0 serves the store the others were told about. IPv4 wildcard
     // unless the address is an IPv6 literal (dual stack then takes IPv4 too).
-    const std::string bind = c.IsSet("TFRING_BIND_ADDR") ? c.String("TFRING_BIND_ADDR")
+    const std::string bind = c.IsSet("TFRING_BIND_ADDR") ? s.bind_addr
                              : host.find(':') != std::string::npos ? "::" : "0.0.0.0";
     store_server_ = std::make_unique<TcpStoreServer>();
     TFRING_RETURN_IF_ERROR(store_server_->Start(bind, port, opt.secret)
@@ -106,14 +107,14 @@ Status Job::ConnectCommunicator() {
   // The data listener binds TFRING_BIND_ADDR when set. Other ranks are told that address,
   // except for a wildcard (0.0.0.0, ::), which nobody can connect to: then they are told
   // the local address that reached the store, as without the setting.
-  const std::string bind = c.IsSet("TFRING_BIND_ADDR") ? c.String("TFRING_BIND_ADDR") : "";
+  const std::string bind = c.IsSet("TFRING_BIND_ADDR") ? s.bind_addr : "";
   const bool wildcard = bind == "0.0.0.0" || bind == "::" || bind == "[::]";
   opt.bind_host = bind;
   opt.advertise_host = (bind.empty() || wildcard) ? HostOf(store_->LocalAddress()) : bind;
   // Each Init of the job gets its own key space, so init/shutdown/init works. The count
   // lives under the job id: an elastic job gives each generation its own id, so ranks
   // that were different processes (or none) before still agree on the count.
-  const std::string& job_id = c.String("TFRING_JOB_ID");
+  const std::string& job_id = s.job_id;
   int64_t generation = 0;
   TFRING_RETURN_IF_ERROR(store_->Add(job_id + "/generation/rank" + std::to_string(id_.rank), 1, &generation));
   opt.session = job_id + "/init" + std::to_string(generation);
@@ -141,21 +142,21 @@ void Job::TuneSpinning() {
 // The control channel (greeted: rank 0 returns only once every rank is done with the
 // store), rank 0's coordinator and stall inspector, the executor and the negotiator.
 Status Job::BuildWorkers() {
-  const Config& c = config_;
-  const double timeout_s = c.Float("TFRING_TIMEOUT_S");
+  const Settings& s = config_.settings();
+  const double timeout_s = s.timeout_s;
   control_ = std::make_unique<ControlChannel>(id_.rank, id_.size, comm_.get(), timeout_s, &stats_);
   // With TFRING_STORE_SERVE the store lives in rank 0, and a rank 0 that finished init and
   // exited at once would cut off ranks still waiting for a store reply (a key written in
   // the store is not yet a reply received, so the hello travels on the control channel).
-  TFRING_RETURN_IF_ERROR(control_->Greet(c.Float("TFRING_START_TIMEOUT_S"))
+  TFRING_RETURN_IF_ERROR(control_->Greet(s.start_timeout_s)
                              .WithContext("tfring init on rank " + std::to_string(id_.rank)));
   std::unique_ptr<Coordinator> coordinator;
   std::unique_ptr<StallInspector> stall_inspector;
   if (id_.rank == 0) {
-    coordinator = std::make_unique<Coordinator>(id_.size, c.Int("TFRING_FUSION_THRESHOLD"),
-                                                static_cast<size_t>(c.Int("TFRING_CACHE_CAPACITY")), &process_sets_);
-    stall_inspector = std::make_unique<StallInspector>(c.Float("TFRING_STALL_WARNING_S"),
-                                                       c.Float("TFRING_STALL_SHUTDOWN_S"), &stats_);
+    coordinator = std::make_unique<Coordinator>(id_.size, s.fusion_threshold,
+                                                static_cast<size_t>(s.cache_capacity), &process_sets_);
+    stall_inspector = std::make_unique<StallInspector>(s.stall_warning_s,
+                                                       s.stall_shutdown_s, &stats_);
   }
   Executor::Wiring ew;
   ew.rank = id_.rank;
@@ -171,9 +172,9 @@ Status Job::BuildWorkers() {
   nw.rank = id_.rank;
   nw.cycle_s = cycle_s_;
   nw.tree = &comm_->control_tree();
-  nw.relay_detail_after_s = RelayDetailAfter(c);
-  nw.control_hold_s = c.Float("TFRING_CONTROL_HOLD_US") / 1e6;
-  nw.control_hold_max_s = c.Float("TFRING_CONTROL_HOLD_MAX_US") / 1e6;
+  nw.relay_detail_after_s = RelayDetailAfter(s);
+  nw.control_hold_s = s.control_hold_us / 1e6;
+  nw.control_hold_max_s = s.control_hold_max_us / 1e6;
   nw.control = control_.get();
   nw.executor = executor_.get();
   nw.timeline = &timeline_;
@@ -182,8 +183,8 @@ Status Job::BuildWorkers() {
   negotiator_ = std::make_unique<Negotiator>(nw, std::move(coordinator), std::move(stall_inspector));
   wake_fd_.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!wake_fd_.valid()) return Status::Internal("eventfd failed");
-  if (id_.rank == 0 && !c.String("TFRING_TIMELINE").empty()) {
-    TFRING_RETURN_IF_ERROR(timeline_.Start(c.String("TFRING_TIMELINE")));
+  if (id_.rank == 0 && !s.timeline.empty()) {
+    TFRING_RETURN_IF_ERROR(timeline_.Start(s.timeline));
   }
   return Status::OK();
 }
@@ -196,7 +197,7 @@ void Job::StartLivenessWatch() {
     watched.push_back(LivenessPeer{p, comm_->hostname_of(p), &comm_->heartbeat(p),
                                    PeerLiveness::MatesOf(p, comm_->host_ids())});
   }
-  liveness_ = std::make_unique<PeerLiveness>(id_.rank, std::move(watched), config_.Float("TFRING_PEER_TIMEOUT_S"),
+  liveness_ = std::make_unique<PeerLiveness>(id_.rank, std::move(watched), config_.settings().peer_timeout_s,
                                              [this](int, const Status& lost) { OnPeerLost(lost); });
   liveness_->Start();
 }
@@ -269,7 +270,7 @@ bool Job::StopAndJoin(const std::string& reason) {
     std::unique_lock<std::mutex> lock(mu_);
     return stopped_cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return stopped_.load(); });
   };
-  bool ended = wait_stopped(config_.Float("TFRING_SHUTDOWN_TIMEOUT_S"));
+  bool ended = wait_stopped(config_.settings().shutdown_timeout_s);
   if (!ended) {
     // The background thread is stuck (e.g. inside a transfer): abort its sockets and give
     // it one more moment; never hang the caller.

@@ -42,7 +42,7 @@ Status Runtime::Shutdown(const std::string& reason) {
   if (job->StopAndJoin(reason)) return Status::OK();
   new std::shared_ptr<Job>(job);  // keeps the job alive for its detached thread
   return Status::Timeout("tfring background thread did not stop within " +
-                         std::to_string(job->config().Float("TFRING_SHUTDOWN_TIMEOUT_S")) +
+                         std::to_string(job->config().settings().shutdown_timeout_s) +
                          " s (TFRING_SHUTDOWN_TIMEOUT_S); it was detached");
 }
 

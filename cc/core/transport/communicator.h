@@ -26,6 +26,9 @@
 // start_timeout_s; a timeout names the ranks that never connected.
 // Thread-safety: only the runtime's background thread uses the sockets; Abort() may be
 // called from any thread and wakes every blocked transfer.
+// Files, one concern each: communicator.cc (Create's steps, counters, abort, scratch),
+// mesh_bootstrap.cc (roster exchange, dial/accept, hello: mesh_hello.h), lazy_connections.cc,
+// shm_setup.cc (rings and single-copy reads), group.cc (Group).
 #pragma once
 
 #include <atomic>
@@ -37,6 +40,7 @@
 #include "base/config.h"
 #include "transport/connection_park.h"
 #include "transport/control_tree.h"
+#include "transport/host_layout.h"
 #include "transport/link.h"
 #include "rendezvous/roster.h"
 #include "base/socket.h"
@@ -196,6 +200,8 @@ class Communicator {
   Status AcceptPeers(const CommunicatorOptions& options, Listener& listener, Deadline deadline);
   Status ConnectSharedMemory(const CommunicatorOptions& options, const std::vector<RosterEntry>& roster,
                              Store& store, Deadline deadline);
+  Status ExchangeCmaReadability(const CommunicatorOptions& options, const std::vector<int>& local,
+                                const std::vector<RosterEntry>& roster, Store& store, Deadline deadline);
 
   std::vector<Link> data_;
   std::vector<Socket> control_;
@@ -227,7 +233,10 @@ class Communicator {
 // the parent Communicator's links. Built implicitly from a Communicator (the whole job,
 // identity mapping: one pointer test per data() call, no allocation), or over a process
 // set's sorted global ranks (`members`, which must contain comm.rank() and outlive the
-// Group). Cheap to copy; background thread only, like the links.
+// Group), or as a Subgroup of another (owning its members). A group may carry its
+// HostLayout (host_layout.h; WithHostLayout), in its own indices: the hierarchical
+// algorithms run on any group that carries one, the whole job or a process set.
+// Cheap to copy; background thread only, like the links.
 class Group {
  public:
   Group(Communicator& comm) : comm_(&comm), rank_(comm.rank()), size_(comm.size()) {}  // NOLINT
@@ -248,11 +257,27 @@ class Group {
   const std::atomic<bool>* abort_flag() const { return comm_->abort_flag(); }
   char* Scratch(size_t bytes) const { return comm_->Scratch(bytes); }
 
+  // The host id of member i, as exchanged at init ("" where the job has none).
+  const std::string& host_id(int i) const;
+  // The group of this group's members at `indices` (this group's indices, ascending), in
+  // that order; it carries no host layout. This rank must be among them.
+  Group Subgroup(const std::vector<int32_t>& indices) const;
+  // This group carrying `layout` (null: none), which must be this group's (MakeHostLayout).
+  Group WithHostLayout(std::shared_ptr<const HostLayout> layout) const;
+  // The layout of this group's ranks on hosts, or null: then no hierarchical algorithm runs.
+  const HostLayout* host_layout() const { return host_layout_.get(); }
+
  private:
   Communicator* comm_;
   const std::vector<int32_t>* members_ = nullptr;  // null: every rank, identity
+  std::shared_ptr<const std::vector<int32_t>> owned_members_;  // a Subgroup's, members_ points here
+  std::shared_ptr<const HostLayout> host_layout_;
   int rank_;
   int size_;
 };
+
+// The layout of `group`'s members on hosts (MakeHostLayout over their host ids), or null
+// where none applies (one host, one rank per host, unequal hosts, no host ids).
+std::shared_ptr<const HostLayout> HostLayoutOf(const Group& group);
 
 }  // namespace tfring

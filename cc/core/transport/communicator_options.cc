@@ -45,48 +45,31 @@ CmaMode CmaModeOf(const std::string& value) {  // the accepted values: config.cc
   return value == "1" || value == "true" ? CmaMode::kOn : CmaMode::kOff;
 }
 
-// Settings that change what goes on the wire, as every rank must have them (a rank that
-// creates shared-memory rings waits at init for its peers to open them).
-std::string MustMatch(const Config& c, bool shm, bool shm_control) {
-  std::string out;
-  for (const char* name : {"TFRING_FUSION_IN_PLACE_BYTES", "TFRING_RECURSIVE_DOUBLING_BYTES",
-                           "TFRING_HIERARCHICAL_BLOCK_BYTES", "TFRING_RABENSEIFNER_BYTES"}) {
-    out += std::string(name) + "=" + std::to_string(c.Int(name)) + ";";
-  }
-  for (const char* name : {"TFRING_HIERARCHICAL_ALLREDUCE", "TFRING_HIERARCHICAL_ALLGATHER",
-                           "TFRING_HIERARCHICAL_BROADCAST", "TFRING_HIERARCHICAL_REDUCESCATTER"}) {
-    out += std::string(name) + "=" + std::to_string(c.Bool(name)) + ";";
-  }
-  out += "TFRING_ALGORITHM=" + c.String("TFRING_ALGORITHM") + ";";
-  out += "TFRING_CONTROL_FANOUT=" + std::to_string(c.Int("TFRING_CONTROL_FANOUT")) + ";";
-  out += "TFRING_DATA_CONNECTIONS=" + c.String("TFRING_DATA_CONNECTIONS") + ";";
-  out += "TFRING_SHM=" + std::to_string(shm) + ";";
-  out += "TFRING_SHM_CONTROL=" + std::to_string(shm && shm_control);
-  return out;
-}
-
 }  // namespace
 
 CommunicatorOptions CommunicatorOptions::FromConfig(const Config& c) {
+  const Settings& s = c.settings();
   CommunicatorOptions opt;
-  opt.rank = static_cast<int>(c.Int("TFRING_RANK"));
-  opt.size = static_cast<int>(c.Int("TFRING_SIZE"));
-  opt.secret = c.String("TFRING_SECRET");
-  opt.start_timeout_s = c.Float("TFRING_START_TIMEOUT_S");
-  opt.timeout_s = c.Float("TFRING_TIMEOUT_S");
-  opt.shm = c.Bool("TFRING_SHM");
-  opt.shm_ring_bytes = static_cast<size_t>(c.Int("TFRING_SHM_RING_BYTES"));
-  opt.shm_control = c.Bool("TFRING_SHM_CONTROL");
-  opt.cma = CmaModeOf(c.String("TFRING_SHM_CMA"));
-  opt.cma_min_bytes = static_cast<size_t>(c.Int("TFRING_SHM_CMA_MIN_BYTES"));
-  opt.host_id = HostId(c.Int("TFRING_CROSS_RANK"));
+  opt.rank = static_cast<int>(s.rank);
+  opt.size = static_cast<int>(s.size);
+  opt.secret = s.secret;
+  opt.start_timeout_s = s.start_timeout_s;
+  opt.timeout_s = s.timeout_s;
+  opt.shm = s.shm;
+  opt.shm_ring_bytes = static_cast<size_t>(s.shm_ring_bytes);
+  opt.shm_control = s.shm_control;
+  opt.cma = CmaModeOf(s.shm_cma);
+  opt.cma_min_bytes = static_cast<size_t>(s.shm_cma_min_bytes);
+  opt.host_id = HostId(s.cross_rank);
   opt.cpus = AffinityCpus();
-  opt.must_match = MustMatch(c, opt.shm, opt.shm_control);
-  opt.peer_timeout_s = c.Float("TFRING_PEER_TIMEOUT_S");
+  // What changes what goes on the wire, as every rank must have it (a rank that creates
+  // shared-memory rings waits at init for its peers to open them): the table's MATCH column.
+  opt.must_match = s.MustMatchText();
+  opt.peer_timeout_s = s.peer_timeout_s;
   opt.hostname = Hostname();
-  opt.spin_us = static_cast<int>(c.Int("TFRING_SPIN_US"));
-  opt.control_fanout = static_cast<int>(c.Int("TFRING_CONTROL_FANOUT"));
-  const std::string& connections = c.String("TFRING_DATA_CONNECTIONS");
+  opt.spin_us = static_cast<int>(s.spin_us);
+  opt.control_fanout = static_cast<int>(s.control_fanout);
+  const std::string& connections = s.data_connections;
   opt.lazy_data = connections == "lazy" || (connections == "auto" && opt.size > kFullMeshUpToRanks);
   return opt;
 }

@@ -1,0 +1,151 @@
+// The Communicator's shared-memory setup (communicator.h, Create's last step): data rings
+// between the ranks of one host, control rings between control-tree neighbours there, and
+// single-copy reads (cma.h) where TFRING_SHM_CMA allows them.
+#include "transport/communicator.h"
+
+#include "base/logging.h"
+#include "rendezvous/roster.h"
+#include "transport/cma.h"
+
+namespace tfring {
+
+namespace {
+
+// Control messages are a few hundred bytes in steady state; a larger one (a first step's
+// requests for thousands of tensors) takes the TCP connection instead (control_channel.h).
+constexpr size_t kControlRingBytes = 256 << 10;
+
+// One shared-memory ring pair with a local peer: this rank receives on `rx` (it creates it)
+// and sends on `tx` (the peer created it).
+struct RingSlot {
+  int peer;
+  bool control;  // a control ring (else data); its names and keys start with "c"
+  std::unique_ptr<ShmRing>* rx;
+  std::unique_ptr<ShmRing>* tx;
+  size_t bytes;
+};
+
+// Each receiver creates its rings; each sender opens them and says so; the receiver then
+// unlinks the names (nothing stays in /dev/shm after a crash). The receiver r of ring
+// "from p to r" names it after its own roster token, so p knows the name; every rank says
+// once that all its rings exist, then once that it opened its peers' (4 store requests).
+// With single-copy reads (`cma`), each data ring's writer publishes its pid before
+// "opened": the peer probes after. Blocking, bounded by `deadline`.
+Status CreateAndOpenRings(const std::vector<RingSlot>& rings, const std::vector<int>& local,
+                          const std::vector<RosterEntry>& roster, int rank, bool cma, Store& store,
+                          Deadline deadline) {
+  auto ring_name = [&](const RingSlot& r, int from, int to) {
+    return "/tfring-" + roster[static_cast<size_t>(to)].shm_token + "-" + (r.control ? "c" : "") +
+           std::to_string(from) + "to" + std::to_string(to);
+  };
+  auto all_local = [&](const char* what) {
+    std::vector<std::string> keys;
+    for (int p : local) keys.push_back(std::string("shm/") + what + "/" + std::to_string(p));
+    return keys;
+  };
+  const std::string me = std::to_string(rank);
+  for (const RingSlot& r : rings) TFRING_RETURN_IF_ERROR(ShmRing::Create(ring_name(r, r.peer, rank), r.bytes, r.rx));
+  TFRING_RETURN_IF_ERROR(store.Set("shm/created/" + me, "1"));
+  TFRING_RETURN_IF_ERROR(store.Wait(all_local("created"), deadline.SecondsLeft())
+                             .WithContext("rank " + me + " waiting for its host's ranks to create their "
+                                          "shared-memory rings"));
+  for (const RingSlot& r : rings) {
+    TFRING_RETURN_IF_ERROR(ShmRing::Open(ring_name(r, rank, r.peer), r.tx));
+    if (cma && !r.control) (*r.tx)->PublishWriter();  // before "opened": the peer probes after
+  }
+  TFRING_RETURN_IF_ERROR(store.Set("shm/opened/" + me, "1"));
+  TFRING_RETURN_IF_ERROR(store.Wait(all_local("opened"), deadline.SecondsLeft())
+                             .WithContext("rank " + me + " waiting for its host's ranks to open its "
+                                          "shared-memory rings"));
+  for (const RingSlot& r : rings) (*r.rx)->Unlink();
+  return Status::OK();
+}
+
+}  // namespace
+
+// Every rank creates one incoming ring per peer on its host and publishes its name; then
+// opens the peers' rings for its outgoing side (recording its pid for single-copy reads)
+// and acknowledges; once every incoming ring is acknowledged, it unlinks the names (nothing
+// is left in /dev/shm, even after a crash). Single-copy (TFRING_SHM_CMA): the local peers
+// the roster marks as taking part (RosterEntry::shm_cma) probe whether they can read each
+// other's memory and publish the answer; a writer posts large sends only where the answer
+// is yes.
+//
+// Store requests per rank with local peers: 4 (two "done" keys, two waits), whatever the
+// number of local peers (with TFRING_SHM_CMA, 2 more per local peer); ring names come from the
+// roster's shm tokens. A peer that never gets there is named by the wait's timeout.
+Status Communicator::ConnectSharedMemory(const CommunicatorOptions& opt, const std::vector<RosterEntry>& roster,
+                                         Store& store, Deadline deadline) {
+  std::vector<int> local;
+  for (int p = 0; p < size_; ++p) {
+    if (p != rank_ && host_ids_[p] == opt.host_id) local.push_back(p);
+  }
+  const bool cma = opt.cma != CmaMode::kOff;
+  if (cma && !local.empty()) AllowCmaReaders();
+  // Data rings with every local peer; control rings with control-tree neighbours only.
+  std::vector<RingSlot> rings;
+  for (int p : local) {
+    rings.push_back(RingSlot{p, false, &data_[p].rx, &data_[p].tx, opt.shm_ring_bytes});
+    if (opt.shm_control && control_tree_.IsNeighbour(p)) {
+      rings.push_back(RingSlot{p, true, &control_shm_[p].rx, &control_shm_[p].tx, kControlRingBytes});
+    }
+  }
+  if (rings.empty()) return Status::OK();
+  TFRING_RETURN_IF_ERROR(CreateAndOpenRings(rings, local, roster, rank_, cma, store, deadline));
+  if (!cma) return Status::OK();  // nothing below applies: no single-copy reads
+  return ExchangeCmaReadability(opt, local, roster, store, deadline);
+}
+
+// Readability is exchanged only with local peers that take part too (the roster says
+// which); a pair with a rank that has single-copy off uses the rings both ways. Each reader
+// probes its writers and publishes the answer (2 store requests per such peer); a writer
+// posts large sends only where the answer is yes. With CmaMode::kOn, a pair that cannot
+// read fails naming both ranks and the setting.
+Status Communicator::ExchangeCmaReadability(const CommunicatorOptions& opt, const std::vector<int>& local,
+                                            const std::vector<RosterEntry>& roster, Store& store,
+                                            Deadline deadline) {
+  auto key = [](int from, int to) { return "shm/" + std::to_string(from) + "to" + std::to_string(to); };
+  std::vector<int> cma_local;
+  Status required;  // CmaMode::kOn and a pair that cannot use it
+  for (int p : local) {
+    if (roster[static_cast<size_t>(p)].shm_cma) {
+      cma_local.push_back(p);
+    } else if (opt.cma == CmaMode::kOn && required.ok()) {
+      required = Status::Unimplemented("TFRING_SHM_CMA=1 but rank " + std::to_string(p) +
+                                       " runs with single-copy reads off (TFRING_SHM_CMA=0 there), so it "
+                                       "cannot read rank " + std::to_string(rank_) +
+                                       "'s memory: set TFRING_SHM_CMA=auto or 0, or the same on every rank");
+    }
+  }
+  for (int p : cma_local) {
+    const int err = data_[p].rx->ProbeWriter(&data_[p].cma_pid);
+    if (err != 0) {
+      TFRING_LOG(LogLevel::kDebug, "transport", "single-copy reads from rank " << p << " unavailable ("
+                     << CmaErrorText(err) << "): its data comes through the shared-memory ring");
+      if (opt.cma == CmaMode::kOn && required.ok()) {
+        required = Status::Unimplemented(
+            "TFRING_SHM_CMA=1 but rank " + std::to_string(rank_) + " cannot read rank " +
+            std::to_string(p) + "'s memory with process_vm_readv (" + CmaErrorText(err) +
+            "; ptrace restrictions such as Yama ptrace_scope or a container without "
+            "CAP_SYS_PTRACE): set TFRING_SHM_CMA=auto or 0");
+      }
+    }
+    TFRING_RETURN_IF_ERROR(store.Set(key(p, rank_) + "/cma", err == 0 ? "1" : "0"));
+  }
+  for (int p : cma_local) {
+    std::string readable;
+    TFRING_RETURN_IF_ERROR(store.Get(key(rank_, p) + "/cma", deadline.SecondsLeft(), &readable));
+    if (readable == "1") data_[p].cma_min_bytes = std::max<size_t>(opt.cma_min_bytes, 1);
+    if (readable != "1" && opt.cma == CmaMode::kOn && required.ok()) {
+      required = Status::Unimplemented("TFRING_SHM_CMA=1 but rank " + std::to_string(p) +
+                                       " cannot read rank " + std::to_string(rank_) +
+                                       "'s memory with process_vm_readv: set TFRING_SHM_CMA=auto or 0");
+    }
+  }
+  TFRING_LOG(LogLevel::kDebug, "transport", "single-copy reads from " << cma_peers() << " of "
+                 << local.size() << " local peer(s), for sends of at least " << opt.cma_min_bytes
+                 << " bytes");
+  return required;
+}
+
+}  // namespace tfring
