@@ -211,12 +211,17 @@ class AlltoallLowering : public CollectiveLowering {
   }
 };
 
-REGISTER_XLA_OP(Name("TfringAllreduce"), SameShapeLowering<OpType::kAllreduce>);
-REGISTER_XLA_OP(Name("TfringBroadcast"), SameShapeLowering<OpType::kBroadcast>);
-REGISTER_XLA_OP(Name("TfringGroupedAllreduce"), GroupedAllreduceLowering);
-REGISTER_XLA_OP(Name("TfringReducescatter"), RowsLowering<OpType::kReducescatter>);
-REGISTER_XLA_OP(Name("TfringAllgather"), RowsLowering<OpType::kAllgather>);
-REGISTER_XLA_OP(Name("TfringAlltoall"), AlltoallLowering);
+// XLA:CPU only: the handlers exist for the Host platform alone (host_handlers.cc). Without a
+// GPU registration, TF's auto-clustering keeps tfring's ops out of GPU clusters (as before
+// these lowerings), and tfring.tensorflow refuses them under jit_compile=True where TF sees
+// a GPU, naming the fix (tfring/tensorflow/xla.py).
+using tensorflow::DEVICE_CPU_XLA_JIT;
+REGISTER_XLA_OP(Name("TfringAllreduce").Device(DEVICE_CPU_XLA_JIT), SameShapeLowering<OpType::kAllreduce>);
+REGISTER_XLA_OP(Name("TfringBroadcast").Device(DEVICE_CPU_XLA_JIT), SameShapeLowering<OpType::kBroadcast>);
+REGISTER_XLA_OP(Name("TfringGroupedAllreduce").Device(DEVICE_CPU_XLA_JIT), GroupedAllreduceLowering);
+REGISTER_XLA_OP(Name("TfringReducescatter").Device(DEVICE_CPU_XLA_JIT), RowsLowering<OpType::kReducescatter>);
+REGISTER_XLA_OP(Name("TfringAllgather").Device(DEVICE_CPU_XLA_JIT), RowsLowering<OpType::kAllgather>);
+REGISTER_XLA_OP(Name("TfringAlltoall").Device(DEVICE_CPU_XLA_JIT), AlltoallLowering);
 
 }  // namespace
 }  // namespace tf_ops
