@@ -1,7 +1,7 @@
 """tfring error codes as ``tf.errors`` classes (the table in docs/core.md, "Errors").
 
 The TF kernels map the core's codes to canonical status codes (``ToTfStatus`` in
-cc/tf/kernel_common.cc, through ``CanonicalCode`` in cc/core/status.h); this module maps the
+cc/tf/kernel_common.cc, through ``CanonicalCode`` in cc/core/base/status.h); this module maps the
 exceptions of tfring's NumPy API (used by ``broadcast_object`` / ``allgather_object``)
 through the same core table (``_core.canonical_error_codes()``), so every collective of
 ``tfring.tensorflow`` raises the same ``tf.errors`` classes (tests/test_tf_tables.py pins it):
