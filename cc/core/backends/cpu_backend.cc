@@ -56,8 +56,8 @@ CpuBackend::CpuBackend(const BackendContext& context)
                                            << (ops.empty() ? "none" : ops)
                                            << " (TFRING_HIERARCHICAL_ALLREDUCE/_ALLGATHER/_BROADCAST/_REDUCESCATTER)");
   }
+  const Topology world = TopologyOf(Group(*context.comm).WithHostLayout(world_layout_));
   for (const auto& [op, algorithm] : settings_.pinned) {
-    const Topology world = TopologyOf(Group(*context.comm).WithHostLayout(world_layout_));
     if (algorithm != Algorithm::kAuto && ChooseAlgorithm(op, SIZE_MAX / 2, world, settings_) != algorithm) {
       TFRING_LOG(LogLevel::kWarning, "cpu", "TFRING_ALGORITHM pins " << OpTypeName(op) << " to "
                                                << AlgorithmName(algorithm) << ", which cannot run on this job ("

@@ -252,7 +252,6 @@ class Group {
   int local_index(int global) const;
   Link& data(int i) const { return comm_->data(global_rank(i)); }
   const Link& peek(int i) const { return comm_->peek(global_rank(i)); }  // never connects
-  bool is_world() const { return members_ == nullptr; }  // every rank, in rank order
   Deadline TransferDeadline() const { return comm_->TransferDeadline(); }
   const std::atomic<bool>* abort_flag() const { return comm_->abort_flag(); }
   char* Scratch(size_t bytes) const { return comm_->Scratch(bytes); }
@@ -262,7 +261,7 @@ class Group {
   // The group of this group's members at `indices` (this group's indices, ascending), in
   // that order; it carries no host layout. This rank must be among them.
   Group Subgroup(const std::vector<int32_t>& indices) const;
-  // This group carrying `layout` (null: none), which must be this group's (MakeHostLayout).
+  // This group carrying `layout` (null: none), which must be this group's (HostLayoutOf).
   Group WithHostLayout(std::shared_ptr<const HostLayout> layout) const;
   // The layout of this group's ranks on hosts, or null: then no hierarchical algorithm runs.
   const HostLayout* host_layout() const { return host_layout_.get(); }
