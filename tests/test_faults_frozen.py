@@ -16,6 +16,7 @@ from tests.helpers import format_job_output, rank_output, run_job
 from tests.test_faults import PRELUDE, _times
 from tests.test_faults_keras import KERAS_PRELUDE
 from tests.test_launcher_multihost import netns_hosts  # noqa: F401 (fixture)
+from tools.hostlab import netns
 
 PEER_TIMEOUT_S = 3.0
 SLACK_S = 7.0  # CI machines are noisy: a verdict may come this much after the timeout
@@ -175,7 +176,7 @@ def test_a_network_link_taken_down_mid_allreduce_is_a_named_error(netns_hosts, t
             time.sleep(0.05)
         cut_at.append(time.time())
         # rank 1's host loses its link: packets vanish, nobody gets a reset
-        subprocess.run(["ip", "link", "set", netns_hosts._veths[1], "down"], check=True, timeout=10)
+        subprocess.run([netns.tool("ip"), "link", "set", netns_hosts._veths[1], "down"], check=True, timeout=10)
 
     cutter = threading.Thread(target=cut_when_running, daemon=True)
     cutter.start()

@@ -114,7 +114,8 @@ def test_a_silent_host_is_named_with_its_hostname_within_the_peer_timeout(lab, t
 
 
 def _show(*words):
-    return subprocess.run(list(words), check=True, capture_output=True, text=True, timeout=10).stdout
+    return subprocess.run([netns.tool(words[0]), *words[1:]], check=True, capture_output=True, text=True,
+                          timeout=10).stdout
 
 
 def test_the_fault_harness_throttles_cuts_and_restores_a_link(lab):

@@ -21,6 +21,7 @@ import pytest
 
 from tests.helpers import LAUNCHER, format_job_output, job_env, rank_output, run_launcher
 from tests.host_lab import HOSTS, LOOP, RANKS_PER_HOST
+from tools.hostlab import netns
 
 pytestmark = pytest.mark.multiprocess
 
@@ -106,7 +107,7 @@ def test_a_partition_cutting_rank_0s_host_and_the_store_stops_every_rank(lab, tm
     marker = tmp_path / "running"
     faults.when(marker.exists, "cut", 0, timeout_s=60)
     # tfringrun (the store, the supervisor) runs on host 0 with ranks 0 and 1.
-    cmd = ["ip", "netns", "exec", hosts.names[0], *LAUNCHER, "-np", str(SIZE),
+    cmd = [netns.tool("ip"), "netns", "exec", hosts.names[0], *LAUNCHER, "-np", str(SIZE),
            *hosts.launch_args(RANKS_PER_HOST, own_hostnames=True), "--grace-period-s", str(GRACE_S)]
     script = tmp_path / "job.py"
     script.write_text(LOOP)
@@ -157,7 +158,7 @@ def test_an_elastic_job_cut_from_rank_0s_host_goes_on_there_only(lab, tmp_path):
                                   env={"TFRING_START_TIMEOUT_S": str(start_timeout_s)}) as job:
         job.proc.kill()  # restarted below, on host 0: the store must be on the cut side
         job.proc.wait(10)
-        job.cmd = ["ip", "netns", "exec", hosts.names[0], *job.cmd]
+        job.cmd = [netns.tool("ip"), "netns", "exec", hosts.names[0], *job.cmd]
         job.lines.clear()
         job.start()
         job.wait_size(6)

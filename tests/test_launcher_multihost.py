@@ -33,6 +33,22 @@ def _place(argv, environ=None):
     return placement.place(slots, ns, settings_lib.collect(ns, environ or {}), environ or {})
 
 
+def test_the_host_lab_finds_iproute2_tools_beyond_a_minimal_path(tmp_path, monkeypatch):
+    # env -i PATH=/usr/local/bin:/usr/bin:/bin lacks /usr/sbin, where tc (and on some systems
+    # ip) lives: the lab looks there too, and names the tool and its package when it is missing.
+    sbin = tmp_path / "sbin"
+    sbin.mkdir()
+    (sbin / "tc").write_text("#!/bin/sh\n")
+    (sbin / "tc").chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.setattr(netns, "SBIN_DIRS", (str(sbin),))
+    assert netns.tool("tc") == str(sbin / "tc")
+    with pytest.raises(FileNotFoundError, match=rf"'ip' is neither on PATH nor in {re.escape(str(sbin))}: install "
+                                                "the iproute2 package"):
+        netns.tool("ip")
+    assert netns.unavailable().startswith("needs iproute2: 'ip' is neither on PATH")
+
+
 def test_remote_command_template():
     words = remote.template_words(ssh_port=2222, ssh_identity_file="/k", environ={})
     assert words[0] == "ssh" and words[-2:] == ["{host}", "{command}"] and "BatchMode=yes" in words

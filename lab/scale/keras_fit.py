@@ -54,8 +54,8 @@ def tbf_drops(hosts):
     costs TCP a retransmission, after a timeout (>= 200 ms) where nothing follows it."""
     total = 0
     for name, veth in zip(hosts.names, hosts._veths):
-        for words in (["tc", "-s", "qdisc", "show", "dev", veth],
-                      ["tc", "-s", "-n", name, "qdisc", "show", "dev", hosts.interface]):
+        for words in ([netns.tool("tc"), "-s", "qdisc", "show", "dev", veth],
+                      [netns.tool("tc"), "-s", "-n", name, "qdisc", "show", "dev", hosts.interface]):
             out = subprocess.run(words, capture_output=True, text=True, timeout=10, check=False).stdout
             total += sum(int(v) for v in re.findall(r"dropped (\d+)", out))
     return total

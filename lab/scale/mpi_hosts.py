@@ -36,7 +36,7 @@ AGENT = """#!/bin/sh
 while [ "${1#-}" != "$1" ]; do shift; done
 addr=$1; shift
 ns=$(grep "^$addr " "$(dirname "$0")/hosts.map" | cut -d' ' -f2)
-exec ip netns exec "$ns" unshare --uts sh -c 'hostname "$0" && exec sh -c "$1"' "$ns" "$*"
+exec IP_TOOL netns exec "$ns" unshare --uts sh -c 'hostname "$0" && exec sh -c "$1"' "$ns" "$*"
 """
 
 
@@ -128,7 +128,7 @@ def main():
                 with open(os.path.join(folder, "hosts.map"), "w") as f:
                     f.writelines(f"{a} {n}\n" for a, n in zip(hosts.addresses, hosts.names))
                 with open(os.path.join(folder, "agent.sh"), "w") as f:
-                    f.write(AGENT)
+                    f.write(AGENT.replace("IP_TOOL", netns.tool("ip")))  # its PATH may lack /usr/sbin
                 os.chmod(os.path.join(folder, "agent.sh"), 0o755)
                 for i in range(args.repeats):
                     for name, done in runs.items():

@@ -26,7 +26,7 @@ sys.path.insert(0, ROOT)
 
 from tests import test_faults, test_faults_frozen, test_faults_keras, test_host_faults
 from tests.helpers import rank_output, run_job
-from tools.hostlab.netns import NetnsHosts
+from tools.hostlab.netns import NetnsHosts, tool
 from tools.hostlab.netns import unavailable as _netns_unavailable
 
 SCENARIOS = [
@@ -83,7 +83,7 @@ def cut_run():
                 while not os.path.exists(marker) and time.monotonic() < deadline:
                     time.sleep(0.01)
                 cut.append(time.time())
-                subprocess.run(["ip", "link", "set", hosts._veths[1], "down"], check=True, timeout=10)
+                subprocess.run([tool("ip"), "link", "set", hosts._veths[1], "down"], check=True, timeout=10)
 
             threading.Thread(target=cutter, daemon=True).start()
             result = run_job(2, test_faults_frozen.CUT_OFF, script_args=("cut", marker), timeout=90, check=False,

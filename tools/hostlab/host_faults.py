@@ -24,11 +24,10 @@ Needs what netns.py needs (root or CAP_NET_ADMIN, iproute2, tc).
 import dataclasses
 import os
 import signal
-import subprocess
 import threading
 import time
 
-from tools.hostlab.netns import IP_TIMEOUT_S, _run, tbf_words
+from tools.hostlab.netns import _run, tbf_words
 
 KINDS = ("kill", "cut", "freeze", "throttle")
 
@@ -71,8 +70,7 @@ class HostFaults:
     def pids(self, host):
         """Pids of every process in host ``host``'s network namespace (the bootstrap of
         each remote worker, the workers, their children)."""
-        out = subprocess.run(["ip", "netns", "pids", self.hosts.names[host]], check=False, capture_output=True,
-                             text=True, timeout=IP_TIMEOUT_S)
+        out = _run(["ip", "netns", "pids", self.hosts.names[host]], check=False)
         return [int(p) for p in out.stdout.split() if p.isdigit() and int(p) != os.getpid()]
 
     def leftovers(self):

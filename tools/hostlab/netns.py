@@ -12,7 +12,9 @@ means the right interface on every host, and ``--remote-command 'ip netns exec {
 {command}'`` starts a rank "on" host Th<i>. Processes in the namespaces are still local
 processes (same CPUs, same files): only the network is separate.
 
-Needs root (or CAP_NET_ADMIN) and iproute2. ``destroy()`` removes everything ``create()``
+Needs root (or CAP_NET_ADMIN) and iproute2, whose tools (``ip``, ``tc``, ``ss``) live in
+/usr/sbin or /sbin, which a minimal PATH leaves out: call them through ``tool(name)``, which
+also looks there, never by bare name. ``destroy()`` removes everything ``create()``
 made, even half-made; ``cleanup(prefix)`` (or ``python -m tools.hostlab.netns --cleanup``)
 removes whatever an interrupted run left behind under a prefix.
 
@@ -30,6 +32,7 @@ import uuid
 
 LAB_PREFIX = "tsl"  # the scale lab's names; tests use "tfr"
 IP_TIMEOUT_S = 10
+SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")  # searched after PATH (env -i PATH=/usr/bin:/bin lacks them)
 
 
 def parse_hosts(spec):
@@ -45,20 +48,37 @@ def require(context=""):
         raise SystemExit(f"{context}{why}")
 
 
+def tool(name, package="iproute2"):
+    """The path of the system tool ``name`` (``ip``, ``tc``, ``ss``): found on PATH, else in
+    ``SBIN_DIRS``. Raises FileNotFoundError naming the tool, where it looked and ``package``."""
+    path = shutil.which(name, path=os.pathsep.join([os.environ.get("PATH", os.defpath), *SBIN_DIRS]))
+    if path is None:
+        raise FileNotFoundError(f"'{name}' is neither on PATH nor in {', '.join(SBIN_DIRS)}: install the "
+                                f"{package} package")
+    return path
+
+
 def unavailable():
     """None where namespaces can be made here, else why not (a sentence)."""
-    if not sys.platform.startswith("linux") or shutil.which("ip") is None:
+    if not sys.platform.startswith("linux"):
         return "needs Linux and iproute2 (ip)"
+    try:
+        ip = tool("ip")
+    except FileNotFoundError as e:
+        return f"needs iproute2: {e}"
     probe = f"tfrprobe{os.getpid()}"
-    out = subprocess.run(["ip", "netns", "add", probe], check=False, capture_output=True, text=True,
+    out = subprocess.run([ip, "netns", "add", probe], check=False, capture_output=True, text=True,
                          timeout=IP_TIMEOUT_S)
     if out.returncode != 0:
         return f"cannot create network namespaces here (needs root or CAP_NET_ADMIN): {out.stderr.strip()}"
-    subprocess.run(["ip", "netns", "del", probe], check=False, capture_output=True, timeout=IP_TIMEOUT_S)
+    subprocess.run([ip, "netns", "del", probe], check=False, capture_output=True, timeout=IP_TIMEOUT_S)
     return None
 
 
 def _run(words, check=True):
+    """Runs iproute2's ``words[0]`` (``ip``, ``tc``; found by ``tool``) with the other words.
+    Raises RuntimeError naming the command when it fails and ``check``; returns the result."""
+    words = [tool(words[0]), *words[1:]]
     out = subprocess.run(words, check=False, capture_output=True, text=True, timeout=IP_TIMEOUT_S)
     if check and out.returncode != 0:
         raise RuntimeError(f"{' '.join(words)}: {out.stderr.strip()}")
@@ -123,9 +143,13 @@ class NetnsHosts:
 
     def destroy(self):
         """Removes the links, the bridge and the namespaces (never raises)."""
+        try:
+            tool("ip")
+        except FileNotFoundError:
+            return  # create() made nothing
         for words in ([["link", "del", v] for v in self._veths] + [["link", "del", self.interface]]
                       + [["netns", "del", n] for n in self.names]):
-            subprocess.run(["ip", *words], check=False, capture_output=True, timeout=IP_TIMEOUT_S)
+            _run(["ip", *words], check=False)
 
     def launch_args(self, ranks_per_host, own_hostnames=False):
         """tfringrun arguments that place ``ranks_per_host`` ranks on each host. With
@@ -149,9 +173,10 @@ class NetnsHosts:
 def remote_command(own_hostnames=False):
     """tfringrun's ``--remote-command`` that starts a rank "on" an emulated host: in its
     network namespace, and with ``own_hostnames`` in a UTS namespace named like the host."""
+    ip = tool("ip")  # the workers' PATH may lack /usr/sbin
     if own_hostnames:
-        return "ip netns exec {host} unshare --uts sh -c 'hostname \"$0\" && exec sh -c \"$1\"' {host} {command}"
-    return "ip netns exec {host} sh -c {command}"
+        return ip + " netns exec {host} unshare --uts sh -c 'hostname \"$0\" && exec sh -c \"$1\"' {host} {command}"
+    return ip + " netns exec {host} sh -c {command}"
 
 
 def cleanup(prefix=LAB_PREFIX):
@@ -163,12 +188,12 @@ def cleanup(prefix=LAB_PREFIX):
     for line in links.splitlines():
         name = line.split(":")[1].strip().split("@")[0] if ":" in line else ""
         if pattern.match(name):
-            subprocess.run(["ip", "link", "del", name], check=False, capture_output=True, timeout=IP_TIMEOUT_S)
+            _run(["ip", "link", "del", name], check=False)
             removed.append(name)
     for line in _run(["ip", "netns", "list"], check=False).stdout.splitlines():
         name = line.split()[0] if line.split() else ""
         if pattern.match(name):
-            subprocess.run(["ip", "netns", "del", name], check=False, capture_output=True, timeout=IP_TIMEOUT_S)
+            _run(["ip", "netns", "del", name], check=False)
             removed.append(name)
     return removed
 
