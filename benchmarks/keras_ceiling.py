@@ -1,0 +1,261 @@
+"""Keras MLP `fit` at np=2 against the job's own ceiling, timed in the same processes.
+
+    python benchmarks/keras_ceiling.py --launches 8
+
+Per launch (`tfringrun -np 2`, each rank bound to its core as tfringrun does by default),
+every rank builds two models from the same seed (keras_models.py's mlp, SGD 0.01, batch 128
+per rank, 1 intra-op + 1 inter-op thread) and alternates whole `fit` calls of STEPS steps
+for ROUNDS rounds: `plain` (Keras' own SGD, no collectives: the rank alone on its local
+batch) and `dist` (`hvd.DistributedOptimizer`, the gradients averaged over both ranks).
+A warm-up fit of each comes first (tracing, first negotiation).
+
+  plain rate of a rank = BATCH x STEPS / fit time, median over rounds;
+  ceiling            = np x the slower rank's plain rate (a synchronous job goes at its
+                       slowest rank's pace; ARCHITECTURE.md section 4: not a plain pair);
+  dist rate          = np x BATCH x STEPS / the slower rank's dist fit time, median;
+  ratio              = dist rate / ceiling.
+
+A rank whose plain fits ran above --full-above samples/s (default 5500: one process here
+runs this MLP at ~7.5k or ~3.8k) ran at full speed; the launch's mode is `full` (both),
+`half` (both below) or `mixed`. Per fit the script also records the CPU time of every
+thread of the process (/proc/self/task/*/stat: the busiest thread is TF's compute thread,
+tfring's background thread is named `tfring-loop`), and for `dist` fits the deltas of
+`tfring.stats()` (negotiation, wait for the slowest rank, transfer, control messages),
+so that a slow launch shows where its step went.
+
+Writes lab/results/keras_ceiling.json (every launch, every fit) and prints a markdown table
+per launch and per mode (docs/benchmarks.md, "Keras fit against the in-process ceiling").
+Extra TFRING_* variables in the environment reach the ranks (e.g. TFRING_SPIN_US=0).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import keras_models
+
+STAT_KEYS = ("negotiation_seconds", "wait_for_slowest_seconds", "queue_seconds", "transfer_seconds",
+             "execute_seconds", "tensors", "collectives", "control_messages_sent")
+
+
+def thread_cpu():
+    """{tid: (name, cpu seconds)} of every thread of this process."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        out[tid] = (name, (int(fields[11]) + int(fields[12])) / tick)  # utime + stime
+    return out
+
+
+def cpu_delta(before, after):
+    """Threads that used CPU between two thread_cpu() readings, busiest first: [name, s]."""
+    used = [(name, cpu - before.get(tid, (name, 0.0))[1]) for tid, (name, cpu) in after.items()]
+    return [[name, round(s, 3)] for name, s in sorted(used, key=lambda u: -u[1]) if s > 0]
+
+
+class StepTimes:
+    """A Keras callback: (begin, end) of every step on the system-wide monotonic clock (the
+    ranks' times compare; the timeline's 0 is `origin` on rank 0)."""
+
+    def __init__(self):
+        import keras
+
+        self.callback = type("StepTimesCallback", (keras.callbacks.Callback,), {
+            "on_train_batch_begin": lambda _, batch, logs=None: self.times.append([time.monotonic(), None]),
+            "on_train_batch_end": lambda _, batch, logs=None: self.times[-1].__setitem__(1, time.monotonic()),
+        })()
+        self.times = []
+        self.origin = None
+
+
+def worker(args):
+    keras_models.threads(1)
+    import keras
+    import numpy as np
+
+    import tfring
+    import tfring.keras as hvd
+
+    hvd.init()
+    rank = hvd.rank()
+    x, y = keras_models.data("mlp", args.batch * args.steps, seed=rank)
+
+    def make(distributed, **options):
+        keras.utils.set_random_seed(0)
+        model = keras_models.build("mlp")
+        opt = keras.optimizers.SGD(0.01)
+        model.compile(optimizer=hvd.DistributedOptimizer(opt, **options) if distributed else opt,
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        model.fit(x[:args.batch * 2], y[:args.batch * 2], batch_size=args.batch, epochs=1, verbose=0)
+        return model
+
+    models = {"plain": make(False), "dist": make(True)}
+    if args.one_group:
+        models["dist_one_group"] = make(True, bucket_bytes=0)
+    fits, steps = [], StepTimes()
+    for r in range(args.rounds):
+        for kind, model in models.items():
+            trace = kind == "dist" and r == args.rounds - 1  # the last distributed fit: step times
+            if trace and args.timeline and rank == 0:
+                steps.origin = time.monotonic()
+                tfring.start_timeline(args.timeline)
+            stats0, cpu0, wall0 = tfring.stats(), thread_cpu(), time.perf_counter()
+            model.fit(x, y, batch_size=args.batch, epochs=1, verbose=0, shuffle=False,
+                      callbacks=[steps.callback] if trace else None)
+            if trace and args.timeline and rank == 0:
+                tfring.stop_timeline()
+            seconds = time.perf_counter() - wall0
+            threads, stats1 = cpu_delta(cpu0, thread_cpu()), tfring.stats()
+            fit = {"round": r, "kind": kind, "seconds": seconds, "rate": args.batch * args.steps / seconds,
+                   "cpu_threads": threads[:4], "cpu_process": round(sum(s for _, s in threads), 3)}
+            if kind != "plain":
+                fit["stats"] = {k: round(stats1[k] - stats0[k], 4) for k in STAT_KEYS}
+            fits.append(fit)
+    with open(os.path.join(args.out_dir, f"rank{rank}.json"), "w") as f:
+        json.dump({"rank": rank, "size": hvd.size(), "fits": fits, "affinity": sorted(os.sched_getaffinity(0)),
+                   "steps": steps.times, "timeline_origin": steps.origin}, f)
+    tfring.allreduce(np.zeros(1, np.float32), name="keras_ceiling.done")  # no rank leaves early
+
+
+def summarize(ranks, full_above, steps, batch):
+    """One launch's figures from every rank's fits."""
+    size = len(ranks)
+    plain = [statistics.median(f["rate"] for f in r["fits"] if f["kind"] == "plain") for r in ranks]
+    rounds = sorted({f["round"] for f in ranks[0]["fits"]})
+    ceiling = size * min(plain)
+
+    def rates(kind):  # the job's rate per round: the slower rank's fit
+        return [size * batch * steps / max(f["seconds"] for r in ranks for f in r["fits"]
+                                           if f["kind"] == kind and f["round"] == rd) for rd in rounds]
+
+    dist_rates = rates("dist")
+    dist = statistics.median(dist_rates)
+    others = {}
+    for kind in sorted({f["kind"] for f in ranks[0]["fits"]} - {"plain", "dist"}):
+        rate = statistics.median(rates(kind))
+        others[kind] = {"rate": round(rate), "ratio": round(rate / ceiling, 3), "vs_dist": round(rate / dist, 3)}
+    full = [p > full_above for p in plain]
+    mode = "full" if all(full) else "half" if not any(full) else "mixed"
+    detail = []
+    for r, rate in zip(ranks, plain):
+        dist_fits = [f for f in r["fits"] if f["kind"] == "dist"]
+        n = len(dist_fits) * steps  # distributed steps timed
+
+        def ms(values, n=n):
+            return round(1e3 * sum(values) / n, 2)
+
+        d = {"rank": r["rank"], "plain": round(rate),
+             "plain_step_ms": round(1e3 * batch / rate, 2),
+             "dist_step_ms": round(1e3 * statistics.median(f["seconds"] for f in dist_fits) / steps, 2),
+             "top_thread_cpu_ms_per_step": ms(f["cpu_threads"][0][1] for f in dist_fits),
+             "process_cpu_ms_per_step": ms(f["cpu_process"] for f in dist_fits)}
+        for key in ("negotiation_seconds", "wait_for_slowest_seconds", "queue_seconds", "transfer_seconds"):
+            d[key.replace("_seconds", "_ms_per_step")] = ms(f["stats"][key] for f in dist_fits)
+        for key in ("control_messages_sent", "tensors", "collectives"):
+            d[key + "_per_step"] = round(sum(f["stats"][key] for f in dist_fits) / n, 2)
+        detail.append(d)
+    return {"mode": mode, "plain": [round(p) for p in plain], "ceiling": round(ceiling), "dist": round(dist),
+            "ratio": round(dist / ceiling, 3), "dist_rounds": [round(v) for v in dist_rates], "ranks": detail,
+            "variants": others}
+
+
+def launch(args, index):
+    with tempfile.TemporaryDirectory(prefix="keras_ceiling.") as out_dir:
+        env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2", OMP_NUM_THREADS="1")
+        cmd = [sys.executable, "-m", "tfring.runner.launch", "-np", str(args.np), sys.executable,
+               os.path.abspath(__file__), "--worker", "--out-dir", out_dir, "--rounds", str(args.rounds),
+               "--steps", str(args.steps), "--batch", str(args.batch)] + (["--one-group"] if args.one_group else [])
+        if args.timeline:
+            cmd += ["--timeline", f"{args.timeline}.{index}"]
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout, check=False)
+        ranks = []
+        for r in range(args.np):
+            path = os.path.join(out_dir, f"rank{r}.json")
+            if not os.path.exists(path):
+                raise SystemExit(f"launch {index} failed (exit {out.returncode}):\n"
+                                 f"{out.stdout[-1500:]}{out.stderr[-1500:]}")
+            with open(path) as f:
+                ranks.append(json.load(f))
+            if args.keep:
+                os.makedirs(args.keep, exist_ok=True)
+                with open(os.path.join(args.keep, f"launch{index}.rank{r}.json"), "w") as f:
+                    json.dump(ranks[-1], f)
+    result = summarize(ranks, args.full_above, args.steps, args.batch)
+    result["launch"] = index
+    result["fits"] = {r["rank"]: r["fits"] for r in ranks}
+    return result
+
+
+def table(launches):
+    lines = [("| launch | mode | plain samples/s (rank 0, 1) | ceiling | distributed | distributed/ceiling |"
+              " rank 1 negotiation ms/step | compute thread CPU ms/step (rank 0, 1) | step ms (rank 0) |"),
+             "|---|---|---|---|---|---|---|---|---|"]
+    for x in launches:
+        r0, r1 = x["ranks"][0], x["ranks"][-1]
+        lines.append(f"| {x['launch']} | {x['mode']} | {', '.join(str(p) for p in x['plain'])} | {x['ceiling']} "
+                     f"| {x['dist']} | **{x['ratio']:.2f}** | {r1['negotiation_ms_per_step']} "
+                     f"| {r0['top_thread_cpu_ms_per_step']}, {r1['top_thread_cpu_ms_per_step']} "
+                     f"| {r0['dist_step_ms']} |")
+    lines += ["", "| mode | launches | distributed/ceiling median | range |", "|---|---|---|---|"]
+    for mode in ("full", "half", "mixed"):
+        ratios = [x["ratio"] for x in launches if x["mode"] == mode]
+        if ratios:
+            lines.append(f"| {mode} | {len(ratios)} | **{statistics.median(ratios):.2f}** "
+                         f"| {min(ratios):.2f}-{max(ratios):.2f} |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--launches", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--np", type=int, default=2)
+    parser.add_argument("--full-above", type=float, default=5500,
+                        help="plain samples/s of one rank above which it ran at full speed")
+    parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--output", default=os.path.join(ROOT, "lab", "results", "keras_ceiling.json"))
+    parser.add_argument("--one-group", action="store_true",
+                        help="also alternate a third model, dist_one_group: DistributedOptimizer(bucket_bytes=0), "
+                             "every gradient in one negotiation at the end of the backward pass")
+    parser.add_argument("--timeline", help="rank 0 writes a timeline of the last distributed fit here")
+    parser.add_argument("--keep", help="copy every rank's raw JSON (fits, step times) into this folder")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--out-dir", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        return worker(args)
+    launches = []
+    for i in range(1, args.launches + 1):
+        x = launch(args, i)
+        launches.append(x)
+        print(f"launch {i}: mode {x['mode']} plain {x['plain']} ceiling {x['ceiling']} dist {x['dist']} "
+              f"ratio {x['ratio']:.2f} {json.dumps(x['variants'])} " + json.dumps(x["ranks"]), flush=True)
+    env = {k: v for k, v in os.environ.items() if k.startswith("TFRING_")}
+    with open(args.output, "w") as f:
+        json.dump({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "args": vars(args), "env": env,
+                   "launches": launches}, f, indent=1)
+    print(table(launches))
+    print(f"wrote {args.output}")
+    return None
+
+
+if __name__ == "__main__":
+    main()
