@@ -48,15 +48,26 @@ class _Listed:
         return "host discovery script d.sh"
 
 
+class _Clock:
+    """The driver's clock, moved by the test."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
 def _job():
     """A driver whose generation 1 runs w0, w1, w2 as ranks 0-2 on h0-h2 (remote workers:
-    nothing is signalled or waited for). Returns (job, messages, discovery)."""
+    nothing is signalled or waited for), on a clock the test moves. Returns (job, messages,
+    discovery)."""
     messages = []
     listed = _Listed(HOSTS)
     settings = ElasticSettings(min_np=2, max_np=3, initial_np=None, reset_limit=None, elastic_timeout_s=30,
                                discovery_interval_s=0.1, grace_period_s=1, stopped_limit_s=0, ready_timeout_s=30)
     job = ElasticJob(types.SimpleNamespace(message=messages.append), _DictStore(), listed, discovery.Blacklist(),
-                     None, settings)
+                     None, settings, clock=_Clock())
     job._hosts = listed.hosts()
     for i, host in enumerate(HOSTS):
         proc = types.SimpleNamespace(pid=100 + i, signal_group=lambda signum: True)
@@ -66,10 +77,14 @@ def _job():
     return job, messages, listed
 
 
+def _rediscover(job):
+    job._clock.now += job.cfg.discovery_interval_s  # the next discovery is due
+    job._discover()
+
+
 def _unlist(job, listed, host):
     listed.names.remove(host)
-    job._next_discovery = 0.0
-    job._discover(1.0)
+    _rediscover(job)
 
 
 def _lost_lines(messages):
@@ -91,7 +106,7 @@ def test_a_worker_killed_with_its_host_is_lost_whichever_the_driver_learns_first
         _unlist(job, listed, "h2")
         assert w2.removed and any("host h2 is no longer listed" in m for m in messages), messages
         if "published" in order:
-            job._form_generation(2.0)
+            job._form_generation()
             assert job.generation == 2 and "generation 2: 2 worker(s)" in messages[-1], messages
         job._on_exit(w2, KILLED)
     lost = _lost_lines(messages)
@@ -106,7 +121,7 @@ def test_a_worker_that_left_its_unlisted_host_is_not_lost():
     job, messages, listed = _job()
     w2 = job.workers[2]
     _unlist(job, listed, "h2")
-    job._form_generation(2.0)
+    job._form_generation()
     job.store.add(protocol.left_key("w2"), 1)
     job._on_exit(w2, 1)
     assert _lost_lines(messages) == [] and not job.blacklist.blocked("h2", 3.0), messages
@@ -118,7 +133,7 @@ def test_a_worker_the_driver_stopped_after_its_host_was_unlisted_is_not_lost():
     job, messages, listed = _job()
     w2 = job.workers[2]
     _unlist(job, listed, "h2")
-    job._form_generation(2.0)
+    job._form_generation()
     job._stop_leavers(w2.leave_by + 1.0)
     assert w2.kill_at is not None and any("has not left; stopping it" in m for m in messages), messages
     job._on_exit(w2, KILLED)
@@ -130,8 +145,7 @@ def test_a_worker_whose_host_is_listed_again_before_it_left_stays_a_member():
     w2 = job.workers[2]
     _unlist(job, listed, "h2")
     listed.names.append("h2")
-    job._next_discovery = 0.0
-    job._discover(1.5)
+    _rediscover(job)
     assert not w2.removed and not w2.unlisted, messages
     job._on_exit(w2, KILLED)  # then it dies: an ordinary lost member
     assert len(_lost_lines(messages)) == 1, messages

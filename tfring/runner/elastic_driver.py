@@ -44,8 +44,11 @@ Policy:
 - Every SIGTERM the driver sends is followed by SIGKILL after the grace period.
 - SIGINT/SIGTERM/SIGHUP go to every worker (SIGKILL after the grace period); exit 128+N.
 
-Every wait is bounded. Main thread only; one waiter thread per worker reports its exit
-through a queue.
+Every wait is bounded. The job's phases are elastic_phases.py's; when discovery runs and
+what holds a change back from becoming the next generation (a broken generation settling,
+below ``--min-np``, a growth waiting for the current generation), with their deadlines, are
+elastic_timers.py's: the driver asks them. Main thread only; one waiter thread per worker
+reports its exit through a queue.
 """
 
 import collections
@@ -58,6 +61,7 @@ import time
 from tfring.elastic import protocol
 from tfring.runner.discovery import FixedDiscovery
 from tfring.runner.elastic_phases import Phase, check_move
+from tfring.runner.elastic_timers import ReformationTimers
 from tfring.runner.hosts import slots_of
 from tfring.runner.signals import signal_name
 from tfring.runner.stopped import stop_signal
@@ -65,8 +69,6 @@ from tfring.runner.supervisor import describe_exit, exit_status, killpg, signal_
 
 TICK_S = 0.05
 END_NOTICE_S = 1.0  # between telling the workers why the job ends and SIGTERM
-BROKEN_SETTLE_S = 0.5  # after a worker reports its generation broken, before re-forming
-GROW_SETTLE_S = 1.0  # a worker became ready: how long to wait for others starting beside it
 STOPPED_CHECK_S = 0.25
 KILL_WAIT_S = 5.0
 TAIL_LINES = 40  # lines of each worker's output kept for the report of a script failing before init()
@@ -151,9 +153,12 @@ class ElasticJob:
       verbose: report every start and exit.
       tails: the ``OutputTails`` observing ``output`` (shown when the script fails before
         ``init()``); None: none are shown.
+      clock: ``() -> seconds``, monotonic: every time the driver reads, its re-formation
+        timers' (elastic_timers.py) included.
     """
 
-    def __init__(self, output, store, discovery, blacklist, start_worker, settings, verbose=False, tails=None):
+    def __init__(self, output, store, discovery, blacklist, start_worker, settings, verbose=False, tails=None,
+                 clock=time.monotonic):
         self.output = output
         self.tails = tails
         self.store = store
@@ -168,21 +173,21 @@ class ElasticJob:
         self._next_wid = 0
         self._exits = queue.Queue()
         self._hosts = []  # the latest discovered [Host]
-        self._next_discovery = 0.0
         self._change = "start"  # why a new generation is needed (None: none is)
-        self._waiting_since = None  # below --min-np since
+        self._clock = clock
+        # When to discover, and what holds a change back (broken settle, --min-np, growth)
+        self.timers = ReformationTimers(settings.elastic_timeout_s, settings.discovery_interval_s,
+                                        settings.ready_timeout_s, clock)
         self.phase = Phase.STARTING  # the job's state machine: elastic_phases.py
         self.end_reason = None  # ENDING: why
         self.first_signal = None  # SIGNALLED: the signal
         self.failure_after_finish = None  # FAILING_AFTER_FINISH: the worker that failed
         self.end_code = 1  # ENDING: the exit code
         self._stop_at = None  # _end: SIGTERM to every worker at this time
-        self._form_not_before = 0.0
         self._force = False  # re-form even with the same members (a worker found the generation broken)
         self._stopped_since = {}
         self._next_stopped_check = 0.0
         self._joins_at_publish = {}  # wid -> its joined count when the current generation was published
-        self._grow_since = None  # a growth-only change has waited since
 
     # ---- phases (elastic_phases.py) ---------------------------------------------------
     @property
@@ -232,7 +237,7 @@ class ElasticJob:
         worker.returncode = code
         if self.verbose:
             self.output.message(f"{worker.describe(self._size_of)} {describe_exit(code)} "
-                                f"after {time.monotonic() - worker.started:.2f} s")
+                                f"after {self._clock() - worker.started:.2f} s")
         if self.phase.ending:
             return
         if worker.removed:
@@ -273,7 +278,7 @@ class ElasticJob:
         return not self.store.add(protocol.left_key(worker.wid), 0)
 
     def _lost(self, worker, how):
-        wait = self.blacklist.record_failure(worker.host, time.monotonic())
+        wait = self.blacklist.record_failure(worker.host, self._clock())
         out = "for the rest of the job" if wait == float("inf") else f"for {wait:g} s"
         self.output.message(f"lost {worker.describe(self._size_of)}: it {how}; host {worker.host} "
                             f"blacklisted {out}")
@@ -330,7 +335,7 @@ class ElasticJob:
         finished (``_tell_workers``) and leaves with exit code 0 by itself; one that has
         not left ``END_NOTICE_S`` later (it was importing, or blocked in the rendezvous)
         gets SIGTERM. Its exit does not count either way."""
-        now = time.monotonic()
+        now = self._clock()
         for w in self._live():
             if w.rank is None or not self._joined(w):
                 w.removed, w.late, w.leave_by = True, True, now + END_NOTICE_S
@@ -358,22 +363,21 @@ class ElasticJob:
                 w.killed_at = now
                 self._stopped_since.pop(w.wid, None)
 
-    def _discover(self, now):
-        if now < self._next_discovery:
+    def _discover(self):
+        if not self.timers.discovery_due():
             return
-        self._next_discovery = now + self.cfg.discovery_interval_s
         self._hosts = self.discovery.hosts()
         listed = {h.name for h in self._hosts}
         for w in self._live():
             if w.host not in listed:
-                self._remove(w, now)
+                self._remove(w)
         for w in self.workers:  # listed again before anything was done about it: it stays
             if w.removed and w.returncode is None and w.leave_by is None and w.kill_at is None \
                     and w.rank is not None and w.host in listed:
                 w.removed = w.unlisted = False
                 self.output.message(f"host {w.host} is listed again; {w.describe(self._size_of)} stays")
 
-    def _remove(self, w, now):
+    def _remove(self, w):
         """Leaves ``w`` (whose host is no longer listed) out of the next generation. A member
         of the running generation leaves gracefully: the others re-form at their next commit
         (``HostsUpdatedInterrupt``), nothing is lost, and ``w`` learns at its reset that it is
@@ -413,7 +417,7 @@ class ElasticJob:
 
     def _terminate(self, w):
         signal_and_resume(w, signal.SIGTERM)
-        w.kill_at = time.monotonic() + self.cfg.grace_period_s
+        w.kill_at = self._clock() + self.cfg.grace_period_s
 
     def _check_broken(self):
         """A member that found the running generation broken (it lost a peer, or the
@@ -424,7 +428,7 @@ class ElasticJob:
             self._force = True
             # Let an exit that caused it arrive first, so the next generation leaves the
             # dead worker out instead of waiting for it in a rendezvous.
-            self._form_not_before = time.monotonic() + BROKEN_SETTLE_S
+            self.timers.broken_reported()
 
     def _leave_out_lost(self):
         """Members of the broken generation that its rank 0 reported lost, and the members
@@ -476,8 +480,11 @@ class ElasticJob:
             self._spawn(wid, host)
 
     # ---- generations ------------------------------------------------------------------
-    def _form_generation(self, now):
-        if self._change is None or not self.phase.forms_generations or now < self._form_not_before:
+    def _form_generation(self):
+        """Publishes the next generation when a change is pending and nothing holds it back:
+        the timers (elastic_timers.py) answer for the waits, the members and
+        ``--reset-limit`` are checked here."""
+        if self._change is None or not self.phase.forms_generations or not self.timers.may_form():
             return
         if self.generation == 0 and self._pending():
             return  # the first generation waits for every first worker (bounded by ready_timeout_s)
@@ -485,14 +492,15 @@ class ElasticJob:
             self._leave_out_lost()
         members = self._members()
         if len(members) < self.cfg.min_np:
-            self._below_min_np(now, len(members))
+            self._below_min_np(len(members))
             return
-        self._waiting_since = None
+        self.timers.enough_workers()
         if (not self._force and self.generation > 0 and all(w.generation == self.generation for w in members)
                 and len(members) == self._sizes.get(self.generation)):
             self._change = None  # the same membership: nothing to re-form
+            self.timers.no_growth_hold()
             return
-        if self._hold_growth(now, members):
+        if self._hold_growth(members):
             return
         if self.cfg.reset_limit is not None and self.generation > self.cfg.reset_limit:
             self._end(f"the job re-formed {self.generation - 1} time(s) and may not again "
@@ -500,7 +508,7 @@ class ElasticJob:
             return
         self._publish(members, self._change)
 
-    def _hold_growth(self, now, members):
+    def _hold_growth(self, members):
         """True while a change that only adds workers should wait (every member of the
         current generation is still in ``members``, none reported it broken):
         - until the current generation has formed (each member's rendezvous succeeded):
@@ -508,33 +516,25 @@ class ElasticJob:
           in a rendezvous that the running workers skip, holding up the next one for
           TFRING_START_TIMEOUT_S; bounded by the ready timeout;
         - for ``GROW_SETTLE_S`` while other started workers are not ready yet (the slots of
-          a host that came back start together): one re-formation takes them all."""
+          a host that came back start together): one re-formation takes them all.
+        The timers keep the time (HOLDING_GROWTH); this says what holds."""
         current = [w for w in self.workers if w.generation == self.generation and w.rank is not None]
         if self._force or self.generation == 0 or not set(map(id, current)) <= set(map(id, members)):
-            self._grow_since = None
+            self.timers.no_growth_hold()
             return False
-        if self._grow_since is None:
-            self._grow_since = now
-        waited = now - self._grow_since
-        if waited < self.cfg.ready_timeout_s and not all(
-                self.store.add(protocol.joined_key(w.wid), 0) > self._joins_at_publish.get(w.wid, 0)
-                for w in current):
-            return True
-        if waited < GROW_SETTLE_S and self._pending():
-            return True
-        self._grow_since = None
-        return False
+        formed = all(self.store.add(protocol.joined_key(w.wid), 0) > self._joins_at_publish.get(w.wid, 0)
+                     for w in current)
+        return self.timers.hold_growth(formed, starting=bool(self._pending()))
 
-    def _below_min_np(self, now, ready):
-        if self._waiting_since is None:
-            self._waiting_since = now
+    def _below_min_np(self, ready):
+        if self.timers.below_min_np():
             self.output.message(f"{ready} worker(s) ready, below --min-np {self.cfg.min_np}; waiting up to "
                                 f"{self.cfg.elastic_timeout_s:g} s (--elastic-timeout) for more")
-        possible = len(self._live()) + len(self._free_slots(now))
+        possible = len(self._live()) + len(self._free_slots(self._clock()))
         if possible < self.cfg.min_np and self.blacklist.permanent() and isinstance(self.discovery, FixedDiscovery):
             self._end(f"{possible} worker(s) can ever run on the hosts left ({self.discovery.describe()}, the others "
                       f"blacklisted), fewer than --min-np {self.cfg.min_np}")
-        elif now - self._waiting_since > self.cfg.elastic_timeout_s:
+        elif self.timers.min_np_timed_out():
             self._end(f"only {ready} worker(s) could run for {self.cfg.elastic_timeout_s:g} s "
                       f"(--elastic-timeout), below --min-np {self.cfg.min_np}")
 
@@ -547,7 +547,7 @@ class ElasticJob:
         if published != g:
             raise RuntimeError(f"the elastic store's generation is {published}, expected {g}: is another "
                                "driver using this store?")
-        now = time.monotonic()
+        now = self._clock()
         for w in self.workers:  # removed members leave at the next commit; SIGTERM if they have not
             if w.removed and w.returncode is None and w.rank is not None and w.leave_by is None \
                     and w.kill_at is None:
@@ -568,10 +568,10 @@ class ElasticJob:
             proc = self._start_worker(wid, host)
         except OSError as e:
             self.output.message(f"worker {wid} could not be started on {host}: {e.strerror or e}")
-            self.blacklist.record_failure(host, time.monotonic())
+            self.blacklist.record_failure(host, self._clock())
             self._change = f"worker {wid} could not start on {host}"
             return
-        w = ElasticWorker(wid, host, proc, time.monotonic())
+        w = ElasticWorker(wid, host, proc, self._clock())
         self.workers.append(w)
         self.output.attach(wid, "stdout", proc.stdout)
         self.output.attach(wid, "stderr", proc.stderr)
@@ -586,7 +586,7 @@ class ElasticJob:
         self.end_reason = reason
         self.output.message(f"ending the elastic job: {reason}")
         self._tell_workers(reason)
-        self._stop_at = time.monotonic() + END_NOTICE_S
+        self._stop_at = self._clock() + END_NOTICE_S
 
     def _tell_workers(self, reason, finished=False):
         """Workers waiting for a generation raise JobEndedError with ``reason``; with
@@ -601,7 +601,7 @@ class ElasticJob:
 
     def _stop_all(self, signum):
         """``signum`` to every running worker; SIGKILL follows after the grace period."""
-        deadline = time.monotonic() + self.cfg.grace_period_s
+        deadline = self._clock() + self.cfg.grace_period_s
         for w in self._running():
             signal_and_resume(w, signum)
             w.kill_at = min(w.kill_at or deadline, deadline)
@@ -612,7 +612,7 @@ class ElasticJob:
         while True:
             for signum in relay.take():
                 self._on_signal(signum)
-            now = time.monotonic()
+            now = self._clock()
             ending = self.phase.ending
             if not self._running() and (ending or self.finishing):
                 break
@@ -621,7 +621,7 @@ class ElasticJob:
                 continue
             except queue.Empty:
                 pass
-            now = time.monotonic()
+            now = self._clock()
             self._stop_leavers(now)
             if self._gave_up(now):
                 break
@@ -633,9 +633,9 @@ class ElasticJob:
             self._watch_stopped(now)
             self._check_ready(now)
             self._check_broken()
-            self._discover(now)
+            self._discover()
             self._grow(now)
-            self._form_generation(now)
+            self._form_generation()
         self._reap_leftovers()
         if self.phase is Phase.ENDING:
             return self.end_code
@@ -658,7 +658,7 @@ class ElasticJob:
             self.output.message(f"got {signal_name(signum)} again; killing every worker now")
             for w in self._running():
                 signal_and_resume(w, signal.SIGKILL)
-                w.killed_at = w.killed_at or time.monotonic()
+                w.killed_at = w.killed_at or self._clock()
             return
         self._move(Phase.SIGNALLED)
         self.first_signal = signum
