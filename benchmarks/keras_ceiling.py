@@ -105,56 +105,80 @@ def worker(args):
         model.fit(x[:args.batch * 2], y[:args.batch * 2], batch_size=args.batch, epochs=1, verbose=0)
         return model
 
-    models = {"plain": make(False), "dist": make(True)}
+    import tensorflow as tf
+
+    def no_autotune():  # the same batches as a tf.data pipeline that tf.data does not autotune
+        options = tf.data.Options()
+        options.autotune.enabled = False
+        return tf.data.Dataset.from_tensor_slices((x, y)).batch(args.batch).with_options(options)
+
+    plain, dist = make(False), make(True)
+    models = {"plain": plain, "dist": dist, "plain_ds": plain, "dist_ds": dist}
     if args.one_group:
         models["dist_one_group"] = make(True, bucket_bytes=0)
-    fits, steps = [], StepTimes()
+    fits, traced = [], None
     for r in range(args.rounds):
         for kind, model in models.items():
-            trace = kind == "dist" and r == args.rounds - 1  # the last distributed fit: step times
+            data = {"x": no_autotune()} if kind.endswith("_ds") else {"x": x, "y": y, "batch_size": args.batch}
+            steps = StepTimes()
+            trace = kind == "dist" and r == args.rounds - 1  # the last distributed fit: its timeline
             if trace and args.timeline and rank == 0:
                 steps.origin = time.monotonic()
                 tfring.start_timeline(args.timeline)
-            stats0, cpu0, wall0 = tfring.stats(), thread_cpu(), time.perf_counter()
-            model.fit(x, y, batch_size=args.batch, epochs=1, verbose=0, shuffle=False,
-                      callbacks=[steps.callback] if trace else None)
+            # every fit starts together on all ranks: a rank's wait for another's previous fit is
+            # no part of this one
+            tfring.allreduce(np.zeros(1, np.float32), name="keras_ceiling.start")
+            stats0, cpu0, wall0 = tfring.stats(), thread_cpu(), time.monotonic()
+            model.fit(**data, epochs=1, verbose=0, shuffle=False, callbacks=[steps.callback])
+            end = time.monotonic()
             if trace and args.timeline and rank == 0:
                 tfring.stop_timeline()
-            seconds = time.perf_counter() - wall0
+            if trace:
+                traced = steps
+            seconds = end - wall0
             threads, stats1 = cpu_delta(cpu0, thread_cpu()), tfring.stats()
+            inside = sum(e - b for b, e in steps.times)
             fit = {"round": r, "kind": kind, "seconds": seconds, "rate": args.batch * args.steps / seconds,
+                   # the fit's time inside its steps (batch begin to end) and outside them: before the
+                   # first step (fit's set-up), between steps, after the last
+                   "in_steps": round(inside, 4), "before_first": round(steps.times[0][0] - wall0, 4),
+                   "after_last": round(end - steps.times[-1][1], 4),
+                   "between": round(steps.times[-1][1] - steps.times[0][0] - inside, 4),
                    "cpu_threads": threads[:4], "cpu_process": round(sum(s for _, s in threads), 3)}
-            if kind != "plain":
+            if kind.startswith("dist"):
                 fit["stats"] = {k: round(stats1[k] - stats0[k], 4) for k in STAT_KEYS}
             fits.append(fit)
     with open(os.path.join(args.out_dir, f"rank{rank}.json"), "w") as f:
         json.dump({"rank": rank, "size": hvd.size(), "fits": fits, "affinity": sorted(os.sched_getaffinity(0)),
-                   "steps": steps.times, "timeline_origin": steps.origin}, f)
+                   "steps": traced.times, "timeline_origin": traced.origin}, f)
     tfring.allreduce(np.zeros(1, np.float32), name="keras_ceiling.done")  # no rank leaves early
 
 
 def summarize(ranks, full_above, steps, batch):
     """One launch's figures from every rank's fits."""
     size = len(ranks)
-    plain = [statistics.median(f["rate"] for f in r["fits"] if f["kind"] == "plain") for r in ranks]
+    kinds = sorted({f["kind"] for f in ranks[0]["fits"]})
     rounds = sorted({f["round"] for f in ranks[0]["fits"]})
-    ceiling = size * min(plain)
 
-    def rates(kind):  # the job's rate per round: the slower rank's fit
-        return [size * batch * steps / max(f["seconds"] for r in ranks for f in r["fits"]
-                                           if f["kind"] == kind and f["round"] == rd) for rd in rounds]
+    def fits(rank, kind):
+        return [f for f in rank["fits"] if f["kind"] == kind]
 
-    dist_rates = rates("dist")
-    dist = statistics.median(dist_rates)
-    others = {}
-    for kind in sorted({f["kind"] for f in ranks[0]["fits"]} - {"plain", "dist"}):
-        rate = statistics.median(rates(kind))
-        others[kind] = {"rate": round(rate), "ratio": round(rate / ceiling, 3), "vs_dist": round(rate / dist, 3)}
+    def own_rate(rank, kind, span="seconds"):  # one rank alone: median over rounds
+        return statistics.median(batch * steps / f[span] for f in fits(rank, kind))
+
+    def job_rate(kind, span="seconds"):  # the job's rate, median over rounds: the slower rank's fit
+        return statistics.median(size * batch * steps / max(f[span] for r in ranks for f in fits(r, kind)
+                                                            if f["round"] == rd) for rd in rounds)
+
+    def ratio(dist_kind, plain_kind, span="seconds"):
+        return job_rate(dist_kind, span) / (size * min(own_rate(r, plain_kind, span) for r in ranks))
+
+    plain = [own_rate(r, "plain") for r in ranks]
     full = [p > full_above for p in plain]
     mode = "full" if all(full) else "half" if not any(full) else "mixed"
     detail = []
     for r, rate in zip(ranks, plain):
-        dist_fits = [f for f in r["fits"] if f["kind"] == "dist"]
+        dist_fits = fits(r, "dist")
         n = len(dist_fits) * steps  # distributed steps timed
 
         def ms(values, n=n):
@@ -163,6 +187,7 @@ def summarize(ranks, full_above, steps, batch):
         d = {"rank": r["rank"], "plain": round(rate),
              "plain_step_ms": round(1e3 * batch / rate, 2),
              "dist_step_ms": round(1e3 * statistics.median(f["seconds"] for f in dist_fits) / steps, 2),
+             "dist_in_step_ms": round(1e3 * statistics.median(f["in_steps"] for f in dist_fits) / steps, 2),
              "top_thread_cpu_ms_per_step": ms(f["cpu_threads"][0][1] for f in dist_fits),
              "process_cpu_ms_per_step": ms(f["cpu_process"] for f in dist_fits)}
         for key in ("negotiation_seconds", "wait_for_slowest_seconds", "queue_seconds", "transfer_seconds"):
@@ -170,15 +195,26 @@ def summarize(ranks, full_above, steps, batch):
         for key in ("control_messages_sent", "tensors", "collectives"):
             d[key + "_per_step"] = round(sum(f["stats"][key] for f in dist_fits) / n, 2)
         detail.append(d)
-    return {"mode": mode, "plain": [round(p) for p in plain], "ceiling": round(ceiling), "dist": round(dist),
-            "ratio": round(dist / ceiling, 3), "dist_rounds": [round(v) for v in dist_rates], "ranks": detail,
-            "variants": others}
+    # fit()'s time after its last step (tf.data's autotuning thread; docs/benchmarks.md), per kind
+    tail_ms = {k: round(1e3 * statistics.median(f["after_last"] for r in ranks for f in fits(r, k)), 1)
+               for k in kinds}
+    result = {"mode": mode, "plain": [round(p) for p in plain], "ceiling": round(size * min(plain)),
+              "dist": round(job_rate("dist")), "ratio": round(ratio("dist", "plain"), 3),
+              "ratio_in_steps": round(ratio("dist", "plain", "in_steps"), 3), "tail_ms": tail_ms, "ranks": detail}
+    if "dist_ds" in kinds:
+        result["ratio_no_autotune"] = round(ratio("dist_ds", "plain_ds"), 3)
+        result["plain_no_autotune"] = [round(own_rate(r, "plain_ds")) for r in ranks]
+    for kind in kinds:
+        if kind not in ("plain", "dist", "plain_ds", "dist_ds"):
+            result[f"ratio_{kind}"] = round(ratio(kind, "plain"), 3)
+    return result
 
 
 def launch(args, index):
     with tempfile.TemporaryDirectory(prefix="keras_ceiling.") as out_dir:
         env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2", OMP_NUM_THREADS="1")
-        cmd = [sys.executable, "-m", "tfring.runner.launch", "-np", str(args.np), sys.executable,
+        cmd = [sys.executable, "-m", "tfring.runner.launch", "-np", str(args.np), *args.worker_prefix.split(),
+               sys.executable,
                os.path.abspath(__file__), "--worker", "--out-dir", out_dir, "--rounds", str(args.rounds),
                "--steps", str(args.steps), "--batch", str(args.batch)] + (["--one-group"] if args.one_group else [])
         if args.timeline:
@@ -203,21 +239,29 @@ def launch(args, index):
 
 
 def table(launches):
-    lines = [("| launch | mode | plain samples/s (rank 0, 1) | ceiling | distributed | distributed/ceiling |"
-              " rank 1 negotiation ms/step | compute thread CPU ms/step (rank 0, 1) | step ms (rank 0) |"),
+    lines = [("| launch | mode | plain samples/s (rank 0, 1) | ceiling | distributed | distributed/ceiling "
+              "| inside steps only | fit's tail after the last step, ms (plain, dist) "
+              "| no tf.data autotuning: plain samples/s, distributed/ceiling |"),
              "|---|---|---|---|---|---|---|---|---|"]
     for x in launches:
-        r0, r1 = x["ranks"][0], x["ranks"][-1]
+        tail, plain_ds = x["tail_ms"], ", ".join(str(p) for p in x.get("plain_no_autotune", []))
         lines.append(f"| {x['launch']} | {x['mode']} | {', '.join(str(p) for p in x['plain'])} | {x['ceiling']} "
-                     f"| {x['dist']} | **{x['ratio']:.2f}** | {r1['negotiation_ms_per_step']} "
-                     f"| {r0['top_thread_cpu_ms_per_step']}, {r1['top_thread_cpu_ms_per_step']} "
-                     f"| {r0['dist_step_ms']} |")
-    lines += ["", "| mode | launches | distributed/ceiling median | range |", "|---|---|---|---|"]
-    for mode in ("full", "half", "mixed"):
-        ratios = [x["ratio"] for x in launches if x["mode"] == mode]
-        if ratios:
-            lines.append(f"| {mode} | {len(ratios)} | **{statistics.median(ratios):.2f}** "
-                         f"| {min(ratios):.2f}-{max(ratios):.2f} |")
+                     f"| {x['dist']} | **{x['ratio']:.2f}** | {x['ratio_in_steps']:.2f} "
+                     f"| {tail['plain']:.0f}, {tail['dist']:.0f} "
+                     f"| {plain_ds}; **{x.get('ratio_no_autotune', float('nan')):.2f}** |")
+    lines += ["", ("| mode | launches | distributed/ceiling, median (range) | inside steps only "
+                   "| no tf.data autotuning |"), "|---|---|---|---|---|"]
+
+    def spread(values):
+        values = [v for v in values if v is not None]
+        return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})" if values else "-"
+
+    for mode in ("full", "half", "mixed", "all"):
+        chosen = [x for x in launches if mode in ("all", x["mode"])]
+        if chosen:
+            lines.append(f"| {mode} | {len(chosen)} | **{spread(x['ratio'] for x in chosen)}** "
+                         f"| {spread(x['ratio_in_steps'] for x in chosen)} "
+                         f"| {spread(x.get('ratio_no_autotune') for x in chosen)} |")
     return "\n".join(lines)
 
 
@@ -235,6 +279,9 @@ def main():
     parser.add_argument("--one-group", action="store_true",
                         help="also alternate a third model, dist_one_group: DistributedOptimizer(bucket_bytes=0), "
                              "every gradient in one negotiation at the end of the backward pass")
+    parser.add_argument("--worker-prefix", default="",
+                        help="a command each rank's python runs under (split on spaces; e.g. a script that raises "
+                             "its scheduling priority on a shared machine)")
     parser.add_argument("--timeline", help="rank 0 writes a timeline of the last distributed fit here")
     parser.add_argument("--keep", help="copy every rank's raw JSON (fits, step times) into this folder")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -247,7 +294,8 @@ def main():
         x = launch(args, i)
         launches.append(x)
         print(f"launch {i}: mode {x['mode']} plain {x['plain']} ceiling {x['ceiling']} dist {x['dist']} "
-              f"ratio {x['ratio']:.2f} {json.dumps(x['variants'])} " + json.dumps(x["ranks"]), flush=True)
+              f"ratio {x['ratio']:.2f} in steps {x['ratio_in_steps']:.2f} no autotune "
+              f"{x.get('ratio_no_autotune')} tail ms {x['tail_ms']}", flush=True)
     env = {k: v for k, v in os.environ.items() if k.startswith("TFRING_")}
     with open(args.output, "w") as f:
         json.dump({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "args": vars(args), "env": env,
