@@ -99,3 +99,35 @@ def test_a_model_state_mismatch_names_the_variables_and_the_fix():
         assert "only rank 1 has" in line and "adam/sequential_dense_kernel_momentum [4, 3] float32" in line, line
         assert "optimizer" in line and ".keras" in line and "optimizer.build" in line, line
         assert f"BROADCAST OK {r}" in result.stdout
+
+
+PER_STEP_TENSORS = """
+import numpy as np, tensorflow as tf
+tf.config.threading.set_intra_op_parallelism_threads(1)
+tf.config.threading.set_inter_op_parallelism_threads(1)
+import keras, tfring, tfring.keras as hvd
+hvd.init()
+x = np.random.default_rng(hvd.rank()).random((64, 8), dtype=np.float32)
+model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)])
+model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(0.01)), loss="mse")
+model.fit(x, x.sum(1), batch_size=8, epochs=1, verbose=0)  # traced, names cached
+counts = []
+for epochs in (1, 3):
+    before = tfring.stats()["tensors"]
+    model.fit(x, x.sum(1), batch_size=8, epochs=epochs, verbose=0)
+    counts.append(tfring.stats()["tensors"] - before)
+print("TENSORS", hvd.rank(), counts[0], counts[1], len(model.trainable_variables), flush=True)
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_fit_step_runs_one_collective_per_gradient_and_nothing_else():
+    """Issue 40 asked whether DistributedOptimizer's fit pays a blocking extra op per step
+    (a metric sync, a host round trip): 16 more steps add exactly 16 x the variables'
+    gradients, whatever a fit costs once (its step-count check)."""
+    result = run_job(2, PER_STEP_TENSORS, timeout=90)
+    for r in range(2):
+        line = next(li for li in rank_output(result.stdout, r).splitlines() if li.startswith("TENSORS"))
+        _, _, one_epoch, three_epochs, variables = line.split()
+        assert int(three_epochs) - int(one_epoch) == 16 * int(variables), line
+        assert int(one_epoch) - 8 * int(variables) <= 2, line  # per fit: the step-count check
