@@ -4,28 +4,40 @@
 
 Per launch (`tfringrun -np 2`, each rank bound to its core as tfringrun does by default),
 every rank builds two models from the same seed (keras_models.py's mlp, SGD 0.01, batch 128
-per rank, 1 intra-op + 1 inter-op thread) and alternates whole `fit` calls of STEPS steps
-for ROUNDS rounds: `plain` (Keras' own SGD, no collectives: the rank alone on its local
-batch) and `dist` (`hvd.DistributedOptimizer`, the gradients averaged over both ranks).
-A warm-up fit of each comes first (tracing, first negotiation).
+per rank, 1 intra-op + 1 inter-op thread; a warm-up fit of each first) and, for ROUNDS
+rounds, alternates four whole `fit` calls of STEPS steps, all ranks starting each together
+(a barrier before it):
+
+  plain     Keras' own SGD, no collectives: the rank alone on its local half of the batch;
+            NumPy arrays in, as the issue did (Keras feeds them through tf.data, autotuned)
+  dist      hvd.DistributedOptimizer, gradients averaged over both ranks; NumPy arrays in
+  plain_ds  the plain model on the same batches as a tf.data pipeline with autotuning off
+  dist_ds   the distributed model on that pipeline
 
   plain rate of a rank = BATCH x STEPS / fit time, median over rounds;
   ceiling            = np x the slower rank's plain rate (a synchronous job goes at its
                        slowest rank's pace; ARCHITECTURE.md section 4: not a plain pair);
   dist rate          = np x BATCH x STEPS / the slower rank's dist fit time, median;
-  ratio              = dist rate / ceiling.
+  ratio              = dist rate / ceiling (issue 40's definition);
+  ratio_in_steps     = the same with each fit's time inside its steps (first batch begin
+                       to last batch end) instead of the whole fit;
+  ratio_no_autotune  = dist_ds against plain_ds, whole fits.
 
-A rank whose plain fits ran above --full-above samples/s (default 5500: one process here
-runs this MLP at ~7.5k or ~3.8k) ran at full speed; the launch's mode is `full` (both),
-`half` (both below) or `mixed`. Per fit the script also records the CPU time of every
-thread of the process (/proc/self/task/*/stat: the busiest thread is TF's compute thread,
-tfring's background thread is named `tfring-loop`), and for `dist` fits the deltas of
-`tfring.stats()` (negotiation, wait for the slowest rank, transfer, control messages),
-so that a slow launch shows where its step went.
+Every fit is also split into its set-up (before the first step), its steps and its tail
+(after the last step until fit returns): with autotuning, tf.data's iterator teardown
+holds a fit of this size 0.3-0.6 s after its last step (docs/benchmarks.md). A rank whose
+plain fits ran above --full-above samples/s (default 5500) is `full`, else `half`; the
+launch's mode is `full` (both), `half` (both) or `mixed` (the modes are that tail's, not
+the steps'). Per fit the script records the CPU time of every thread (/proc/self/task/*/stat)
+and, for distributed fits, the deltas of `tfring.stats()` (negotiation, wait for the slowest
+rank, transfer, control messages, tensors). --timeline writes rank 0's timeline of the last
+`dist` fit, --keep every rank's raw JSON with that fit's step times.
 
 Writes lab/results/keras_ceiling.json (every launch, every fit) and prints a markdown table
 per launch and per mode (docs/benchmarks.md, "Keras fit against the in-process ceiling").
-Extra TFRING_* variables in the environment reach the ranks (e.g. TFRING_SPIN_US=0).
+TFRING_* variables in the environment reach the ranks (A/B: TFRING_CONTROL_HOLD_US=0 ...).
+On a shared machine, --worker-prefix runs each rank under a command that favours it
+(e.g. a script that writes -20 to /proc/self/autogroup, then execs its arguments).
 """
 
 import argparse
