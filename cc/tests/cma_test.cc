@@ -81,7 +81,7 @@ TEST(CmaThresholdTest, SegmentsAroundTheThresholdForWorldSizes2To5) {
       auto statuses = RunRanks(n, 60, [&](int r) -> Status {
         Communicator& comm = mesh[r];
         Link& left = comm.data(comm.left());
-        const uint64_t cma0 = left.cma_bytes_received, all0 = left.bytes_received;
+        const uint64_t cma0 = left.cma_bytes_received(), all0 = left.bytes_received();
         std::vector<float> buf(k.count);
         for (size_t i = 0; i < k.count; ++i) buf[i] = static_cast<float>((i * 13 + r) % 31);
         Status st = RingAllreduce(comm, buf.data(), k.count, DataType::kFloat32, ReduceOp::kSum, 4096);
@@ -103,11 +103,11 @@ TEST(CmaThresholdTest, SegmentsAroundTheThresholdForWorldSizes2To5) {
             if (bytes >= kThreshold) want_cma += bytes;
           }
         }
-        const uint64_t got_cma = left.cma_bytes_received - cma0;
+        const uint64_t got_cma = left.cma_bytes_received() - cma0;
         if (got_cma != want_cma) {
           return Status::Internal("read " + std::to_string(got_cma) + " bytes single-copy, want " +
                                   std::to_string(want_cma) + " of " +
-                                  std::to_string(left.bytes_received - all0));
+                                  std::to_string(left.bytes_received() - all0));
         }
         return Status::OK();
       });
@@ -127,10 +127,10 @@ TEST(CmaModesTest, MixedSettingsFallBackPerPair) {
   o.cma_per_rank = {CmaMode::kOff, CmaMode::kAuto, CmaMode::kAuto};
   TFRING_ASSERT_OK(MakeMesh(o, &mesh));
   EXPECT_EQ(mesh[0].cma_peers(), 0);
-  EXPECT_EQ(mesh[1].data(0).cma_pid, 0);
-  EXPECT_GT(mesh[1].data(2).cma_pid, 0);
-  EXPECT_EQ(mesh[1].data(0).cma_min_bytes, SIZE_MAX);  // rank 0 does not read: no posts to it
-  EXPECT_EQ(mesh[1].data(2).cma_min_bytes, 1024u);
+  EXPECT_EQ(mesh[1].data(0).cma_pid(), 0);
+  EXPECT_GT(mesh[1].data(2).cma_pid(), 0);
+  EXPECT_EQ(mesh[1].data(0).cma_min_bytes(), SIZE_MAX);  // rank 0 does not read: no posts to it
+  EXPECT_EQ(mesh[1].data(2).cma_min_bytes(), 1024u);
   auto statuses = RunRanks(3, 60, [&](int r) -> Status {
     std::vector<int64_t> buf(300001, r + 1);
     Status st = RingAllreduce(mesh[r], buf.data(), buf.size(), DataType::kInt64, ReduceOp::kSum, 1 << 16);
@@ -141,8 +141,8 @@ TEST(CmaModesTest, MixedSettingsFallBackPerPair) {
     return st;
   });
   ExpectAllOk(statuses, "mixed settings");
-  EXPECT_GT(mesh[2].data(1).cma_bytes_received, 0u);  // 1 -> 2 went single-copy
-  EXPECT_EQ(mesh[1].data(0).cma_bytes_received, 0u);
+  EXPECT_GT(mesh[2].data(1).cma_bytes_received(), 0u);  // 1 -> 2 went single-copy
+  EXPECT_EQ(mesh[1].data(0).cma_bytes_received(), 0u);
 }
 
 TEST(CmaModesTest, RequiredButRefusedByThePeerFailsNamingTheSetting) {

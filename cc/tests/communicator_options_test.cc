@@ -42,15 +42,15 @@ TEST(CommunicatorOptionsTest, SpinReachesTheDataAndControlConnectionsOnly) {
   o.size = 3;
   Mesh mesh;
   TFRING_ASSERT_OK(MakeMesh(o, &mesh));
-  EXPECT_EQ(mesh[1].data(2).socket.spin_us(), 0) << "never spins unless told";
+  EXPECT_EQ(mesh[1].data(2).socket().spin_us(), 0) << "never spins unless told";
   for (int r = 0; r < 3; ++r) mesh[r].SetSpinMicros(25);
-  EXPECT_EQ(mesh[0].data(1).socket.spin_us(), 25);
-  EXPECT_EQ(mesh[2].data(0).socket.spin_us(), 25);
+  EXPECT_EQ(mesh[0].data(1).socket().spin_us(), 25);
+  EXPECT_EQ(mesh[2].data(0).socket().spin_us(), 25);
   EXPECT_EQ(mesh[1].control(0).spin_us(), 25);
   EXPECT_EQ(mesh[0].control(2).spin_us(), 25);
   EXPECT_EQ(mesh[0].heartbeat(1).spin_us(), 0) << "the liveness thread never spins";
   mesh[1].SetSpinMicros(0);
-  EXPECT_EQ(mesh[1].data(0).socket.spin_us(), 0);
+  EXPECT_EQ(mesh[1].data(0).socket().spin_us(), 0);
 }
 
 }  // namespace

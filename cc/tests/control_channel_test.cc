@@ -296,7 +296,7 @@ TEST(ControlChannelTest, WithoutSharedMemoryControlEverythingTakesTcp) {
   Mesh mesh;
   ASSERT_TRUE(MakeMesh(MeshOptions{.size = 2, .shm = true, .shm_control = false}, &mesh).ok());
   EXPECT_EQ(mesh[1].control_shm_tx(0), nullptr);
-  EXPECT_NE(mesh[1].data(0).tx, nullptr) << "data still goes through shared memory";
+  EXPECT_NE(mesh[1].data(0).tx(), nullptr) << "data still goes through shared memory";
   StatsRecorder stats;
   ControlChannel root(0, 2, &mesh[0], 5, &stats);
   ControlChannel worker(1, 2, &mesh[1], 5, &stats);

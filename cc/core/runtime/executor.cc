@@ -240,10 +240,10 @@ void Executor::CopyLinkStats(std::vector<LinkStats>* links) const {
     if (p == w_.rank) continue;
     const Link& link = w_.comm->peek(p);  // counters only: opens no lazy connection
     LinkStats& l = (*links)[p];
-    l.bytes_sent = static_cast<int64_t>(link.bytes_sent);
-    l.bytes_received = static_cast<int64_t>(link.bytes_received);
-    l.send_seconds = static_cast<double>(link.send_flow_ns) * 1e-9;
-    l.recv_seconds = static_cast<double>(link.recv_flow_ns) * 1e-9;
+    l.bytes_sent = static_cast<int64_t>(link.bytes_sent());
+    l.bytes_received = static_cast<int64_t>(link.bytes_received());
+    l.send_seconds = static_cast<double>(link.send_flow_ns()) * 1e-9;
+    l.recv_seconds = static_cast<double>(link.recv_flow_ns()) * 1e-9;
   }
 }
 

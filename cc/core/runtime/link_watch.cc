@@ -82,7 +82,7 @@ bool LinkWatch::Publish() {
   out << instance_ << ' ' << ++published_;
   for (int p = 0; p < size_; ++p) {
     const Link& link = comm_->peek(p);  // counters only: opens no lazy connection
-    out << ' ' << (p == rank_ ? 0 : link.bytes_received) << ' ' << (p == rank_ ? 0 : link.recv_flow_ns);
+    out << ' ' << (p == rank_ ? 0 : link.bytes_received()) << ' ' << (p == rank_ ? 0 : link.recv_flow_ns());
   }
   Status st = store_->Set(Key(rank_), out.str());
   if (!st.ok()) TFRING_LOG(LogLevel::kDebug, "transport", "off: cannot publish link rates: " << st.ToString());

@@ -1,7 +1,7 @@
 // LinkWatch: names a host whose links move data far slower than the job's other links (a
 // straggler host: a throttled or faulty NIC, a congested switch port). A ring moves at its
 // slowest link's pace, so every rank slows alike and no tensor stalls; what differs is the
-// rate each link delivers while data moves on it (Link::recv_flow_ns: first to last byte of
+// rate each link delivers while data moves on it (Link::recv_flow_ns(): first to last byte of
 // each transfer, not the wait for the peer to start).
 //
 // Every kPeriodS each rank publishes what it received from each peer (bytes, flow time) in

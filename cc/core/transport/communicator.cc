@@ -1,15 +1,14 @@
 #include "transport/communicator.h"
 
-#include <set>
+#include <utility>
 
 #include "base/fd_limit.h"
 #include "base/logging.h"
-#include "rendezvous/roster.h"
+#include "transport/mesh_bootstrap.h"
 
-// The Communicator's files, one concern each: this one builds it (Create, in steps) and
-// holds its links' counters, abort and scratch; mesh_bootstrap.cc: the roster exchange and
-// the TCP mesh (dial, accept, hello); lazy_connections.cc: data connections made on first
-// use; shm_setup.cc: the shared-memory rings and single-copy reads; group.cc: Group.
+// The Communicator (communicator.h): Create puts together what MeshBootstrap and
+// SharedMemorySetup return (and LazyConnections, with lazy data connections); the rest
+// are the links' counters, abort and scratch.
 
 namespace tfring {
 
@@ -20,24 +19,17 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
   comm->size_ = opt.size;
   comm->timeout_s_ = opt.timeout_s;
   comm->control_tree_ = ControlTree(opt.rank, opt.size, opt.control_fanout);
-  comm->secret_ = opt.secret;
-  comm->session_ = opt.session;
-  comm->own_hostname_ = opt.hostname;
-  comm->peer_timeout_s_ = opt.peer_timeout_s;
   comm->spin_us_ = opt.spin_us;
-  comm->lazy_data_ = opt.lazy_data && opt.size > 1;
-  comm->lazy_tried_.assign(opt.size, false);
+  comm->facts_ = RosterFacts::Alone(opt);
   comm->data_.resize(opt.size);
   comm->control_.resize(opt.size);
   comm->control_shm_.resize(opt.size);
   comm->heartbeat_.resize(opt.size);
-  comm->hostname_.resize(opt.size);
-  comm->host_ids_.assign(opt.size, opt.host_id);
-  comm->host_cpus_ = static_cast<int>(std::set<int>(opt.cpus.begin(), opt.cpus.end()).size());
   if (opt.size == 1) {
     *out = std::move(comm);
     return Status::OK();
   }
+  const bool lazy_data = opt.lazy_data;
   Deadline deadline = Deadline::After(opt.start_timeout_s);
   // A data socket per peer, a control socket per control-tree neighbour, a heartbeat
   // socket per ring neighbour, and the listener.
@@ -51,82 +43,68 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
   TFRING_LOG(LogLevel::kDebug, "transport", "data listener on " << bind << ":" << listener.port()
                                                 << ", advertised as " << opt.advertise_host << ":"
                                                 << listener.port());
-  std::vector<RosterEntry> roster;
-  TFRING_RETURN_IF_ERROR(comm->ExchangeRoster(opt, listener.port(), store, deadline, &roster));
-  TFRING_RETURN_IF_ERROR(comm->ConnectMesh(opt, roster, listener, deadline));
+  MeshBootstrap::Result mesh;
+  TFRING_RETURN_IF_ERROR(MeshBootstrap(opt, comm->control_tree_, lazy_data).Run(listener, store, deadline, &mesh));
+  comm->facts_ = std::move(mesh.facts);
+  for (int p = 0; p < opt.size; ++p) {
+    comm->data_[p].Connected(std::move(mesh.data[p]));
+    comm->control_[p] = std::move(mesh.control[p]);
+    comm->heartbeat_[p] = std::move(mesh.heartbeat[p]);
+  }
   comm->SetSpinMicros(opt.spin_us);
-  for (int p = 0; p < opt.size; ++p) comm->LabelData(p);
-  if (opt.shm) TFRING_RETURN_IF_ERROR(comm->ConnectSharedMemory(opt, roster, store, deadline));
-  if (comm->lazy_data_) {
-    Communicator* c = comm.get();
-    comm->park_.Start(std::move(listener), [c](Socket& s) { return c->AdmitData(s); }, opt.rank);
+  for (int p = 0; p < opt.size; ++p) comm->facts_.LabelData(p, comm->data_[p].socket());
+  if (opt.shm) {
+    SharedMemorySetup::Result shm;
+    TFRING_RETURN_IF_ERROR(
+        SharedMemorySetup(opt, comm->control_tree_, comm->facts_, mesh.roster).Run(store, deadline, &shm));
+    for (int p = 0; p < opt.size; ++p) {
+      Link& link = comm->data_[p];
+      if (shm.data[p].tx != nullptr || shm.data[p].rx != nullptr) {
+        link.AttachRings(std::move(shm.data[p].tx), std::move(shm.data[p].rx));
+      }
+      link.ReadPostsOf(shm.read_posts_of[p]);
+      link.PostSendsFrom(shm.post_sends_from[p]);
+    }
+    comm->control_shm_ = std::move(shm.control);
+  }
+  if (lazy_data) {
+    comm->lazy_ = std::make_unique<LazyConnections>(opt, PeerHandshake(opt, comm->facts_.addresses), comm->facts_,
+                                                    &comm->aborted_);
+    comm->lazy_->Start(std::move(listener));
   }
   *out = std::move(comm);
   return Status::OK();
 }
 
+Communicator::~Communicator() = default;
+
 int Communicator::data_connections() const {
   int n = 0;
-  for (const auto& l : data_) n += l.socket.valid() ? 1 : 0;
+  for (const auto& l : data_) n += l.socket().valid() ? 1 : 0;
   return n;
 }
 
 void Communicator::SetSpinMicros(int micros) {
   spin_us_ = micros;
   for (int p = 0; p < size_; ++p) {
-    data_[p].socket.set_spin_us(micros);
+    data_[p].socket().set_spin_us(micros);
     control_[p].set_spin_us(micros);
   }
 }
 
 std::vector<int> Communicator::HeartbeatPeers(int rank, int size) {
-  std::vector<int> peers;
-  if (size < 2) return peers;
-  const int left = (rank + size - 1) % size, right = (rank + 1) % size;
-  peers.push_back(std::min(left, right));
-  if (right != left) peers.push_back(std::max(left, right));
-  return peers;
-}
-
-std::string Communicator::DescribePeer(int peer) const {
-  std::string out = "rank " + std::to_string(peer);
-  if (peer < 0 || peer >= size_ || static_cast<int>(host_ids_.size()) != size_) return out;
-  const std::string& id = host_ids_[peer];
-  if (id.empty() || id == host_ids_[rank_]) return out;  // this host: nothing to tell apart
-  const std::string& name = hostname_[peer];
-  out += " (host " + (name.empty() ? id.substr(0, id.find('/')) : name);  // host id: hostname/boot id/cross rank
-  constexpr int kMaxNamed = 8;
-  int named = 0, more = 0;
-  for (int p = 0; p < size_; ++p) {
-    if (p == peer || host_ids_[p] != id) continue;
-    if (named == kMaxNamed) {
-      ++more;
-      continue;
-    }
-    out += (named++ == 0 ? ", with rank " : ", ") + std::to_string(p);
-  }
-  if (more) out += " and " + std::to_string(more) + " more";
-  return out + ")";
-}
-
-bool Communicator::homogeneous() const {
-  std::map<std::string, int> ranks_per_host;
-  for (const auto& id : host_ids_) ++ranks_per_host[id];
-  for (const auto& [id, n] : ranks_per_host) {
-    if (n != ranks_per_host.begin()->second) return false;
-  }
-  return true;
+  return MeshBootstrap::HeartbeatPeers(rank, size);
 }
 
 uint64_t Communicator::bytes_sent() const {
   uint64_t n = 0;
-  for (const auto& link : data_) n += link.bytes_sent;
+  for (const auto& link : data_) n += link.bytes_sent();
   return n;
 }
 
 uint64_t Communicator::bytes_received() const {
   uint64_t n = 0;
-  for (const auto& link : data_) n += link.bytes_received;
+  for (const auto& link : data_) n += link.bytes_received();
   return n;
 }
 
@@ -138,16 +116,16 @@ int Communicator::shm_peers() const {
 
 int Communicator::cma_peers() const {
   int n = 0;
-  for (const auto& l : data_) n += l.cma_pid > 0 ? 1 : 0;
+  for (const auto& l : data_) n += l.cma_pid() > 0 ? 1 : 0;
   return n;
 }
 
 void Communicator::Abort() {
   if (shut_down_.exchange(true)) return;
   aborted_.store(true);
-  park_.Stop();
+  if (lazy_ != nullptr) lazy_->Stop();
   WakeRingSleepers();
-  for (auto& l : data_) l.socket.Shutdown();
+  for (auto& l : data_) l.socket().Shutdown();
   for (auto& s : control_) s.Shutdown();
   for (auto& s : heartbeat_) s.Shutdown();
 }
@@ -159,8 +137,8 @@ void Communicator::AbortTransfers() {
 
 void Communicator::WakeRingSleepers() {
   for (auto& l : data_) {
-    if (l.tx) l.tx->WakeAll();
-    if (l.rx) l.rx->WakeAll();
+    if (l.tx() != nullptr) l.tx()->WakeAll();
+    if (l.rx() != nullptr) l.rx()->WakeAll();
   }
 }
 

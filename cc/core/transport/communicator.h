@@ -19,16 +19,19 @@
 //     carries kernel keepalives and a user timeout of peer_timeout_s (a cut network is
 //     noticed inside a transfer too).
 //
-// Built by Create(): every rank listens, exchanges its address, host id and settings through
-// the store (roster.h: O(n) store requests), connects to every lower rank (and to its
-// control-tree parent and lower heartbeat neighbours), and accepts the rest. Every connection is
-// authenticated with the job secret; strangers are logged and refused. Blocking, bounded by
-// start_timeout_s; a timeout names the ranks that never connected.
+// Built by Create(), blocking and bounded by start_timeout_s, from classes one per concern
+// whose results it then owns: MeshBootstrap (mesh_bootstrap.h: the roster through the
+// store, O(n) requests; every rank dials every lower rank, its control-tree parent and its
+// lower heartbeat neighbours and accepts the rest; every connection authenticated with the
+// job secret, strangers logged and refused; a timeout names the ranks that never
+// connected) returns the sockets and the roster's facts (roster_facts.h);
+// SharedMemorySetup (shm_setup.h) returns the rings and the single-copy facts;
+// LazyConnections (lazy_connections.h), kept for the communicator's life with lazy_data,
+// makes data connections on first use. The Communicator itself holds the links, the roster
+// facts, the abort flag and the scratch memory.
 // Thread-safety: only the runtime's background thread uses the sockets; Abort() may be
 // called from any thread and wakes every blocked transfer.
-// Files, one concern each: communicator.cc (Create's steps, counters, abort, scratch),
-// mesh_bootstrap.cc (roster exchange, dial/accept, hello: mesh_hello.h), lazy_connections.cc,
-// shm_setup.cc (rings and single-copy reads), group.cc (Group).
+// Files: communicator.cc (Create, counters, abort, scratch), group.cc (Group).
 #pragma once
 
 #include <atomic>
@@ -37,63 +40,23 @@
 #include <string>
 #include <vector>
 
-#include "base/config.h"
-#include "transport/connection_park.h"
-#include "transport/control_tree.h"
-#include "transport/host_layout.h"
-#include "transport/link.h"
-#include "rendezvous/roster.h"
 #include "base/socket.h"
 #include "rendezvous/store.h"
+#include "transport/communicator_options.h"
+#include "transport/control_tree.h"
+#include "transport/host_layout.h"
+#include "transport/lazy_connections.h"
+#include "transport/link.h"
+#include "transport/roster_facts.h"
+#include "transport/shm_setup.h"
 
 namespace tfring {
-
-// Single-copy reads between local ranks (TFRING_SHM_CMA).
-enum class CmaMode {
-  kOff,   // never
-  kAuto,  // where the connection-time probe succeeds; silently not elsewhere
-  kOn,    // required: Create() fails when a local pair cannot use it
-};
-
-struct CommunicatorOptions {
-  int rank = 0;
-  int size = 1;
-  std::string secret;
-  std::string advertise_host = "127.0.0.1";  // address other ranks use to reach us
-  std::string bind_host;                      // "" = same as advertise_host
-  double start_timeout_s = 120;               // whole mesh setup
-  double timeout_s = 30;                      // each transfer once running
-  bool shm = true;                            // shared-memory rings between local ranks
-  size_t shm_ring_bytes = 4 << 20;            // per direction, power of two
-  bool shm_control = true;                    // control messages through shared memory too
-  std::string host_id;                        // ranks with equal ids share memory
-  std::vector<int> cpus;                      // this process's CPU affinity mask (host_cpus())
-  // Settings that change what goes on the wire, as one string ("NAME=value;..."): Create()
-  // fails, naming the rank and both values, when a rank's differs from rank 0's.
-  std::string must_match;
-  CmaMode cma = CmaMode::kOff;                // single-copy sends between local ranks
-  size_t cma_min_bytes = 1 << 20;             // ... of at least this many bytes
-  double peer_timeout_s = 30;                 // TCP keepalive / user timeout (0 = kernel default)
-  std::string hostname;                       // told to the peers watching this rank
-  // Data connections made on first use instead of a full mesh at Create()
-  // (TFRING_DATA_CONNECTIONS). The shared-memory rings are still made at Create().
-  bool lazy_data = false;
-  int control_fanout = 4;                     // children per rank in the control tree (0: star)
-  int spin_us = 0;                            // data and control waits spin first (Socket::spin_us)
-  // Names this init of the job (the store prefix of its rendezvous): a hello from another
-  // session, e.g. a process of an elastic job's earlier generation, is refused.
-  std::string session;
-
-  // Every field a loaded Config decides, and this process's host id (hostname, boot id and
-  // TFRING_CROSS_RANK), hostname and CPU mask (communicator_options.cc). The job fills what
-  // depends on reaching the store: advertise_host, bind_host and session.
-  static CommunicatorOptions FromConfig(const Config& config);
-};
 
 class Communicator {
  public:
   static Status Create(const CommunicatorOptions& options, Store& store,
                        std::unique_ptr<Communicator>* out);
+  ~Communicator();
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -107,7 +70,7 @@ class Communicator {
   // transfer on it fails naming the peer. Background thread only.
   Link& data(int peer) {
     Link& link = data_[peer];
-    if (lazy_data_ && !link.socket.valid()) ConnectLazily(peer);
+    if (lazy_ != nullptr && !link.socket().valid()) lazy_->Connect(peer, link, spin_us_);
     return link;
   }
   // The link to `peer` as it stands, never connecting it: for questions about a link (its
@@ -136,24 +99,24 @@ class Communicator {
   // every rank watches and is watched by two, whatever the job's size (liveness.h).
   static std::vector<int> HeartbeatPeers(int rank, int size);
   // Hostname of any rank (from the roster). Const after Create(); any thread.
-  const std::string& hostname_of(int peer) const { return hostname_[peer]; }
+  const std::string& hostname_of(int peer) const { return facts_.hostnames[peer]; }
   // "rank P", and for a peer on another host than this rank's " (host H, with ranks A, B)"
   // naming its host and the other ranks there (a lost host takes them all; at most 8 named).
   // From the roster exchanged at Create(); any thread.
-  std::string DescribePeer(int peer) const;
+  std::string DescribePeer(int peer) const { return facts_.DescribePeer(peer); }
   // Every host has the same number of ranks (host = CommunicatorOptions::host_id). Const
   // after Create(); any thread.
-  bool homogeneous() const;
+  bool homogeneous() const { return facts_.homogeneous(); }
   // How many CPUs this host's ranks may run on between them: the union of their affinity
   // masks (CommunicatorOptions::cpus). Const after Create(); any thread.
-  int host_cpus() const { return host_cpus_; }
+  int host_cpus() const { return facts_.host_cpus; }
   // The same for the machine: the ranks on this kernel (same hostname and boot id, whatever
   // their TFRING_CROSS_RANK: emulated hosts share one) and the union of their CPU masks.
-  int machine_ranks() const { return machine_ranks_; }
-  int machine_cpus() const { return machine_cpus_; }
+  int machine_ranks() const { return facts_.machine_ranks; }
+  int machine_cpus() const { return facts_.machine_cpus; }
   // The host id of every rank (CommunicatorOptions::host_id, exchanged at Create()). Const
   // after Create(); any thread.
-  const std::vector<std::string>& host_ids() const { return host_ids_; }
+  const std::vector<std::string>& host_ids() const { return facts_.host_ids; }
 
   // A deadline for one collective's transfers.
   Deadline TransferDeadline() const { return Deadline::After(timeout_s_); }
@@ -175,57 +138,24 @@ class Communicator {
   char* Scratch(size_t bytes);
 
  private:
+  Communicator() = default;
   void WakeRingSleepers();  // ends transfers asleep on a shared-memory ring (link.cc)
-  // A connection to `peer`'s listener on `channel`, authenticated and introduced.
-  Status Dial(int peer, uint8_t channel, Deadline deadline, Socket* out);
-  // Lazy data connections: makes data_[peer]'s socket (once per peer), and admits the
-  // peers' data connections on the ConnectionPark's thread (-1: refused).
-  void ConnectLazily(int peer);
-  int AdmitData(Socket& s);
-  // An accepted connection's authentication and hello (AcceptPeers, AdmitData): false when
-  // refused (logged: not the job's secret, another init session); otherwise its channel,
-  // and its rank, -1 for a malformed hello or an impossible rank (the caller refuses it).
-  bool ReadHello(Socket& s, uint8_t* channel, int* peer);
-  void LabelData(int peer);  // "rank 5 (host h2, with rank 4; 10.0.0.4:41234)"
 
   int rank_ = 0;
   int size_ = 1;
   double timeout_s_ = 30;
   ControlTree control_tree_{0, 1, 0};
-  // Create()'s steps (communicator.cc).
-  Status ExchangeRoster(const CommunicatorOptions& options, int port, Store& store, Deadline deadline,
-                        std::vector<RosterEntry>* roster);
-  Status ConnectMesh(const CommunicatorOptions& options, const std::vector<RosterEntry>& roster,
-                     Listener& listener, Deadline deadline);
-  Status AcceptPeers(const CommunicatorOptions& options, Listener& listener, Deadline deadline);
-  Status ConnectSharedMemory(const CommunicatorOptions& options, const std::vector<RosterEntry>& roster,
-                             Store& store, Deadline deadline);
-  Status ExchangeCmaReadability(const CommunicatorOptions& options, const std::vector<int>& local,
-                                const std::vector<RosterEntry>& roster, Store& store, Deadline deadline);
-
+  RosterFacts facts_;  // const after Create()
   std::vector<Link> data_;
   std::vector<Socket> control_;
-  struct RingPair {
-    std::unique_ptr<ShmRing> tx, rx;
-  };
-  std::vector<RingPair> control_shm_;  // by peer
+  std::vector<ShmRingPair> control_shm_;  // by peer
   std::vector<Socket> heartbeat_;
-  std::vector<std::string> hostname_;
-  std::vector<std::string> host_ids_;  // by rank
-  int host_cpus_ = 0;
-  int machine_ranks_ = 1;
-  int machine_cpus_ = 0;
   std::atomic<bool> aborted_{false};
   std::atomic<bool> shut_down_{false};  // Abort() closed the connections
   std::vector<char> scratch_;
-  // What Dial() and the lazy connections need after Create() (const from then on).
-  std::string secret_, session_, own_hostname_;
-  std::vector<std::string> addresses_;  // by rank, from the roster
-  double peer_timeout_s_ = 30;
   int spin_us_ = 0;
-  bool lazy_data_ = false;
-  std::vector<bool> lazy_tried_;  // by peer: ConnectLazily ran (background thread)
-  ConnectionPark park_;  // last: its thread calls AdmitData, which reads the fields above
+  // With lazy_data; last: its park's thread runs until it is destroyed.
+  std::unique_ptr<LazyConnections> lazy_;
 };
 
 // Group: the ranks a collective runs on, as the algorithms (collectives.h, adasum.h) see

@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "transport/communicator.h"
+#include "transport/communicator_options.h"
 
 namespace tfring {
 namespace {

@@ -1,7 +1,9 @@
-// Data connections made when a collective first needs them (TFRING_DATA_CONNECTIONS=lazy;
-// communicator.h, connection_park.h): this rank dials the peer, or takes the connection the
-// peer dialled, which the ConnectionPark's thread admitted.
-#include "transport/communicator.h"
+// LazyConnections (lazy_connections.h): this rank dials the peer, or takes the connection
+// the peer dialled, which the ConnectionPark's thread admitted.
+#include "transport/lazy_connections.h"
+
+#include <string>
+#include <utility>
 
 #include "base/logging.h"
 #include "transport/mesh_hello.h"
@@ -10,39 +12,48 @@ namespace tfring {
 
 using namespace mesh;  // NOLINT: the hello's vocabulary, transport's own
 
-void Communicator::ConnectLazily(int peer) {
-  if (peer == rank_ || peer < 0 || peer >= size_ || lazy_tried_[peer] || aborted_.load()) return;
-  lazy_tried_[peer] = true;
+LazyConnections::LazyConnections(const CommunicatorOptions& opt, PeerHandshake handshake, const RosterFacts& facts,
+                                 const std::atomic<bool>* aborted)
+    : rank_(opt.rank), size_(opt.size), timeout_s_(opt.timeout_s), peer_timeout_s_(opt.peer_timeout_s),
+      handshake_(std::move(handshake)), facts_(facts), aborted_(aborted),
+      tried_(static_cast<size_t>(opt.size), false) {}
+
+void LazyConnections::Start(Listener listener) {
+  park_.Start(std::move(listener), [this](Socket& s) { return Admit(s); }, rank_);
+}
+
+void LazyConnections::Connect(int peer, Link& link, int spin_us) {
+  if (peer == rank_ || peer < 0 || peer >= size_ || tried_[peer] || aborted_->load()) return;
+  tried_[peer] = true;
   const Deadline deadline = Deadline::After(timeout_s_);
   Socket s;
   Status st;
   if (park_.BeginDial(peer, &s)) {  // not parked yet: dial it (connection_park.h)
-    st = Dial(peer, kData, deadline, &s);
+    st = handshake_.Dial(peer, kData, deadline, &s);
     std::string verdict;
-    if (st.ok()) st = s.RecvMessage(&verdict, 1, Deadline::After(kHelloTimeoutS), &aborted_);
+    if (st.ok()) st = s.RecvMessage(&verdict, 1, Deadline::After(kHelloTimeoutS), aborted_);
     if (st.ok() && verdict != std::string(1, ConnectionPark::kAccept)) {
       s = Socket();  // declined: the peer dialled too, and the lower rank's connection wins
       st = verdict == std::string(1, ConnectionPark::kDecline)
-               ? park_.Take(peer, deadline, &aborted_, &s)
+               ? park_.Take(peer, deadline, aborted_, &s)
                : Status::Internal("rank " + std::to_string(peer) + " answered a data connection with '" + verdict + "'");
     }
   }
-  Link& link = data_[peer];
   if (!st.ok()) {
     TFRING_LOG(LogLevel::kDebug, "transport", "no data connection with rank " << peer << ": " << st.message());
-    link.socket.set_label(DescribePeer(peer) + " (no data connection: " + st.message() + ")");
+    link.socket().set_label(facts_.DescribePeer(peer) + " (no data connection: " + st.message() + ")");
     return;
   }
   s.SetPeerTimeout(peer_timeout_s_);
-  s.set_spin_us(spin_us_);
-  link.socket = std::move(s);
-  LabelData(peer);
+  s.set_spin_us(spin_us);
+  link.Connected(std::move(s));
+  facts_.LabelData(peer, link.socket());
 }
 
-int Communicator::AdmitData(Socket& s) {
+int LazyConnections::Admit(Socket& s) const {
   uint8_t channel = 0;
   int peer = -1;
-  if (!ReadHello(s, &channel, &peer)) return -1;
+  if (!handshake_.ReadHello(s, &channel, &peer)) return -1;
   if (peer < 0 || channel != kData) {
     TFRING_LOG(LogLevel::kWarning, "transport",
                "refused " << s.label() << ": unexpected data hello (channel " << int(channel) << ", rank " << peer << ")");

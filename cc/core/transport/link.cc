@@ -35,15 +35,15 @@ Status Lost(const Link& link, const char* what, const std::string& reason) {
 
 // Moves bytes over TCP without blocking. Returns bytes moved (0 = would block) or an error.
 Status TcpStep(Link& link, bool sending, char* buf, size_t left, size_t* moved) {
-  ssize_t n = sending ? ::send(link.socket.fd(), buf, left, MSG_NOSIGNAL)
-                      : ::recv(link.socket.fd(), buf, left, 0);
+  ssize_t n = sending ? ::send(link.socket().fd(), buf, left, MSG_NOSIGNAL)
+                      : ::recv(link.socket().fd(), buf, left, 0);
   *moved = 0;
   if (n > 0) {
     *moved = static_cast<size_t>(n);
     return Status::OK();
   }
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return Status::OK();
-  if (link.socket.fd() < 0) return Status::Aborted("transfer with " + link.label() + " aborted");
+  if (link.socket().fd() < 0) return Status::Aborted("transfer with " + link.label() + " aborted");
   return Lost(link, sending ? "sending" : "receiving",
               n < 0 ? std::string(std::strerror(errno)) : "the peer closed the connection");
 }
@@ -73,7 +73,7 @@ Status CmaStep(Link& from, char* dst, const char* own, size_t left, const Reduce
                const std::atomic<bool>* abort, size_t* n) {
   *n = 0;
   ShmRing::Post post;
-  if (!from.rx->PendingPost(&post)) return Status::OK();
+  if (!from.rx()->PendingPost(&post)) return Status::OK();
   size_t piece = std::min(left, post.left);
   char* into = dst;
   if (reduce != nullptr) {
@@ -88,15 +88,15 @@ Status CmaStep(Link& from, char* dst, const char* own, size_t left, const Reduce
   } else {
     piece = std::min(piece, kCmaCopyPieceBytes);
   }
-  int err = CmaRead(from.cma_pid, post.addr, into, piece);
+  int err = CmaRead(from.cma_pid(), post.addr, into, piece);
   if (err != 0) {
     return LocalAbortOr(Lost(from, "reading its buffer (single-copy)", CmaErrorText(err)), abort, from);
   }
   if (reduce != nullptr) {
     ReduceTo(dst, own, into, piece / DataTypeSize(reduce->dtype), reduce->dtype, reduce->op);
   }
-  from.rx->ConsumePost(piece);
-  from.cma_bytes_received += piece;
+  from.rx()->ConsumePost(piece);
+  from.RecordReadSingleCopy(piece);
   *n = piece;
   return Status::OK();
 }
@@ -111,11 +111,11 @@ Status WatchSockets(Link& to, bool send_waits, Link& from, bool recv_waits, int 
   int nfds = 0;
   if (send_waits) {
     links[nfds] = &to;
-    fds[nfds++] = pollfd{to.socket.fd(), static_cast<short>(to.shm() ? POLLIN : POLLOUT), 0};
+    fds[nfds++] = pollfd{to.socket().fd(), static_cast<short>(to.shm() ? POLLIN : POLLOUT), 0};
   }
   if (recv_waits) {
     links[nfds] = &from;
-    fds[nfds++] = pollfd{from.socket.fd(), POLLIN, 0};
+    fds[nfds++] = pollfd{from.socket().fd(), POLLIN, 0};
   }
   int rc = poll(fds, nfds, timeout_ms);
   if (rc < 0 && errno != EINTR) return Status::Internal(std::string("poll failed: ") + std::strerror(errno));
@@ -123,9 +123,9 @@ Status WatchSockets(Link& to, bool send_waits, Link& from, bool recv_waits, int 
     if (!links[i]->shm() || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     // A peer that finished its part and exited leaves its last bytes in the ring: drain
     // them before calling it lost.
-    if (links[i] == &from && recv_waits && from.rx->Available() > 0) continue;
+    if (links[i] == &from && recv_waits && from.rx()->Available() > 0) continue;
     char probe;
-    ssize_t n = ::recv(links[i]->socket.fd(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
+    ssize_t n = ::recv(links[i]->socket().fd(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
       return LocalAbortOr(Lost(*links[i], "exchanging data over shared memory", "its socket closed"),
                           abort, *links[i]);
@@ -177,23 +177,23 @@ class TransferRun {
         rp_(static_cast<char*>(recv_buf)), send_size_(send_size), recv_size_(recv_size), deadline_(deadline),
         abort_(abort), on_received_(on_received), reduce_(reduce),
         send_shm_(send_size > 0 && to.shm()), recv_shm_(recv_size > 0 && from.shm()),
-        send_post_(send_shm_ && send_size >= to.cma_min_bytes), recv_cma_(recv_shm_ && from.cma_pid > 0),
-        spin_(std::max(to.socket.spin_us(), from.socket.spin_us())),
+        send_post_(send_shm_ && send_size >= to.cma_min_bytes()), recv_cma_(recv_shm_ && from.cma_pid() > 0),
+        spin_(std::max(to.socket().spin_us(), from.socket().spin_us())),
         send_aligned_(!send_shm_), recv_aligned_(!recv_shm_) {}
 
   Status Run() {
     last_progress_ = Clock::now();
     while (sent_ < send_size_ || received_ < recv_size_) {
-      if (!send_aligned_) send_aligned_ = to_.tx->TryAlignWrite();
-      if (!recv_aligned_) recv_aligned_ = from_.rx->TryAlignRead();
+      if (!send_aligned_) send_aligned_ = to_.tx()->TryAlignWrite();
+      if (!recv_aligned_) recv_aligned_ = from_.rx()->TryAlignRead();
       size_t out = 0, in = 0;
       if (sent_ < send_size_) TFRING_RETURN_IF_ERROR(SendSome(&out));
       if (received_ < recv_size_) TFRING_RETURN_IF_ERROR(ReceiveSome(&in));
       if (out > 0 || in > 0) {
         sleep_.Disarm();
         last_progress_ = Clock::now();
-        NoteFlow(out, sent_, send_size_, &send_started_, &to_.send_flow_ns);
-        NoteFlow(in, received_, recv_size_, &recv_started_, &from_.recv_flow_ns);
+        if (const uint64_t ns = FlowEnded(out, sent_, send_size_, &send_started_)) to_.RecordSendFlow(ns);
+        if (const uint64_t ns = FlowEnded(in, received_, recv_size_, &recv_started_)) from_.RecordReceiveFlow(ns);
         continue;
       }
       TFRING_RETURN_IF_ERROR(WaitForProgress());
@@ -206,18 +206,18 @@ class TransferRun {
   Status SendSome(size_t* n) {
     if (send_post_) {
       if (send_aligned_ && !posted_) {
-        to_.tx->PostBuffer(sp_, send_size_);
+        to_.tx()->PostBuffer(sp_, send_size_);
         posted_ = true;
       }
-      if (posted_) *n = to_.tx->PostRead() - sent_;
+      if (posted_) *n = to_.tx()->PostRead() - sent_;
     } else if (send_shm_) {
-      if (send_aligned_) *n = to_.tx->TryWrite(sp_ + sent_, send_size_ - sent_);
+      if (send_aligned_) *n = to_.tx()->TryWrite(sp_ + sent_, send_size_ - sent_);
     } else {
       Status st = TcpStep(to_, true, sp_ + sent_, send_size_ - sent_, n);
       if (!st.ok()) return LocalAbortOr(st, abort_, to_);
     }
     sent_ += *n;
-    to_.bytes_sent += *n;
+    to_.RecordSent(*n);
     return Status::OK();
   }
 
@@ -225,8 +225,8 @@ class TransferRun {
   Status ReceiveSome(size_t* n) {
     if (recv_shm_ && recv_aligned_) {
       const char* own = reduce_ && reduce_->own ? reduce_->own + received_ : rp_ + received_;
-      *n = reduce_ ? from_.rx->TryReadReduce(rp_ + received_, recv_size_ - received_, reduce_->dtype, reduce_->op, own)
-                   : from_.rx->TryRead(rp_ + received_, recv_size_ - received_);
+      *n = reduce_ ? from_.rx()->TryReadReduce(rp_ + received_, recv_size_ - received_, reduce_->dtype, reduce_->op, own)
+                   : from_.rx()->TryRead(rp_ + received_, recv_size_ - received_);
       if (*n == 0 && recv_cma_) {
         TFRING_RETURN_IF_ERROR(CmaStep(from_, rp_ + received_, own, recv_size_ - received_, reduce_, abort_, n));
       }
@@ -235,21 +235,21 @@ class TransferRun {
       if (!st.ok()) return LocalAbortOr(st, abort_, from_);
     }
     received_ += *n;
-    from_.bytes_received += *n;
+    from_.RecordReceived(*n);
     if (*n > 0 && on_received_) on_received_(received_);
     return Status::OK();
   }
 
   // A side moved `n` bytes (now `done` of `size`) at last_progress_: its flow time (first
-  // to last byte of this transfer, Link::*_flow_ns) starts at its first move and is added
-  // up at its last. A side done in one move adds 0 and costs no clock read.
-  void NoteFlow(size_t n, size_t done, size_t size, Clock::time_point* started, uint64_t* flow_ns) {
-    if (n == 0) return;
+  // to last byte of this transfer, Link::*_flow_ns()) starts at its first move and is
+  // returned at its last (0 otherwise: the link records nothing). A side done in one move
+  // has 0 and costs no clock read.
+  uint64_t FlowEnded(size_t n, size_t done, size_t size, Clock::time_point* started) const {
+    if (n == 0) return 0;
     if (done == n) *started = last_progress_;
-    if (done == size) {
-      *flow_ns += static_cast<uint64_t>(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(last_progress_ - *started).count());
-    }
+    if (done != size) return 0;
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(last_progress_ - *started).count());
   }
 
   // Nothing moved on either side: spin, yield, or sleep until something may move (bounded
@@ -283,7 +283,7 @@ class TransferRun {
   // otherwise go unseen).
   Status SleepOnRings(bool send_waits, bool recv_waits) {
     if (!sleep_.armed()) {
-      sleep_.Arm(send_waits ? to_.tx.get() : nullptr, recv_waits ? from_.rx.get() : nullptr);
+      sleep_.Arm(send_waits ? to_.tx() : nullptr, recv_waits ? from_.rx() : nullptr);
       return Status::OK();
     }
     if (sleep_.Sleep(deadline_.MillisLeft(kShmSleepMs))) return Status::OK();

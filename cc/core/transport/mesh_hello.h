@@ -3,8 +3,8 @@
 // its rank and the init session (CommunicatorOptions::session), so that a process of an
 // earlier session (an elastic job's previous generation) reaching a new listener is refused
 // instead of being mixed into the new mesh. A heartbeat hello also carries the hostname,
-// for the messages that name a lost rank. Used by mesh_bootstrap.cc (Create's connections)
-// and lazy_connections.cc (data connections made on first use).
+// for the messages that name a lost rank. Written and read by PeerHandshake (peer_handshake.h),
+// for Create's connections (mesh_bootstrap.h) and lazy ones (lazy_connections.h).
 #pragma once
 
 #include <cstddef>

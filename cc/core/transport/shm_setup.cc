@@ -1,10 +1,13 @@
-// The Communicator's shared-memory setup (communicator.h, Create's last step): data rings
-// between the ranks of one host, control rings between control-tree neighbours there, and
-// single-copy reads (cma.h) where TFRING_SHM_CMA allows them.
-#include "transport/communicator.h"
+// SharedMemorySetup (shm_setup.h): data rings between the ranks of one host, control rings
+// between control-tree neighbours there, and single-copy reads (cma.h) where TFRING_SHM_CMA
+// allows them.
+#include "transport/shm_setup.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
 
 #include "base/logging.h"
-#include "rendezvous/roster.h"
 #include "transport/cma.h"
 
 namespace tfring {
@@ -63,6 +66,10 @@ Status CreateAndOpenRings(const std::vector<RingSlot>& rings, const std::vector<
 
 }  // namespace
 
+SharedMemorySetup::SharedMemorySetup(const CommunicatorOptions& options, const ControlTree& tree,
+                                     const RosterFacts& facts, const std::vector<RosterEntry>& roster)
+    : opt_(options), tree_(tree), facts_(facts), roster_(roster) {}
+
 // Every rank creates one incoming ring per peer on its host and publishes its name; then
 // opens the peers' rings for its outgoing side (recording its pid for single-copy reads)
 // and acknowledges; once every incoming ring is acknowledged, it unlinks the names (nothing
@@ -74,26 +81,32 @@ Status CreateAndOpenRings(const std::vector<RingSlot>& rings, const std::vector<
 // Store requests per rank with local peers: 4 (two "done" keys, two waits), whatever the
 // number of local peers (with TFRING_SHM_CMA, 2 more per local peer); ring names come from the
 // roster's shm tokens. A peer that never gets there is named by the wait's timeout.
-Status Communicator::ConnectSharedMemory(const CommunicatorOptions& opt, const std::vector<RosterEntry>& roster,
-                                         Store& store, Deadline deadline) {
+Status SharedMemorySetup::Run(Store& store, Deadline deadline, Result* out) {
+  const CommunicatorOptions& opt = opt_;
+  const int rank = opt.rank, size = opt.size;
+  const size_t n = static_cast<size_t>(size);
+  out->data.resize(n);
+  out->control.resize(n);
+  out->read_posts_of.assign(n, 0);
+  out->post_sends_from.assign(n, SIZE_MAX);
   std::vector<int> local;
-  for (int p = 0; p < size_; ++p) {
-    if (p != rank_ && host_ids_[p] == opt.host_id) local.push_back(p);
+  for (int p = 0; p < size; ++p) {
+    if (p != rank && facts_.host_ids[p] == opt.host_id) local.push_back(p);
   }
   const bool cma = opt.cma != CmaMode::kOff;
   if (cma && !local.empty()) AllowCmaReaders();
   // Data rings with every local peer; control rings with control-tree neighbours only.
   std::vector<RingSlot> rings;
   for (int p : local) {
-    rings.push_back(RingSlot{p, false, &data_[p].rx, &data_[p].tx, opt.shm_ring_bytes});
-    if (opt.shm_control && control_tree_.IsNeighbour(p)) {
-      rings.push_back(RingSlot{p, true, &control_shm_[p].rx, &control_shm_[p].tx, kControlRingBytes});
+    rings.push_back(RingSlot{p, false, &out->data[p].rx, &out->data[p].tx, opt.shm_ring_bytes});
+    if (opt.shm_control && tree_.IsNeighbour(p)) {
+      rings.push_back(RingSlot{p, true, &out->control[p].rx, &out->control[p].tx, kControlRingBytes});
     }
   }
   if (rings.empty()) return Status::OK();
-  TFRING_RETURN_IF_ERROR(CreateAndOpenRings(rings, local, roster, rank_, cma, store, deadline));
+  TFRING_RETURN_IF_ERROR(CreateAndOpenRings(rings, local, roster_, rank, cma, store, deadline));
   if (!cma) return Status::OK();  // nothing below applies: no single-copy reads
-  return ExchangeCmaReadability(opt, local, roster, store, deadline);
+  return ExchangeCmaReadability(local, store, deadline, out);
 }
 
 // Readability is exchanged only with local peers that take part too (the roster says
@@ -101,9 +114,11 @@ Status Communicator::ConnectSharedMemory(const CommunicatorOptions& opt, const s
 // probes its writers and publishes the answer (2 store requests per such peer); a writer
 // posts large sends only where the answer is yes. With CmaMode::kOn, a pair that cannot
 // read fails naming both ranks and the setting.
-Status Communicator::ExchangeCmaReadability(const CommunicatorOptions& opt, const std::vector<int>& local,
-                                            const std::vector<RosterEntry>& roster, Store& store,
-                                            Deadline deadline) {
+Status SharedMemorySetup::ExchangeCmaReadability(const std::vector<int>& local, Store& store, Deadline deadline,
+                                                Result* out) {
+  const CommunicatorOptions& opt = opt_;
+  const std::vector<RosterEntry>& roster = roster_;
+  const int rank = opt.rank;
   auto key = [](int from, int to) { return "shm/" + std::to_string(from) + "to" + std::to_string(to); };
   std::vector<int> cma_local;
   Status required;  // CmaMode::kOn and a pair that cannot use it
@@ -113,36 +128,37 @@ Status Communicator::ExchangeCmaReadability(const CommunicatorOptions& opt, cons
     } else if (opt.cma == CmaMode::kOn && required.ok()) {
       required = Status::Unimplemented("TFRING_SHM_CMA=1 but rank " + std::to_string(p) +
                                        " runs with single-copy reads off (TFRING_SHM_CMA=0 there), so it "
-                                       "cannot read rank " + std::to_string(rank_) +
+                                       "cannot read rank " + std::to_string(rank) +
                                        "'s memory: set TFRING_SHM_CMA=auto or 0, or the same on every rank");
     }
   }
   for (int p : cma_local) {
-    const int err = data_[p].rx->ProbeWriter(&data_[p].cma_pid);
+    const int err = out->data[p].rx->ProbeWriter(&out->read_posts_of[p]);
     if (err != 0) {
       TFRING_LOG(LogLevel::kDebug, "transport", "single-copy reads from rank " << p << " unavailable ("
                      << CmaErrorText(err) << "): its data comes through the shared-memory ring");
       if (opt.cma == CmaMode::kOn && required.ok()) {
         required = Status::Unimplemented(
-            "TFRING_SHM_CMA=1 but rank " + std::to_string(rank_) + " cannot read rank " +
+            "TFRING_SHM_CMA=1 but rank " + std::to_string(rank) + " cannot read rank " +
             std::to_string(p) + "'s memory with process_vm_readv (" + CmaErrorText(err) +
             "; ptrace restrictions such as Yama ptrace_scope or a container without "
             "CAP_SYS_PTRACE): set TFRING_SHM_CMA=auto or 0");
       }
     }
-    TFRING_RETURN_IF_ERROR(store.Set(key(p, rank_) + "/cma", err == 0 ? "1" : "0"));
+    TFRING_RETURN_IF_ERROR(store.Set(key(p, rank) + "/cma", err == 0 ? "1" : "0"));
   }
   for (int p : cma_local) {
     std::string readable;
-    TFRING_RETURN_IF_ERROR(store.Get(key(rank_, p) + "/cma", deadline.SecondsLeft(), &readable));
-    if (readable == "1") data_[p].cma_min_bytes = std::max<size_t>(opt.cma_min_bytes, 1);
+    TFRING_RETURN_IF_ERROR(store.Get(key(rank, p) + "/cma", deadline.SecondsLeft(), &readable));
+    if (readable == "1") out->post_sends_from[p] = std::max<size_t>(opt.cma_min_bytes, 1);
     if (readable != "1" && opt.cma == CmaMode::kOn && required.ok()) {
       required = Status::Unimplemented("TFRING_SHM_CMA=1 but rank " + std::to_string(p) +
-                                       " cannot read rank " + std::to_string(rank_) +
+                                       " cannot read rank " + std::to_string(rank) +
                                        "'s memory with process_vm_readv: set TFRING_SHM_CMA=auto or 0");
     }
   }
-  TFRING_LOG(LogLevel::kDebug, "transport", "single-copy reads from " << cma_peers() << " of "
+  const auto readers = std::count_if(out->read_posts_of.begin(), out->read_posts_of.end(), [](pid_t p) { return p > 0; });
+  TFRING_LOG(LogLevel::kDebug, "transport", "single-copy reads from " << readers << " of "
                  << local.size() << " local peer(s), for sends of at least " << opt.cma_min_bytes
                  << " bytes");
   return required;

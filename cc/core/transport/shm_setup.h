@@ -1,0 +1,62 @@
+// SharedMemorySetup: Communicator::Create's last step — shared-memory data rings between
+// the ranks of one host, control rings between control-tree neighbours there, and whether
+// each pair may use single-copy reads (cma.h, TFRING_SHM_CMA).
+//
+// Every rank creates one incoming ring per local peer, opens its peers' rings for its
+// outgoing side and unlinks the names once all are open (nothing stays in /dev/shm, even
+// after a crash): 4 store requests per rank with local peers, 2 more per local peer with
+// single-copy reads. Blocking, bounded by the deadline given to Run; a peer that never gets
+// there is named by the wait's timeout. Used once, by the thread that runs Create; the
+// rings and facts it returns become the caller's (the Communicator's links own them). It
+// keeps references to what it is built from, which must outlive it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "base/deadline.h"
+#include "rendezvous/roster.h"
+#include "rendezvous/store.h"
+#include "transport/communicator_options.h"
+#include "transport/control_tree.h"
+#include "transport/roster_facts.h"
+#include "transport/shm_ring.h"
+
+namespace tfring {
+
+// One shared-memory ring pair with a local peer: `tx` to it, `rx` from it (null: none).
+struct ShmRingPair {
+  std::unique_ptr<ShmRing> tx, rx;
+};
+
+class SharedMemorySetup {
+ public:
+  struct Result {
+    std::vector<ShmRingPair> data;     // by peer: every local peer
+    std::vector<ShmRingPair> control;  // by peer: local control-tree neighbours (shm_control)
+    // By peer, for Link::ReadPostsOf / PostSendsFrom: the pid to read the peer's posts
+    // from (0: never), the smallest send posted to it (SIZE_MAX: never).
+    std::vector<pid_t> read_posts_of;
+    std::vector<size_t> post_sends_from;
+  };
+
+  SharedMemorySetup(const CommunicatorOptions& options, const ControlTree& tree, const RosterFacts& facts,
+                    const std::vector<RosterEntry>& roster);
+
+  // With CmaMode::kOn, fails naming both ranks and the setting when a local pair cannot
+  // read each other's memory.
+  Status Run(Store& store, Deadline deadline, Result* out);
+
+ private:
+  Status ExchangeCmaReadability(const std::vector<int>& local, Store& store, Deadline deadline, Result* out);
+
+  const CommunicatorOptions& opt_;
+  const ControlTree& tree_;
+  const RosterFacts& facts_;
+  const std::vector<RosterEntry>& roster_;
+};
+
+}  // namespace tfring
