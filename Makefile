@@ -166,9 +166,11 @@ cctest-tsan: system-deps
 #                           2. the NCCL backend sources compile with -Wextra -Werror;
 #                           3. the installed libtfring_core.so has the backend and no
 #                              link-time CUDA/NCCL dependency (NEEDED, undefined symbols);
-#                           4. the TF GPU kernels (cc/tf_gpu) compile against TF's headers,
-#                              link, load into the installed TF after tfring's op library
-#                              and register a GPU kernel for every tfring op.
+#                           4. the TF GPU kernels (cc/tf_gpu) compile against TF's headers
+#                              (the XLA CUDA handlers, xla_cuda_*.cc, with -Wextra -Werror),
+#                              link, load into the installed TF after tfring's op library,
+#                              register a GPU kernel for every tfring op and register the XLA
+#                              custom-call handlers for platform CUDA.
 GPU_CHECK_DIR   := build/gpu-check
 GPU_CXXFLAGS    := -std=c++17 -fPIC -O1 -Wall -Wextra -Wno-unused-parameter -Werror -Icc/core
 NCCL_CHECK_SRCS := $(filter-out cc/core/backends/nccl/abi_check.cc,$(wildcard cc/core/backends/nccl/*.cc))
@@ -192,13 +194,17 @@ gpu-compile-check: install gpu-headers
 	@if $(VPY) -c "import tensorflow" 2>/dev/null && [ -f tfring/libtfring_tf_ops.so ]; then \
 	  tfflags=$$($(VPY) -c "import tensorflow as tf; print(' '.join(tf.sysconfig.get_compile_flags()))" 2>/dev/null); \
 	  tflink=$$($(VPY) -c "import tensorflow as tf; print(' '.join(tf.sysconfig.get_link_flags()))" 2>/dev/null); \
+	  tfinc=$$(echo " $$tfflags" | sed 's/ -I/ -isystem /g'); \
+	  for d in $$(echo $$tfflags | tr ' ' '\n' | sed -n 's/^-I//p'); do \
+	    tfinc="$$tfinc -isystem $$d/external/highwayhash -isystem $$d/external/farmhash_archive/src"; done; \
 	  for src in cc/tf_gpu/*.cc; do \
-	    echo "$(CXX) -O0 <TF flags> -c $$src"; \
-	    $(CXX) -std=c++17 -fPIC -O0 -Wall -Wno-unused-parameter -Wno-deprecated-declarations -Wno-sign-compare -Icc/core \
-	      -Wno-interference-size $$tfflags -c $$src -o $(GPU_CHECK_DIR)/tf_gpu_$$(basename $$src .cc).o || exit 1; \
+	    case $$src in *xla_cuda_*) strict="-Wextra -Werror -Wno-unused-parameter";; *) strict="-Wno-unused-parameter";; esac; \
+	    echo "$(CXX) -O0 $$strict <TF and XLA headers as system headers> -c $$src"; \
+	    $(CXX) -std=c++17 -fPIC -O0 -Wall $$strict -Wno-deprecated-declarations -Wno-sign-compare -Icc/core \
+	      -Wno-interference-size $$tfinc -c $$src -o $(GPU_CHECK_DIR)/tf_gpu_$$(basename $$src .cc).o || exit 1; \
 	  done; \
 	  $(CXX) -shared -o $(GPU_CHECK_DIR)/libtfring_tf_gpu_ops.so $(GPU_CHECK_DIR)/tf_gpu_*.o -Ltfring \
-	    -ltfring_tf_ops -ltfring_core -Wl,-rpath,$(CURDIR)/tfring -pthread $$tflink || exit 1; \
+	    -ltfring_tf_ops -ltfring_core -Wl,-rpath,$(CURDIR)/tfring -pthread $$tflink -l:libtensorflow_cc.so.2 || exit 1; \
 	  TF_CPP_MIN_LOG_LEVEL=3 $(VPY) tools/gpu_headers.py load-check $(GPU_CHECK_DIR)/libtfring_tf_gpu_ops.so || exit 1; \
 	else echo "gpu-compile-check: TensorFlow or its op library missing; cc/tf_gpu not checked"; fi
 	@echo "gpu-compile-check: OK"

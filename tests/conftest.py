@@ -3,13 +3,32 @@
 host-fault tests (tests/host_lab.py). Nothing heavy here (no TensorFlow)."""
 
 import os
+import subprocess
 import sys
+
+import pytest
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
 
 from tests.host_lab import lab  # noqa: F401 -- the emulated hosts of the host-fault tests
+
+
+@pytest.fixture(scope="session")
+def fake_gpu_env(tmp_path_factory):
+    """The environment of a process that runs tfring's GPU path on tests/fake_gpu's CPU
+    stand-ins for libcudart and libnccl (built once per session, ~2 s): os.environ with
+    TFRING_CUDA_RUNTIME_LIBRARY and TFRING_NCCL_LIBRARY naming them, the repo on PYTHONPATH
+    and TFRING_FAKE_GPU=1. Used by tests/test_gpu_nccl.py and tests/test_xla_cuda_fake.py."""
+    out = tmp_path_factory.mktemp("fake_gpu")
+    env = {}
+    for name, setting in (("cudart", "TFRING_CUDA_RUNTIME_LIBRARY"), ("nccl", "TFRING_NCCL_LIBRARY")):
+        lib = str(out / f"libfake_{name}.so")
+        subprocess.run(["g++", "-std=c++17", "-shared", "-fPIC", "-O1", "-o", lib,
+                        os.path.join(REPO_ROOT, "tests", "fake_gpu", f"fake_{name}.cc")], check=True)
+        env[setting] = lib
+    return dict(os.environ, PYTHONPATH=REPO_ROOT, TFRING_FAKE_GPU="1", **env)
 
 # ---- skip policy -------------------------------------------------------------------------
 # Only GPU tests may skip in CI: a skipped multi-host, MPI or fault test would hide a launch

@@ -288,19 +288,7 @@ def test_cupy_arrays_in_and_out(one_rank):
 # paths a GPU takes (library search and symbol lookup, non-blocking communicator creation,
 # fusion buffer, premultiplied reductions, DeviceBuffer), and faults can be injected.
 
-FAKE_DIR = os.path.join(ROOT, "tests", "fake_gpu")
-
-
-@pytest.fixture(scope="module")
-def fake_gpu_env(tmp_path_factory):
-    out = tmp_path_factory.mktemp("fake_gpu")
-    env = {}
-    for name, setting in (("cudart", "TFRING_CUDA_RUNTIME_LIBRARY"), ("nccl", "TFRING_NCCL_LIBRARY")):
-        lib = str(out / f"libfake_{name}.so")
-        subprocess.run(["g++", "-std=c++17", "-shared", "-fPIC", "-O1", "-o", lib,
-                        os.path.join(FAKE_DIR, f"fake_{name}.cc")], check=True)
-        env[setting] = lib
-    return dict(os.environ, PYTHONPATH=ROOT, TFRING_FAKE_GPU="1", **env)
+# The fake_gpu_env fixture (tests/conftest.py) builds them: an environment that loads them.
 
 
 def _run_python(code, env, timeout=120):

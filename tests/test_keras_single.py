@@ -246,13 +246,30 @@ def test_jit_compile_auto_resolves_as_in_plain_keras(monkeypatch):
     assert not [w for w in caught if "jit_compile" in str(w.message)]
 
 
-def test_jit_compile_is_turned_off_once_where_tf_sees_a_gpu(monkeypatch):
+def test_jit_compile_stays_on_where_tf_sees_a_gpu_with_the_xla_cuda_handlers(monkeypatch):
     from keras.src.trainers import trainer
 
     from tfring.tensorflow import xla
 
     monkeypatch.setattr(trainer.Trainer, "_resolve_auto_jit_compile", lambda self: True)
-    monkeypatch.setattr(xla, "lowered_here", lambda: False)  # no CUDA handler yet
+    monkeypatch.setattr(xla, "_tf_sees_gpu", lambda: True)
+    monkeypatch.setattr(xla, "cuda_handler_status", lambda: "")  # the GPU library registered them
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = small_model()
+        other = small_model(jit_compile=True)
+    assert model.jit_compile is True and other.jit_compile is True
+    assert not [w for w in caught if "jit_compile" in str(w.message)]
+
+
+def test_jit_compile_is_turned_off_once_where_tf_sees_a_gpu_without_the_handlers(monkeypatch):
+    from keras.src.trainers import trainer
+
+    from tfring.tensorflow import xla
+
+    monkeypatch.setattr(trainer.Trainer, "_resolve_auto_jit_compile", lambda self: True)
+    monkeypatch.setattr(xla, "lowered_here", lambda: False)  # a GPU without tfring's XLA CUDA handlers
+    monkeypatch.setattr(xla, "cuda_handler_status", lambda: "tfring was built without its GPU library")
     monkeypatch.setattr(model_preparation, "_warned", False)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -261,7 +278,8 @@ def test_jit_compile_is_turned_off_once_where_tf_sees_a_gpu(monkeypatch):
         plain = small_model(keras.optimizers.SGD(), jit_compile=True)
     assert model.jit_compile is False and other.jit_compile is False
     assert plain.jit_compile is True  # not a tfring optimizer: left alone
-    assert len([w for w in caught if "turning jit_compile off" in str(w.message)]) == 1
+    off = [str(w.message) for w in caught if "turning jit_compile off" in str(w.message)]
+    assert len(off) == 1 and "built without its GPU library" in off[0]
 
 
 def test_fit_with_callbacks_stays_compiled():

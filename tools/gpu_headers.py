@@ -6,7 +6,8 @@ headers that cc/core/backends/nccl/abi_check.cc compares those declarations with
 
     python tools/gpu_headers.py fetch   # downloads the header packages, keeps include/ only
     python tools/gpu_headers.py flags   # prints -I flags (exit 1 when not found)
-    python tools/gpu_headers.py load-check LIB   # LIB registers a GPU kernel for every op
+    python tools/gpu_headers.py load-check LIB   # LIB registers a GPU kernel for every op and
+                                                 # the XLA CUDA handlers
 
 ``fetch`` runs ``pip download --no-deps`` (the ordinary client; no install) into a temporary
 folder, extracts only the include/ trees into build/gpu-headers/<set>/ and deletes the wheels.
@@ -107,7 +108,8 @@ def fetch(set_name):
 
 def load_check(library):
     """Loads tfring's TF op library, then the GPU kernel `library`; every tfring op must have
-    a GPU kernel (works with TF's CPU build too: kernel registration needs no GPU)."""
+    a GPU kernel and the XLA CUDA handlers must have registered (works with TF's CPU build
+    too: neither registration needs a GPU)."""
     sys.path.insert(0, ROOT)
     import tensorflow as tf
     from tensorflow.python.framework import kernels
@@ -124,7 +126,17 @@ def load_check(library):
             missing.append(op)
     if missing:
         sys.exit(f"gpu load-check: no GPU kernel for {missing} (op library exports {len(ops)} names)")
-    print(f"gpu load-check: {library} loaded; every tfring op has a GPU kernel")
+    # The XLA:GPU custom-call handlers (cc/tf_gpu/xla_cuda_handlers.cc) registered on TF's
+    # XLA FFI registry for platform "CUDA" when the library loaded ("" = registered).
+    import ctypes
+
+    registration = ctypes.CDLL(os.path.abspath(library)).tfring_xla_cuda_registration
+    registration.restype = ctypes.c_char_p
+    failure = registration().decode()
+    if failure:
+        sys.exit(f"gpu load-check: the XLA CUDA handlers did not register: {failure}")
+    print(f"gpu load-check: {library} loaded; every tfring op has a GPU kernel; the XLA CUDA handlers "
+          "registered for platform CUDA")
 
 
 def main(argv):

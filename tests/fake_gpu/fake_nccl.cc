@@ -14,10 +14,13 @@
 // with ncclRemoteError. Directory: $FAKE_NCCL_DIR, else $TMPDIR (or /tmp).
 //
 // Fault injection (environment): FAKE_NCCL_ASYNC_ERROR=1 makes ncclCommGetAsyncError report
-// ncclRemoteError once a collective ran (a peer died); FAKE_NCCL_VERSION=n overrides the
+// ncclRemoteError once a collective ran (a peer died), FAKE_NCCL_ASYNC_ERROR_DELAY_MS=n
+// milliseconds after the first one (default 0); FAKE_NCCL_VERSION=n overrides the
 // version (e.g. 21300 to test the "too old" refusal); FAKE_NCCL_FINALIZE_HANG=1 makes
 // ncclCommFinalize never finish (the async state stays ncclInProgress). FAKE_NCCL_TEARDOWN_LOG
 // names a file to which every ncclCommFinalize/Destroy/Abort appends a line ("finalize", ...).
+// With FAKE_CUDA_EVENT_LOG (fake_cudart.cc), every collective call appends "<call> on S<n>"
+// to that file, its stream numbered by fake_cudart.cc's handle.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -47,6 +50,7 @@ struct Comm {
   int polls_left = 3;  // async-error queries answered "in progress" after creation
   bool finalizing = false;  // ncclCommFinalize was called
   int collectives = 0;
+  std::chrono::steady_clock::time_point first_collective;
   int nranks = 1;
   int rank = 0;
   std::string dir;    // the exchange directory (nranks > 1)
@@ -330,7 +334,7 @@ int Run(std::vector<Call> calls) {
   if (c == nullptr) return kInvalidArgument;
   for (const Call& k : calls) {
     if (k.comm != c) return kInvalidUsage;  // one communicator per group (all tfring does)
-    ++c->collectives;
+    if (c->collectives++ == 0) c->first_collective = std::chrono::steady_clock::now();
   }
   if (c->nranks == 1) {
     for (const Call& k : calls) {
@@ -430,6 +434,19 @@ std::string RandomHex(size_t chars) {
 
 }  // namespace
 
+// fake_cudart.cc's stream handle (its number names the stream in the ordering log).
+struct StreamHandle {
+  char kind;
+  int id;
+};
+
+void LogCollective(const char* call, void* stream) {
+  const char* path = std::getenv("FAKE_CUDA_EVENT_LOG");
+  if (path == nullptr) return;
+  const int id = stream ? static_cast<const StreamHandle*>(stream)->id : 0;
+  std::ofstream(path, std::ios::app) << call << " on S" << id << "\n";
+}
+
 extern "C" {
 
 int ncclGetVersion(int* version) {
@@ -509,7 +526,9 @@ int ncclCommGetAsyncError(Comm* comm, int* state) {
   } else if (comm->polls_left > 0) {
     --comm->polls_left;
     *state = kInProgress;
-  } else if (std::getenv("FAKE_NCCL_ASYNC_ERROR") && comm->collectives > 0) {
+  } else if (std::getenv("FAKE_NCCL_ASYNC_ERROR") && comm->collectives > 0 &&
+             std::chrono::steady_clock::now() - comm->first_collective >=
+                 std::chrono::milliseconds(std::atoi(std::getenv("FAKE_NCCL_ASYNC_ERROR_DELAY_MS") ?: "0"))) {
     last_error = "peer 1 closed its connection (fake)";
     *state = kRemoteError;
   } else {
@@ -525,25 +544,32 @@ int ncclRedOpCreatePreMulSum(int* op, void* scalar, int type, int residence, Com
   return kSuccess;
 }
 int ncclRedOpDestroy(int op, Comm*) { return op >= kFirstCustomOp ? kSuccess : kInvalidArgument; }
-int ncclAllReduce(const void* s, void* r, size_t n, int t, int op, Comm* c, void*) {
+int ncclAllReduce(const void* s, void* r, size_t n, int t, int op, Comm* c, void* stream) {
+  LogCollective("ncclAllReduce", stream);
   return Submit(Call{Call::kAllReduce, s, r, n, t, op, -1, c});
 }
-int ncclReduce(const void* s, void* r, size_t n, int t, int op, int root, Comm* c, void*) {
+int ncclReduce(const void* s, void* r, size_t n, int t, int op, int root, Comm* c, void* stream) {
+  LogCollective("ncclReduce", stream);
   return Submit(Call{Call::kReduce, s, r, n, t, op, root, c});
 }
-int ncclReduceScatter(const void* s, void* r, size_t n, int t, int op, Comm* c, void*) {
+int ncclReduceScatter(const void* s, void* r, size_t n, int t, int op, Comm* c, void* stream) {
+  LogCollective("ncclReduceScatter", stream);
   return Submit(Call{Call::kReduceScatter, s, r, n, t, op, -1, c});
 }
-int ncclAllGather(const void* s, void* r, size_t n, int t, Comm* c, void*) {
+int ncclAllGather(const void* s, void* r, size_t n, int t, Comm* c, void* stream) {
+  LogCollective("ncclAllGather", stream);
   return Submit(Call{Call::kAllGather, s, r, n, t, kSum, -1, c});
 }
-int ncclBroadcast(const void* s, void* r, size_t n, int t, int root, Comm* c, void*) {
+int ncclBroadcast(const void* s, void* r, size_t n, int t, int root, Comm* c, void* stream) {
+  LogCollective("ncclBroadcast", stream);
   return Submit(Call{Call::kBroadcast, s, r, n, t, kSum, root, c});
 }
-int ncclSend(const void* s, size_t n, int t, int peer, Comm* c, void*) {
+int ncclSend(const void* s, size_t n, int t, int peer, Comm* c, void* stream) {
+  LogCollective("ncclSend", stream);
   return Submit(Call{Call::kSend, s, nullptr, n, t, kSum, peer, c});
 }
-int ncclRecv(void* r, size_t n, int t, int peer, Comm* c, void*) {
+int ncclRecv(void* r, size_t n, int t, int peer, Comm* c, void* stream) {
+  LogCollective("ncclRecv", stream);
   return Submit(Call{Call::kRecv, nullptr, r, n, t, kSum, peer, c});
 }
 int ncclGroupStart() {

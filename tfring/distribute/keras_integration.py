@@ -13,7 +13,8 @@ Installed once, at the first ``RingStrategy()``; each hook acts only for models 
   ``tfring.keras.LossScaleOptimizer`` (same state; the verdict is agreed across ranks).
   That is ``tfring.keras.model_preparation.prepare_model``, the same as for a model with a
   tfring optimizer. ``jit_compile`` stays as the user set it (the collectives compile with
-  XLA), except where TF sees a GPU (no CUDA handler yet: off, with one warning).
+  XLA, on XLA:CPU and XLA:GPU), except where TF sees a GPU and tfring's XLA CUDA handlers
+  are missing (off, with one warning saying why).
 
 Metrics need no hook: their variables are synchronized on write (``variables``), so
 step logs, ``fit`` history and ``evaluate()`` are global and equal on every rank.

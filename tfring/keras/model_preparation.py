@@ -9,9 +9,10 @@ tfring's, whose finite-gradient check is agreed across ranks (one rank overflowi
 would skip a step the others take, and hang).
 
 ``jit_compile`` is left as the user set it, and "auto" resolves as in plain Keras: tfring's
-collectives have XLA lowerings (docs/keras.md, "XLA"). Except where TF sees a GPU: the
-lowerings have no CUDA handler yet (``tfring.tensorflow.xla.lowered_here``), so there
-``jit_compile`` is turned off with one warning per process, as before the lowerings.
+collectives have XLA lowerings for XLA:CPU and XLA:GPU (docs/keras.md, "XLA"). Only where
+they cannot compile (TF sees a GPU but tfring's GPU library with the XLA CUDA handlers is
+missing: ``tfring.tensorflow.xla.lowered_here``) is ``jit_compile`` turned off, with one
+warning per process saying why.
 
 It runs from three places, from the most to the least convenient: right after
 ``model.compile`` (``install_compile_hook``, at the first ``DistributedOptimizer``, and
@@ -42,15 +43,15 @@ def drop_compiled_functions(model):
             setattr(model, attr, None)
 
 
-def _warn_once(model):
+def _warn_once(model, reason):
     global _warned
     with _lock:
         if _warned:
             return
         _warned = True
     warnings.warn(
-        f"tfring: turning jit_compile off for model '{getattr(model, 'name', model)}': tfring's XLA "
-        "lowerings run on XLA:CPU only so far, and TF sees a GPU here. Pass jit_compile=False to "
+        f"tfring: turning jit_compile off for model '{getattr(model, 'name', model)}': TF sees a GPU "
+        f"here, and tfring's XLA CUDA handlers are not available: {reason}. Pass jit_compile=False to "
         "model.compile() to silence this warning.",
         UserWarning,
         stacklevel=3,
@@ -78,7 +79,8 @@ def trains_with_tfring(model):
 
 
 def disable_jit_compile_without_lowering(model):
-    """Where tfring's collectives cannot compile (a GPU: ``xla.lowered_here()`` is False),
+    """Where tfring's collectives cannot compile (``xla.lowered_here()`` is False: a GPU
+    without tfring's XLA CUDA handlers),
     sets ``model.jit_compile = False`` (one warning per process) when it was on, and drops
     train/test/predict functions already built with XLA. Returns True if it changed
     anything."""
@@ -90,7 +92,7 @@ def disable_jit_compile_without_lowering(model):
         return False
     if not model.jit_compile or xla.lowered_here():
         return False
-    _warn_once(model)
+    _warn_once(model, xla.cuda_handler_status())
     model.jit_compile = False
     drop_compiled_functions(model)
     return True
@@ -112,7 +114,8 @@ def upgrade_loss_scale_optimizer(model):
 
 
 def prepare_model(model):
-    """Agreed loss scaling, and jit_compile off on a GPU, when ``model`` trains with tfring
+    """Agreed loss scaling, and jit_compile off where tfring's collectives cannot compile
+    (``disable_jit_compile_without_lowering``), when ``model`` trains with tfring
     (see the module's docstring); a no-op for any other model (and for None)."""
     if model is None or not trains_with_tfring(model):
         return

@@ -264,7 +264,7 @@ ENVIRONMENT_REASONS = {
     "HOROVOD_TIMELINE_MARK_CYCLES": "tfring's timeline has no cycle markers",
     "HOROVOD_NUM_NCCL_STREAMS": "tfring uses one NCCL stream per rank",
     "HOROVOD_ENABLE_XLA_OPS": "not needed: tfring's collectives compile with XLA without a switch "
-                              "(XLA:CPU; on a GPU tfring turns jit_compile off: no CUDA handler yet)",
+                              "(XLA:CPU and XLA:GPU; the CUDA handlers are compile- and fake-GPU-tested only)",
     "HOROVOD_DISABLE_GROUP_FUSION": "tfring fuses by size, not by groups",
 }
 

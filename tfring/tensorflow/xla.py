@@ -8,11 +8,15 @@ allgather, alltoall) have XLA lowerings, registered by the op library
 queue as the TF kernels (same negotiation, fusion, response cache and names) and wait for
 the result further down the compiled program (docs/tensorflow.md, "XLA").
 
-The handlers exist for XLA:CPU only so far (no CUDA handler): where TF sees a GPU,
-``lowered_here()`` is False, every tfring op fails at trace time under XLA, and tfring.keras
-turns ``jit_compile`` off with one warning (``model_preparation``). ``join`` and ``barrier``
-have no lowering at all. ``check_not_xla`` raises for both cases, naming the op and the
-fix, instead of XLA's later "no registered kernel / implementation" message.
+The custom calls have handlers for XLA:CPU (platform "Host", in the op library) and for
+XLA:GPU (platform "CUDA", in tfring's GPU library, ``cc/tf_gpu/xla_cuda_handlers.cc``:
+NCCL ordered against XLA's stream with CUDA events). Where TF sees a GPU, the lowerings
+compile only when that library is loaded and its handlers registered
+(``cuda_handler_status()`` is ""); otherwise ``lowered_here()`` is False, every tfring op
+fails at trace time under XLA, and tfring.keras turns ``jit_compile`` off with one warning
+saying why (``model_preparation``). ``join`` and ``barrier`` have no lowering at all.
+``check_not_xla`` raises for both cases, naming the op and the fix, instead of XLA's later
+"no registered kernel / implementation" message.
 Auto-clustering (``tf.config.optimizer.set_jit(True)``) needs no check.
 
 Verified on TF 2.21: ``GraphOrParentsInXlaContext(graph)`` (a private TF function, from
@@ -31,14 +35,51 @@ LOWERED_KINDS = frozenset(("allreduce", "grouped_allreduce", "broadcast", "reduc
 
 class XlaCompilationError(tf.errors.UnimplementedError, ValueError):
     """A tfring op without an XLA lowering (``join``, ``barrier``; any op where TF sees a
-    GPU) traced inside an XLA-compiled function. A ``tf.errors.UnimplementedError`` (what TF
-    raises for an op with no kernel) and a ``ValueError``."""
+    GPU but tfring's XLA CUDA handlers are not available) traced inside an XLA-compiled
+    function. A ``tf.errors.UnimplementedError`` (what TF raises for an op with no kernel)
+    and a ``ValueError``."""
+
+
+_cuda_status = None
+
+
+def cuda_handler_status():
+    """"" when tfring's XLA:GPU custom-call handlers are registered in this process (its GPU
+    library is loaded and registered them for platform "CUDA"); otherwise why not, as a
+    sentence. Loads tfring's op libraries if needed; cached."""
+    global _cuda_status
+    if _cuda_status is None:
+        import ctypes
+        import os
+
+        from tfring import gpu
+        from tfring.tensorflow import _loader
+
+        _loader.op_library()  # loads the GPU library too, where TF sees a GPU
+        path = os.path.join(os.path.dirname(os.path.abspath(gpu.__file__)), gpu.GPU_KERNEL_LIBRARY)
+        if not os.path.exists(path):
+            _cuda_status = (f"tfring was built without its GPU library ({gpu.GPU_KERNEL_LIBRARY}; rebuild with "
+                            "TFRING_WITH_NCCL=1, docs/gpu.md), which holds the XLA CUDA handlers")
+        else:
+            try:
+                registration = ctypes.CDLL(path).tfring_xla_cuda_registration
+                registration.restype = ctypes.c_char_p
+                _cuda_status = registration().decode()
+            except (OSError, AttributeError) as e:
+                _cuda_status = f"tfring's GPU library has no XLA CUDA handlers ({e})"
+    return _cuda_status
 
 
 def lowered_here():
-    """True where tfring's XLA lowerings run: XLA:CPU, i.e. TF sees no GPU (the handlers
-    have no CUDA version yet)."""
-    return not tf.config.list_logical_devices("GPU")
+    """True where tfring's XLA lowerings run: XLA:CPU (TF sees no GPU), or XLA:GPU once
+    tfring's XLA CUDA handlers are registered (``cuda_handler_status()`` is "")."""
+    if not _tf_sees_gpu():
+        return True
+    return cuda_handler_status() == ""
+
+
+def _tf_sees_gpu():
+    return bool(tf.config.list_logical_devices("GPU"))
 
 
 def lowered(kind):
@@ -70,7 +111,7 @@ def check_not_xla(what, graph=None):
             f"{what} cannot run inside an XLA-compiled function (tf.function(jit_compile=True), or a "
             "Keras model compiled with jit_compile=True / 'auto' on a GPU): "
             + (f"it has no XLA lowering (only {', '.join(sorted(LOWERED_KINDS))} have)" if lowered_here() else
-               "tfring's XLA lowerings run on XLA:CPU only so far, and TF sees a GPU here")
+               f"TF sees a GPU here, and tfring's XLA CUDA handlers are not available: {cuda_handler_status()}")
             + ". Call it outside the compiled function, or turn XLA off for that function: "
             "tf.function(..., jit_compile=False) or model.compile(..., jit_compile=False).",
         )

@@ -23,6 +23,7 @@
 
 #include "../kernel_common.h"
 #include "call_attrs.h"
+#include "lowerings.h"
 #include "control/messages.h"
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/compiler/tf2xla/xla_op_registry.h"
@@ -211,9 +212,10 @@ class AlltoallLowering : public CollectiveLowering {
   }
 };
 
-// XLA:CPU only: the handlers exist for the Host platform alone (host_handlers.cc). Without a
-// GPU registration, TF's auto-clustering keeps tfring's ops out of GPU clusters (as before
-// these lowerings), and tfring.tensorflow refuses them under jit_compile=True where TF sees
+// XLA:CPU: registered when the op library loads (handlers: host_handlers.cc). XLA:GPU:
+// RegisterXlaGpuLowerings(), called by the GPU library once its CUDA handlers registered
+// (cc/tf_gpu/xla_cuda_handlers.cc); without it, TF's auto-clustering keeps tfring's ops out
+// of GPU clusters, and tfring.tensorflow refuses them under jit_compile=True where TF sees
 // a GPU, naming the fix (tfring/tensorflow/xla.py).
 using tensorflow::DEVICE_CPU_XLA_JIT;
 REGISTER_XLA_OP(Name("TfringAllreduce").Device(DEVICE_CPU_XLA_JIT), SameShapeLowering<OpType::kAllreduce>);
@@ -223,6 +225,27 @@ REGISTER_XLA_OP(Name("TfringReducescatter").Device(DEVICE_CPU_XLA_JIT), RowsLowe
 REGISTER_XLA_OP(Name("TfringAllgather").Device(DEVICE_CPU_XLA_JIT), RowsLowering<OpType::kAllgather>);
 REGISTER_XLA_OP(Name("TfringAlltoall").Device(DEVICE_CPU_XLA_JIT), AlltoallLowering);
 
+template <typename Lowering>
+void RegisterGpu(const char* op) {
+  static_cast<void>(tensorflow::XlaOpRegistrar(
+      tensorflow::XlaOpRegistrationBuilder::Name(op).Device(tensorflow::DEVICE_GPU_XLA_JIT).Build(
+          [](tensorflow::OpKernelConstruction* ctx) -> tensorflow::OpKernel* { return new Lowering(ctx); })));
+}
+
 }  // namespace
+
+void RegisterXlaGpuLowerings() {
+  static const bool once = [] {
+    RegisterGpu<SameShapeLowering<OpType::kAllreduce>>("TfringAllreduce");
+    RegisterGpu<SameShapeLowering<OpType::kBroadcast>>("TfringBroadcast");
+    RegisterGpu<GroupedAllreduceLowering>("TfringGroupedAllreduce");
+    RegisterGpu<RowsLowering<OpType::kReducescatter>>("TfringReducescatter");
+    RegisterGpu<RowsLowering<OpType::kAllgather>>("TfringAllgather");
+    RegisterGpu<AlltoallLowering>("TfringAlltoall");
+    return true;
+  }();
+  static_cast<void>(once);
+}
+
 }  // namespace tf_ops
 }  // namespace tfring

@@ -67,7 +67,8 @@ constexpr unsigned int kCudaEventDisableTiming = 0x02;  // cudaEventDisableTimin
   X(cudaEventCreateWithFlags, cudaError_t, (cudaEvent_t*, unsigned int))                \
   X(cudaEventDestroy, cudaError_t, (cudaEvent_t))                                       \
   X(cudaEventRecord, cudaError_t, (cudaEvent_t, cudaStream_t))                          \
-  X(cudaEventQuery, cudaError_t, (cudaEvent_t))
+  X(cudaEventQuery, cudaError_t, (cudaEvent_t))                                         \
+  X(cudaStreamWaitEvent, cudaError_t, (cudaStream_t, cudaEvent_t, unsigned int))
 
 // ---------------------------------------------------------------- NCCL
 typedef struct ncclComm* ncclComm_t;

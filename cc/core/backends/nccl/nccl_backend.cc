@@ -187,6 +187,15 @@ Status NcclBackend::Execute(const Response& r, const std::vector<Submission*>& g
   NcclComm* c = nullptr;
   TFRING_RETURN_IF_ERROR(GetComm(r, group, &c));
   Status st = c->Activate();
+  // Event ordering (Submission::ready_event): the stream waits for the producer's stream,
+  // on the device; no host wait.
+  const void* waited = nullptr;  // the members of one start call share their ready event
+  for (Submission* s : group) {
+    if (!st.ok() || s->ready_event == nullptr || s->ready_event == waited) continue;
+    waited = s->ready_event;
+    st = c->CheckCuda(cuda_.cudaStreamWaitEvent(c->stream(), static_cast<cudaEvent_t>(s->ready_event), 0),
+                      "cudaStreamWaitEvent (the inputs' ready event)");
+  }
   if (st.ok()) {
     switch (r.attrs.op) {
       case OpType::kAllreduce: st = Allreduce(*c, r, group); break;
@@ -197,6 +206,14 @@ Status NcclBackend::Execute(const Response& r, const std::vector<Submission*>& g
       case OpType::kBarrier: break;
       case OpType::kJoin: break;  // joins are host-only (refused at enqueue with device >= 0)
     }
+  }
+  // Submission::done_event: published as soon as the work is on the stream; the caller's
+  // stream may wait on it while this thread confirms completion below.
+  for (Submission* s : group) {
+    if (!st.ok() || s->done_event == nullptr) continue;
+    st = c->CheckCuda(cuda_.cudaEventRecord(static_cast<cudaEvent_t>(s->done_event), c->stream()),
+                      "cudaEventRecord (the collective's done event)");
+    if (st.ok() && s->on_enqueued) s->on_enqueued();
   }
   if (st.ok()) st = c->Synchronize(std::string("NCCL ") + OpTypeName(r.attrs.op));
   if (!st.ok() && c->aborted()) comms_.erase(r.attrs.device);  // unusable; the job fails anyway

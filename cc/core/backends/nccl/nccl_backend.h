@@ -1,7 +1,10 @@
 // NcclBackend: runs responses whose tensors live on a GPU, with NCCL, on tfring's own
 // CUDA stream. Inputs must be ready when a request is enqueued (the TF GPU kernels order
 // themselves after TF's compute stream first; the Python bindings synchronize the array's
-// stream); `done` is called only after the results are complete on the device.
+// stream), or the submission carries a ready event that the stream waits on (XLA's CUDA
+// handler); `done` is called only after the results are complete on the device. A
+// submission's done event is recorded after the collective and announced (on_enqueued)
+// before that host-side wait, so another stream can wait on the device instead.
 //
 // Per collective (n ranks, B bytes per rank):
 //   allreduce      ncclAllReduce; several tensors are fused: device-to-device copies into a
