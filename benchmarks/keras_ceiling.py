@@ -100,6 +100,7 @@ def worker(args):
     keras_models.threads(1)
     import keras
     import numpy as np
+    import tensorflow as tf
 
     import tfring
     import tfring.keras as hvd
@@ -116,8 +117,6 @@ def worker(args):
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         model.fit(x[:args.batch * 2], y[:args.batch * 2], batch_size=args.batch, epochs=1, verbose=0)
         return model
-
-    import tensorflow as tf
 
     def no_autotune():  # the same batches as a tf.data pipeline that tf.data does not autotune
         options = tf.data.Options()
