@@ -8,7 +8,9 @@
 #   4. the `gpu` tests of tests/test_gpu_nccl.py against the real libraries;
 #   5. two ranks on ONE GPU: what a user who starts too many processes sees (bounded);
 #   6. benchmarks/gpu_collectives.py (tfring vs NCCL through CuPy);
-#   7. benchmarks/gpu_soak.py: randomized mixed collectives, every result checked.
+#   7. benchmarks/gpu_soak.py: randomized mixed collectives, every result checked;
+#   (after 4) the XLA CUDA handlers' event path (tests/fake_gpu/xla_cuda_order.cc) on the
+#      real libraries, one rank, without XLA.
 # Every step is bounded by `timeout`; the script goes on after a failed step and exits
 # non-zero if any failed.
 set -u
@@ -60,6 +62,19 @@ PYTHONUNBUFFERED=1 timeout 180 $PY -m pytest -q -ra -p no:cacheprovider -m gpu t
   "tests/test_gpu_nccl.py::test_nccl_backend_is_built_in_without_link_time_cuda" \
   --junitxml="$OUT/junit.xml" 2>&1 | tee "$OUT/pytest.log" | tail -45
 [ "${PIPESTATUS[0]}" = 0 ] || failed+=(pytest)
+
+step "XLA CUDA handler path, real CUDA + NCCL, one rank (tests/fake_gpu/xla_cuda_order.cc; no XLA)"
+# What the XLA:GPU FFI handlers call (cc/tf_gpu/xla_cuda_calls.cc): ready event on a stream
+# standing for XLA's, NCCL stream waits on it, done event waited on by that stream.
+if g++ -std=c++17 -O1 -Icc/core tests/fake_gpu/xla_cuda_order.cc cc/tf_gpu/xla_cuda_calls.cc cc/tf/xla/inflight.cc \
+     -Ltfring -ltfring_core -Wl,-rpath,$PWD/tfring -pthread -o "$OUT/xla_cuda_order" >"$OUT/xla_cuda_order.build.log" 2>&1; then
+  for mode in ok before; do
+    timeout 60 "$OUT/xla_cuda_order" $mode 2>&1 | sed "s/^/$mode: /"
+    [ "${PIPESTATUS[0]}" = 0 ] || failed+=(xla_cuda_$mode)
+  done
+else
+  tail -20 "$OUT/xla_cuda_order.build.log"; failed+=(xla_cuda_build)
+fi
 
 step "two ranks on one GPU (NCCL refuses them: the error must be clear and quick)"
 cat >/tmp/two_on_one.py <<'PY'

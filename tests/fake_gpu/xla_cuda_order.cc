@@ -14,7 +14,9 @@
 //                            Done returned (run with FAKE_CUDA_HANG, FAKE_NCCL_ASYNC_ERROR and
 //                            FAKE_NCCL_ASYNC_ERROR_DELAY_MS): Done succeeds and the next
 //                            Start returns the error
-// Output: "xla_stream S<n>", then per call "<what>: <status>", "values: ..." lines.
+// Output: "xla_stream S<n>", then per call "<what>: <status>", "values: ..." lines. Exit
+// code 2 when a call of "ok" failed or a result is wrong. Also runs on a real GPU with the
+// real CUDA runtime and NCCL (one rank; modes ok and before): tools/gpu_device_check.sh.
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -33,9 +35,10 @@ namespace {
 
 const gpu::CudaApi* cuda = nullptr;
 
-void Print(const std::string& what, const Status& st) {
+bool Print(const std::string& what, const Status& st) {
   std::printf("%s: %s\n", what.c_str(), st.ok() ? "OK" : st.ToString().c_str());
   std::fflush(stdout);
+  return st.ok();
 }
 
 // A GPU tensor of `n` values (fake device memory) and the submission reading/writing it.
@@ -63,12 +66,15 @@ Submission Make(const std::string& name, Tensor* t, size_t n, float base, DataTy
   return s;
 }
 
+bool all_ok = true;  // "ok" mode: every call succeeded and every result is right (exit code)
+
 void PrintValues(const Tensor& t) {
   std::vector<float> got(t.host.size());
   cuda->cudaMemcpy(got.data(), t.out, got.size() * 4, gpu::cudaMemcpyDeviceToHost);
   std::string line = "values:";
   for (float v : got) line += " " + std::to_string(static_cast<int>(v));
   std::printf("%s\n", line.c_str());
+  all_ok = all_ok && got == t.host;  // one rank: Sum is the identity
 }
 
 void WaitIdle() { tf_ops::InflightTable::Global().WaitUntilIdle(60); }
@@ -91,16 +97,16 @@ int main(int argc, char** argv) {
     Tensor a;
     std::vector<Submission> one;
     one.push_back(Make("a", &a, 8, 1, DataType::kFloat32, ReduceOp::kSum));
-    Print("start a", tf_gpu::xla_cuda::Start("a", xla_stream, 0, std::move(one), {}));
-    Print("done a", tf_gpu::xla_cuda::Done("a", xla_stream));
+    all_ok = Print("start a", tf_gpu::xla_cuda::Start("a", xla_stream, 0, std::move(one), {})) && all_ok;
+    all_ok = Print("done a", tf_gpu::xla_cuda::Done("a", xla_stream)) && all_ok;
     WaitIdle();
     PrintValues(a);
     Tensor b, c;
     std::vector<Submission> two;
     two.push_back(Make("b", &b, 4, 10, DataType::kFloat32, ReduceOp::kSum));
     two.push_back(Make("c", &c, 4, 20, DataType::kFloat32, ReduceOp::kSum));
-    Print("start b", tf_gpu::xla_cuda::Start("b", xla_stream, 0, std::move(two), {}));
-    Print("done b", tf_gpu::xla_cuda::Done("b", xla_stream));
+    all_ok = Print("start b", tf_gpu::xla_cuda::Start("b", xla_stream, 0, std::move(two), {})) && all_ok;
+    all_ok = Print("done b", tf_gpu::xla_cuda::Done("b", xla_stream)) && all_ok;
     WaitIdle();
     PrintValues(b);
     PrintValues(c);
@@ -132,5 +138,5 @@ int main(int argc, char** argv) {
   }
   Runtime::Global().Shutdown();
   std::printf("exit\n");
-  return 0;
+  return all_ok ? 0 : 2;
 }
