@@ -10,6 +10,7 @@
 #include "transport/cma.h"
 #include "backends/collective_layout.h"
 #include "collectives/collectives.h"
+#include "collectives/dispatch.h"
 #include "transport/communicator.h"
 #include "base/logging.h"
 #include "base/reduce_kernels.h"
@@ -203,21 +204,24 @@ Status CpuBackend::AllreduceOne(const Group& comm, const Response& r, Submission
   return Status::OK();
 }
 
+// The one dispatch site: the selection table's algorithm for `op` on `bytes` over the
+// arguments' group, run through the dispatch table (collectives/dispatch.h).
+Status CpuBackend::Run(OpType op, size_t bytes, CollectiveArgs args) const {
+  args.chunk_bytes = ctx_.chunk_bytes;
+  args.block_bytes = settings_.hierarchical_block_bytes;
+  return RunCollective(op, ChooseAlgorithm(op, bytes, TopologyOf(*args.group), settings_), args);
+}
+
 Status CpuBackend::Allreduce(const Group& comm, const void* input, void* output, size_t count, DataType dtype,
                              ReduceOp op, double postscale) {
-  switch (ChooseAlgorithm(OpType::kAllreduce, count * DataTypeSize(dtype), TopologyOf(comm), settings_)) {
-    case Algorithm::kRecursiveDoubling:
-      return RecursiveDoublingAllreduce(comm, input, output, count, dtype, op, postscale);
-    case Algorithm::kRabenseifner:
-      return RabenseifnerAllreduce(comm, input, output, count, dtype, op, ctx_.chunk_bytes, postscale);
-    case Algorithm::kHierarchicalDoubling:
-      return HierarchicalDoublingAllreduce(comm, input, output, count, dtype, op, postscale);
-    case Algorithm::kHierarchical:
-      return HierarchicalAllreduce(comm, input, output, count, dtype, op, ctx_.chunk_bytes,
-                                   postscale, settings_.hierarchical_block_bytes);
-    default:
-      return RingAllreduce(comm, input, output, count, dtype, op, ctx_.chunk_bytes, postscale);
-  }
+  CollectiveArgs args(comm);
+  args.input = input;
+  args.output = output;
+  args.count = count;
+  args.dtype = dtype;
+  args.op = op;
+  args.postscale = postscale;
+  return Run(OpType::kAllreduce, count * DataTypeSize(dtype), args);
 }
 
 // Several tensors packed into the fusion buffer, reduced once, unpacked.
@@ -271,27 +275,34 @@ Status CpuBackend::Allgather(const Group& g, const Response& r, Submission& s) {
   const GatherLayout layout = AllgatherLayout(r, s.request, g.size());
   void* out = nullptr;
   TFRING_RETURN_IF_ERROR(layout.AllocateOutput(s, &out));
-  if (ChooseAlgorithm(OpType::kAllgather, layout.recv.total, TopologyOf(g), settings_) == Algorithm::kHierarchical) {
-    return HierarchicalAllgatherv(g, s.input, out, layout.recv.bytes);
-  }
-  return RingAllgatherv(g, s.input, out, layout.recv.bytes);
+  CollectiveArgs args(g);
+  args.input = s.input;
+  args.output = out;
+  args.recv_bytes = &layout.recv.bytes;
+  return Run(OpType::kAllgather, layout.recv.total, args);
 }
 
 // root is a global rank; the chain runs over the set's indices.
 Status CpuBackend::Broadcast(const Group& g, const Response& r, Submission& s) {
   const size_t bytes = s.request.Bytes();
   if (ctx_.rank == r.attrs.root && bytes > 0 && s.input != s.output) std::memcpy(s.output, s.input, bytes);
-  if (ChooseAlgorithm(OpType::kBroadcast, bytes, TopologyOf(g), settings_) == Algorithm::kHierarchical) {
-    return HierarchicalBroadcast(g, s.output, bytes, g.local_index(r.attrs.root), ctx_.chunk_bytes);
-  }
-  return ChainBroadcast(g, s.output, bytes, g.local_index(r.attrs.root), ctx_.chunk_bytes);
+  CollectiveArgs args(g);
+  args.output = s.output;
+  args.bytes = bytes;
+  args.root = g.local_index(r.attrs.root);
+  return Run(OpType::kBroadcast, bytes, args);
 }
 
 Status CpuBackend::Alltoall(const Group& g, const Response& r, Submission& s) {
   const GatherLayout layout = AlltoallLayout(r, s.request, g.size(), g.rank());
   void* out = nullptr;
   TFRING_RETURN_IF_ERROR(layout.AllocateOutput(s, &out));
-  return PairwiseAlltoallv(g, s.input, layout.send.bytes, out, layout.recv.bytes);
+  CollectiveArgs args(g);
+  args.input = s.input;
+  args.send_bytes = &layout.send.bytes;
+  args.output = out;
+  args.recv_bytes = &layout.recv.bytes;
+  return Run(OpType::kAlltoall, layout.send.total, args);
 }
 
 Status CpuBackend::Reducescatter(const Group& g, const Response& r, Submission& s) {
@@ -310,13 +321,15 @@ Status CpuBackend::Reducescatter(const Group& g, const Response& r, Submission& 
     ScaleInPlace(buf, bytes / es, r.attrs.dtype, r.attrs.prescale);
     input = nullptr;
   }
-  if (ChooseAlgorithm(OpType::kReducescatter, bytes, TopologyOf(g), settings_) == Algorithm::kHierarchical) {
-    TFRING_RETURN_IF_ERROR(HierarchicalReducescatter(g, buf, rows, row_elements, r.attrs.dtype,
-                                                     r.attrs.reduce_op, ctx_.chunk_bytes, s.output, input));
-  } else {
-    TFRING_RETURN_IF_ERROR(RingReducescatter(g, buf, rows, row_elements, r.attrs.dtype, r.attrs.reduce_op,
-                                             ctx_.chunk_bytes, s.output, input));
-  }
+  CollectiveArgs args(g);
+  args.work = buf;
+  args.input = input;
+  args.rows_per_rank = &rows;
+  args.row_elements = row_elements;
+  args.dtype = r.attrs.dtype;
+  args.op = r.attrs.reduce_op;
+  args.output = s.output;
+  TFRING_RETURN_IF_ERROR(Run(OpType::kReducescatter, bytes, args));
   ScaleInPlace(s.output, rows[g.rank()] * row_elements, r.attrs.dtype, r.EffectivePostscale(g.size()));
   return Status::OK();
 }

@@ -4,7 +4,7 @@
 // tensor combined on its own), allgatherv, broadcast, pairwise alltoallv, ring
 // reduce-scatter. Which algorithm runs an allreduce, allgather or broadcast (ring or chain,
 // recursive doubling, hierarchical across hosts) is the selection table's choice
-// (algorithm.h). A response on a process set (Response::members) runs the flat algorithms
+// (algorithm.h), run from one dispatch site (Run: collectives/dispatch.h). A response on a process set (Response::members) runs the flat algorithms
 // on a Group of the members' links (communicator.h); the runtime calls Execute on members
 // only.
 //
@@ -19,6 +19,7 @@
 #include "collectives/algorithm.h"
 #include "backends/backend.h"
 #include "collectives/collectives.h"
+#include "collectives/dispatch.h"
 #include "transport/communicator.h"
 
 namespace tfring {
@@ -36,12 +37,16 @@ class CpuBackend : public Backend {
                    ExecutionTimings* timings);
   Status AllreduceOne(const Group& g, const Response& r, Submission& s, double* transfer_s);
   // One host-memory allreduce of `count` elements (input == output: in place), by the
-  // algorithm the selection table (algorithm.h) picks for it.
+  // algorithm the selection table (algorithm.h) picks for it (Run).
   Status Allreduce(const Group& g, const void* input, void* output, size_t count, DataType dtype,
                    ReduceOp op, double postscale);
   Status AllreducePacked(const Group& g, const Response& r, const std::vector<Submission*>& group,
                          double* transfer_s, size_t* copied_bytes);
   size_t InPlaceMinBytes(const Group& g) const;
+  // Every operation's one way to its algorithm: the selection table's choice for `op` of
+  // `bytes` over args.group, run by RunCollective (collectives/dispatch.h) with this
+  // backend's chunk and block sizes filled in.
+  Status Run(OpType op, size_t bytes, CollectiveArgs args) const;
   Status Allgather(const Group& g, const Response& r, Submission& s);
   Status Broadcast(const Group& g, const Response& r, Submission& s);
   Status Alltoall(const Group& g, const Response& r, Submission& s);
