@@ -31,7 +31,7 @@ Status HierarchicalAllgatherv(const Group& group, const void* input, void* outpu
   const size_t me = static_cast<size_t>(group.rank());
   if (bytes_per_rank[me] > 0 && out + offsets[me] != input) std::memmove(out + offsets[me], input, bytes_per_rank[me]);
   auto block = [&](int32_t rank) { return Segment{offsets[static_cast<size_t>(rank)], bytes_per_rank[static_cast<size_t>(rank)]}; };
-  const Group cross = group.Subgroup(layout->cross), local = group.Subgroup(layout->local);
+  const Group cross = group.Cross(), local = group.Local();
   std::vector<std::vector<Segment>> own(layout->cross.size());
   for (size_t h = 0; h < layout->cross.size(); ++h) own[h] = {block(layout->cross[h])};
   TFRING_RETURN_IF_ERROR(RingAllgatherPieces(cross, out, own));

@@ -181,7 +181,7 @@ Status HierarchicalAllreduce(const Group& group, const void* input, void* output
   const HostLayout* layout = nullptr;
   TFRING_RETURN_IF_ERROR(RequireHostLayout(group, "hierarchical allreduce", &layout));
   if (count == 0) return Status::OK();
-  const Group local = group.Subgroup(layout->local), cross = group.Subgroup(layout->cross);
+  const Group local = group.Local(), cross = group.Cross();
   const size_t es = DataTypeSize(dtype);
   char* data = static_cast<char*>(output);
   const char* separate_input = input != output ? static_cast<const char*>(input) : nullptr;

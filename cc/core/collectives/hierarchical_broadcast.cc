@@ -30,7 +30,7 @@ Status HierarchicalBroadcast(const Group& group, void* buf, size_t bytes, int ro
     }
   }
   if (root_host < 0) return Status::Internal("broadcast root " + std::to_string(root) + " is on no host");
-  const Group local = group.Subgroup(layout->local), cross = group.Subgroup(layout->cross);
+  const Group local = group.Local(), cross = group.Cross();
   const std::vector<Segment> segments = EvenSegments(bytes, L);
   auto owned = [&](int l) { return segments[static_cast<size_t>((l + 1) % L)]; };
   char* data = static_cast<char*>(buf);

@@ -29,7 +29,7 @@ Status HierarchicalDoublingAllreduce(const Group& group, const void* input, void
   const size_t bytes = count * DataTypeSize(dtype);
   char* buf = static_cast<char*>(output);
   if (input != output) std::memcpy(buf, input, bytes);
-  const Group local = group.Subgroup(layout->local);
+  const Group local = group.Local();
   const int n = local.size(), i = local.rank();
   int top = 1;  // the smallest power of two >= n
   while (top < n) top *= 2;
@@ -51,9 +51,7 @@ Status HierarchicalDoublingAllreduce(const Group& group, const void* input, void
   }
   // 2. across hosts, leaders only.
   if (i == 0) {
-    std::vector<int32_t> leaders;
-    for (const auto& host : layout->hosts) leaders.push_back(host[0]);
-    TFRING_RETURN_IF_ERROR(RecursiveDoublingAllreduce(group.Subgroup(leaders), buf, buf, count, dtype, op, postscale));
+    TFRING_RETURN_IF_ERROR(RecursiveDoublingAllreduce(group.Leaders(), buf, buf, count, dtype, op, postscale));
   }
   // 3. broadcast from local index 0: a rank receives at the step of its lowest set bit,
   // then forwards to i + d for every smaller d.

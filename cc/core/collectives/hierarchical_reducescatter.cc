@@ -31,7 +31,7 @@ Status HierarchicalReducescatter(const Group& group, char* buf,
     blocks[p] = {offset, rows_per_rank[p] * row_elements};
     offset += blocks[p].count;
   }
-  const Group local = group.Subgroup(layout->local), cross = group.Subgroup(layout->cross);
+  const Group local = group.Local(), cross = group.Cross();
   const size_t L = layout->local.size(), H = layout->hosts.size();
   // The ring leaves rank r with segment (r + 1) % size: label segment (l + 1) with bundle l.
   std::vector<std::vector<Segment>> bundles(L);

@@ -191,6 +191,13 @@ class Group {
   // The group of this group's members at `indices` (this group's indices, ascending), in
   // that order; it carries no host layout. This rank must be among them.
   Group Subgroup(const std::vector<int32_t>& indices) const;
+  // The groups of this group's host layout (which it must carry): the ranks on this rank's
+  // host, this rank's peers across hosts (one per host), the first rank of every host.
+  // No allocation where the layout came from HostLayoutOf (its *_ranks), else a Subgroup.
+  // The returned group points into the layout: it must not outlive this group.
+  Group Local() const;
+  Group Cross() const;
+  Group Leaders() const;
   // This group carrying `layout` (null: none), which must be this group's (HostLayoutOf).
   Group WithHostLayout(std::shared_ptr<const HostLayout> layout) const;
   // The layout of this group's ranks on hosts, or null: then no hierarchical algorithm runs.

@@ -26,6 +26,24 @@ Group Group::Subgroup(const std::vector<int32_t>& indices) const {
   return sub;
 }
 
+Group Group::Local() const {
+  const HostLayout& l = *host_layout_;
+  return l.local_ranks.size() == l.local.size() ? Group(*comm_, l.local_ranks) : Subgroup(l.local);
+}
+
+Group Group::Cross() const {
+  const HostLayout& l = *host_layout_;
+  return l.cross_ranks.size() == l.cross.size() ? Group(*comm_, l.cross_ranks) : Subgroup(l.cross);
+}
+
+Group Group::Leaders() const {
+  const HostLayout& l = *host_layout_;
+  if (l.leader_ranks.size() == l.hosts.size()) return Group(*comm_, l.leader_ranks);
+  std::vector<int32_t> leaders;
+  for (const auto& host : l.hosts) leaders.push_back(host[0]);
+  return Subgroup(leaders);
+}
+
 Group Group::WithHostLayout(std::shared_ptr<const HostLayout> layout) const {
   Group g = *this;
   g.host_layout_ = std::move(layout);
@@ -38,6 +56,9 @@ std::shared_ptr<const HostLayout> HostLayoutOf(const Group& group) {
   for (int i = 0; i < group.size(); ++i) host_of.push_back(group.host_id(i));
   auto layout = std::make_shared<HostLayout>();
   if (!MakeHostLayout(host_of, group.rank(), layout.get())) return nullptr;
+  for (int32_t i : layout->local) layout->local_ranks.push_back(group.global_rank(i));
+  for (int32_t i : layout->cross) layout->cross_ranks.push_back(group.global_rank(i));
+  for (const auto& host : layout->hosts) layout->leader_ranks.push_back(group.global_rank(host[0]));
   return layout;
 }
 

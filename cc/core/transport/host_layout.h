@@ -16,6 +16,10 @@ struct HostLayout {
   std::vector<int32_t> local;  // the indices on this rank's host, ascending
   std::vector<int32_t> cross;  // per host (ordered by lowest index): its index of this rank's local position
   std::vector<std::vector<int32_t>> hosts;  // every host's indices, ascending, hosts as in `cross`
+  // The same groups as ranks of the group's communicator (global ranks), so that a
+  // collective makes its local, cross and leaders groups without allocating (Group::Local,
+  // Cross, Leaders). Filled by HostLayoutOf (communicator.h); empty from MakeHostLayout.
+  std::vector<int32_t> local_ranks, cross_ranks, leader_ranks;  // leaders: each host's first
 };
 
 // The layout of a group whose member i runs on host `host_of[i]`, seen from member `me`.
