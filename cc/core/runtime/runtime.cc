@@ -144,6 +144,12 @@ Status Runtime::StopTimeline() {
   return Status::OK();
 }
 
+void Runtime::TimelineSpan(const std::string& tensor, const char* what, std::chrono::steady_clock::time_point begin,
+                           std::chrono::steady_clock::time_point end) {
+  std::shared_ptr<Job> job = CurrentJob();
+  if (job && job->timeline().active()) job->timeline().Span(tensor, what, begin, end);
+}
+
 Status Runtime::Enqueue(Submission submission) {
   std::vector<Submission> group;
   group.push_back(std::move(submission));

@@ -15,6 +15,7 @@
 //   * Names are the negotiation keys: equal on every rank, unique while in flight.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -74,6 +75,10 @@ class Runtime {
   // other ranks accept the call and do nothing (rank 0 alone sees every rank's readiness).
   Status StartTimeline(const std::string& path);
   Status StopTimeline();
+  // A span on `tensor`'s row of that timeline (e.g. the XLA custom calls' XLA_START /
+  // XLA_DONE, cc/tf/xla/inflight.cc); a no-op unless this is rank 0 writing one. Any thread.
+  void TimelineSpan(const std::string& tensor, const char* what, std::chrono::steady_clock::time_point begin,
+                    std::chrono::steady_clock::time_point end);
 
   // Process sets (process_sets.h). Every rank registers the same sets under the same ids,
   // in the same order, and meets the others at a barrier before using a new id (the Python

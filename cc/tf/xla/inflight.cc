@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "runtime/runtime.h"
@@ -16,11 +17,37 @@ namespace tf_ops {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+// When the group's calls ran, for rank 0's timeline (docs/monitoring.md): the start call
+// [started, submitted] (XLA_START), the core's work [started, completed] (XLA_IN_FLIGHT),
+// the done call until its future was fulfilled [awaited, told] (XLA_DONE). A few
+// steady_clock reads per group; written (by the notifier thread) only while a timeline is.
+struct Times {
+  std::string key;
+  Clock::time_point started, submitted, completed, awaited;
+};
+
 struct Group {
   int remaining = 0;
   Status status;  // first error of any member
   bool awaited = false;
   InflightTable::Callback callback;
+  Times times;
+};
+
+void WriteSpans(const Times& t, Clock::time_point told) {
+  Runtime& runtime = Runtime::Global();
+  runtime.TimelineSpan(t.key, "XLA_START", t.started, t.submitted);
+  runtime.TimelineSpan(t.key, "XLA_IN_FLIGHT", t.started, t.completed);
+  runtime.TimelineSpan(t.key, "XLA_DONE", t.awaited, told);
+}
+
+struct Ready {
+  InflightTable::Callback callback;
+  Status status;
+  bool timed;  // false: nothing to write (an error, an unknown key)
+  Times times;
 };
 
 }  // namespace
@@ -31,7 +58,7 @@ struct InflightTable::Impl {
   std::condition_variable idle;  // running reached 0
   std::map<std::string, std::shared_ptr<Group>> groups;
   int running = 0;  // groups with remaining > 0
-  std::deque<std::pair<InflightTable::Callback, Status>> ready;  // for the notifier thread
+  std::deque<Ready> ready;  // for the notifier thread
 
   // Under mu: queues the callbacks of finished, awaited groups that may be told now (OK
   // ones at once; failed ones once nothing runs) and forgets those groups.
@@ -39,7 +66,7 @@ struct InflightTable::Impl {
     for (auto it = groups.begin(); it != groups.end();) {
       Group& g = *it->second;
       if (g.remaining == 0 && g.awaited && (g.status.ok() || running == 0)) {
-        ready.emplace_back(std::move(g.callback), g.status);
+        ready.push_back(Ready{std::move(g.callback), g.status, g.status.ok(), std::move(g.times)});
         it = groups.erase(it);
       } else {
         ++it;
@@ -51,6 +78,7 @@ struct InflightTable::Impl {
   void Complete(const std::shared_ptr<Group>& g, const Status& st) {
     std::lock_guard<std::mutex> lock(mu);
     if (!st.ok() && g->status.ok()) g->status = st;
+    if (g->remaining == 1) g->times.completed = Clock::now();
     if (--g->remaining == 0 && --running == 0) idle.notify_all();
     // This group may be told now; so may failed groups that waited for nothing to run.
     if (g->remaining == 0 && (g->awaited || running == 0)) CollectReadyLocked();
@@ -60,10 +88,12 @@ struct InflightTable::Impl {
     std::unique_lock<std::mutex> lock(mu);
     while (true) {
       wake.wait(lock, [this] { return !ready.empty(); });
-      auto [callback, status] = std::move(ready.front());
+      Ready next = std::move(ready.front());
       ready.pop_front();
       lock.unlock();
-      callback(status);
+      const Clock::time_point told = Clock::now();  // the callback may run XLA's continuation
+      next.callback(next.status);
+      if (next.timed) WriteSpans(next.times, told);
       lock.lock();
     }
   }
@@ -81,6 +111,8 @@ InflightTable& InflightTable::Global() {
 Status InflightTable::Start(const std::string& key, std::vector<Submission> group, std::vector<Finish> finish) {
   auto g = std::make_shared<Group>();
   g->remaining = static_cast<int>(group.size());
+  g->times.key = key;
+  g->times.started = Clock::now();
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     auto it = impl_->groups.find(key);
@@ -101,7 +133,10 @@ Status InflightTable::Start(const std::string& key, std::vector<Submission> grou
     group[i].done = [impl = impl_, g, f = std::move(f)](const Status& st) { impl->Complete(g, f ? f(st) : st); };
   }
   Status st = Runtime::Global().EnqueueGroup(std::move(group));
-  if (!st.ok()) {  // the core took none of them: no `done` will run
+  if (st.ok()) {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    g->times.submitted = Clock::now();
+  } else {  // the core took none of them: no `done` will run
     std::lock_guard<std::mutex> lock(impl_->mu);
     impl_->groups.erase(key);
     if (--impl_->running == 0) impl_->idle.notify_all();
@@ -114,12 +149,14 @@ void InflightTable::Await(const std::string& key, Callback callback) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto it = impl_->groups.find(key);
   if (it == impl_->groups.end() || it->second->awaited) {
-    impl_->ready.emplace_back(std::move(callback),
-                              Status::Internal("XLA collective '" + key + "' was not started (a tfring bug)"));
+    impl_->ready.push_back(
+        Ready{std::move(callback), Status::Internal("XLA collective '" + key + "' was not started (a tfring bug)"),
+              false, Times{}});
     impl_->wake.notify_one();
     return;
   }
   it->second->awaited = true;
+  it->second->times.awaited = Clock::now();
   it->second->callback = std::move(callback);
   if (it->second->remaining == 0) impl_->CollectReadyLocked();
 }
