@@ -193,7 +193,7 @@ class Group {
   Group Subgroup(const std::vector<int32_t>& indices) const;
   // The groups of this group's host layout (which it must carry): the ranks on this rank's
   // host, this rank's peers across hosts (one per host), the first rank of every host.
-  // No allocation where the layout came from HostLayoutOf (its *_ranks), else a Subgroup.
+  // No allocation: they are the layout's *_ranks, which HostLayoutOf filled.
   // The returned group points into the layout: it must not outlive this group.
   Group Local() const;
   Group Cross() const;

@@ -26,23 +26,10 @@ Group Group::Subgroup(const std::vector<int32_t>& indices) const {
   return sub;
 }
 
-Group Group::Local() const {
-  const HostLayout& l = *host_layout_;
-  return l.local_ranks.size() == l.local.size() ? Group(*comm_, l.local_ranks) : Subgroup(l.local);
-}
-
-Group Group::Cross() const {
-  const HostLayout& l = *host_layout_;
-  return l.cross_ranks.size() == l.cross.size() ? Group(*comm_, l.cross_ranks) : Subgroup(l.cross);
-}
-
-Group Group::Leaders() const {
-  const HostLayout& l = *host_layout_;
-  if (l.leader_ranks.size() == l.hosts.size()) return Group(*comm_, l.leader_ranks);
-  std::vector<int32_t> leaders;
-  for (const auto& host : l.hosts) leaders.push_back(host[0]);
-  return Subgroup(leaders);
-}
+// The layout came from HostLayoutOf (WithHostLayout's contract), which fills its *_ranks.
+Group Group::Local() const { return Group(*comm_, host_layout_->local_ranks); }
+Group Group::Cross() const { return Group(*comm_, host_layout_->cross_ranks); }
+Group Group::Leaders() const { return Group(*comm_, host_layout_->leader_ranks); }
 
 Group Group::WithHostLayout(std::shared_ptr<const HostLayout> layout) const {
   Group g = *this;

@@ -18,7 +18,8 @@ struct HostLayout {
   std::vector<std::vector<int32_t>> hosts;  // every host's indices, ascending, hosts as in `cross`
   // The same groups as ranks of the group's communicator (global ranks), so that a
   // collective makes its local, cross and leaders groups without allocating (Group::Local,
-  // Cross, Leaders). Filled by HostLayoutOf (communicator.h); empty from MakeHostLayout.
+  // Cross, Leaders). Filled by HostLayoutOf (communicator.h), the only layout a Group carries;
+  // empty from MakeHostLayout.
   std::vector<int32_t> local_ranks, cross_ranks, leader_ranks;  // leaders: each host's first
 };
 
