@@ -12,11 +12,13 @@
 #include <sstream>
 
 #include "base/reduce_kernels.h"
+#include "collective_args_util.h"
 #include "test_util.h"
 
 namespace tfring {
 namespace {
 
+using testing_util::AdasumArgs;
 using testing_util::ExpectAllOk;
 using testing_util::HasError;
 using testing_util::MakeMesh;
@@ -150,7 +152,8 @@ TEST_P(AdasumTest, MatchesTheTreeReferenceAndIsBitwiseIdenticalOnEveryRank) {
         inputs[r][i] = Load(bufs[r].data(), k.dtype, i);
       }
     }
-    ExpectAllOk(Run([&](int r, Communicator& comm) { return AdasumAllreduce(comm, bufs[r].data(), k.counts, k.dtype); }),
+    ExpectAllOk(Run([&](int r, Communicator& comm) { return AdasumAllreduce(AdasumArgs(comm, bufs[r].data(),
+        k.counts, k.dtype)); }),
                 "adasum");
     std::ostringstream what;
     what << DataTypeName(k.dtype) << " tensors of";
@@ -190,7 +193,8 @@ TEST_P(AdasumTest, EqualVectorsGiveThemselvesExactly) {
   }
   const std::vector<float> want = bufs[0];
   ExpectAllOk(Run([&](int r, Communicator& comm) {
-                return AdasumAllreduce(comm, reinterpret_cast<char*>(bufs[r].data()), {count}, DataType::kFloat32);
+                return AdasumAllreduce(AdasumArgs(comm, reinterpret_cast<char*>(bufs[r].data()), {count},
+                    DataType::kFloat32));
               }),
               "adasum");
   for (int r = 0; r < size(); ++r) EXPECT_EQ(bufs[r], want) << "rank " << r;
@@ -205,7 +209,8 @@ TEST_P(AdasumTest, OrthogonalVectorsAddAndZerosAreNeutral) {
   for (int r = 0; r < n; ++r) bufs[r][r] = r + 1;
   if (n > 1) bufs[n - 1].assign(count, 0.0);  // the last rank "joined"
   ExpectAllOk(Run([&](int r, Communicator& comm) {
-                return AdasumAllreduce(comm, reinterpret_cast<char*>(bufs[r].data()), {count}, DataType::kFloat64);
+                return AdasumAllreduce(AdasumArgs(comm, reinterpret_cast<char*>(bufs[r].data()), {count},
+                    DataType::kFloat64));
               }),
               "adasum");
   std::vector<double> want(count, 0.0);
@@ -257,7 +262,7 @@ TEST(AdasumRulesTest, ThreeRanksAreRefusedOnEveryRank) {
   ASSERT_TRUE(MakeMesh(o, &mesh).ok());
   std::vector<std::vector<float>> bufs(3, std::vector<float>(10, 1.0f));
   auto statuses = RunRanks(3, 30, [&](int r) {
-    return AdasumAllreduce(mesh[r], reinterpret_cast<char*>(bufs[r].data()), {10}, DataType::kFloat32);
+    return AdasumAllreduce(AdasumArgs(mesh[r], reinterpret_cast<char*>(bufs[r].data()), {10}, DataType::kFloat32));
   }, [&] { mesh.AbortAll(); });
   for (int r = 0; r < 3; ++r) {
     EXPECT_TRUE(HasError(statuses[r], ErrorCode::kUnimplemented, {"this job has 3"})) << "rank " << r;

@@ -15,11 +15,13 @@
 #include <vector>
 
 #include "collectives/collectives.h"
+#include "collective_args_util.h"
 #include "test_util.h"
 
 namespace tfring {
 namespace {
 
+using testing_util::AllreduceArgs;
 using testing_util::ExpectAllOk;
 using testing_util::HasError;
 using testing_util::MakeMesh;
@@ -84,7 +86,8 @@ TEST(CmaThresholdTest, SegmentsAroundTheThresholdForWorldSizes2To5) {
         const uint64_t cma0 = left.cma_bytes_received(), all0 = left.bytes_received();
         std::vector<float> buf(k.count);
         for (size_t i = 0; i < k.count; ++i) buf[i] = static_cast<float>((i * 13 + r) % 31);
-        Status st = RingAllreduce(comm, buf.data(), k.count, DataType::kFloat32, ReduceOp::kSum, 4096);
+        Status st = RingAllreduce(AllreduceArgs(comm, buf.data(), buf.data(), k.count, DataType::kFloat32,
+            ReduceOp::kSum, 4096));
         if (!st.ok()) {
           comm.Abort();
           return st;
@@ -133,7 +136,8 @@ TEST(CmaModesTest, MixedSettingsFallBackPerPair) {
   EXPECT_EQ(mesh[1].data(2).cma_min_bytes(), 1024u);
   auto statuses = RunRanks(3, 60, [&](int r) -> Status {
     std::vector<int64_t> buf(300001, r + 1);
-    Status st = RingAllreduce(mesh[r], buf.data(), buf.size(), DataType::kInt64, ReduceOp::kSum, 1 << 16);
+    Status st = RingAllreduce(AllreduceArgs(mesh[r], buf.data(), buf.data(), buf.size(), DataType::kInt64,
+        ReduceOp::kSum, 1 << 16));
     if (!st.ok()) mesh[r].Abort();
     for (int64_t v : buf) {
       if (st.ok() && v != 6) return Status::Internal("wrong sum");

@@ -15,16 +15,23 @@
 #include <sstream>
 
 #include "base/reduce_kernels.h"
+#include "collective_args_util.h"
+#include "collectives/dispatch.h"
 #include "test_util.h"
 
 namespace tfring {
 namespace {
 
+using testing_util::AllgatherArgs;
+using testing_util::AllreduceArgs;
+using testing_util::AlltoallArgs;
+using testing_util::BroadcastArgs;
 using testing_util::ExpectAllOk;
 using testing_util::HasError;
 using testing_util::MakeMesh;
 using testing_util::Mesh;
 using testing_util::MeshOptions;
+using testing_util::ReducescatterArgs;
 using testing_util::RunRanks;
 using testing_util::SecondsSince;
 
@@ -203,7 +210,8 @@ TEST_P(CollectivesTest, LazyConnectionsOpenOnlyWhatTheAlgorithmUses) {
   for (int r = 0; r < size(); ++r) EXPECT_EQ(mesh_[r].data_connections(), 0) << "rank " << r;
   std::vector<std::vector<float>> data(size(), std::vector<float>(1 << 16, 1.0f));  // above recursive doubling
   auto statuses = Run([&](int r, Communicator& comm) {
-    return RingAllreduce(comm, data[r].data(), data[r].size(), DataType::kFloat32, ReduceOp::kSum, 1 << 14);
+    return RingAllreduce(AllreduceArgs(comm, data[r].data(), data[r].data(), data[r].size(), DataType::kFloat32,
+        ReduceOp::kSum, 1 << 14));
   });
   ExpectAllOk(statuses, "ring allreduce");
   for (int r = 0; r < size(); ++r) {
@@ -257,7 +265,8 @@ TEST_P(CollectivesTest, RingAllreduceEveryDtypeOpAndCount) {
       const auto& k = cases[c];
       const uint32_t seed = static_cast<uint32_t>(c);
       FillInput(&buf, seed, r, k.count, k.dtype, k.op);
-      TFRING_RETURN_IF_ERROR(RingAllreduce(comm, buf.data(), k.count, k.dtype, k.op, k.chunk_bytes));
+      TFRING_RETURN_IF_ERROR(RingAllreduce(AllreduceArgs(comm, buf.data(), buf.data(), k.count, k.dtype, k.op,
+          k.chunk_bytes)));
       std::string bad = CheckReduced(buf.data(), seed, size(), 0, k.count, 0, k.dtype, k.op);
       if (!bad.empty()) return Status::Internal("count " + std::to_string(k.count) + ": " + bad);
       if (buf.back() != '\x5a') return Status::Internal("wrote past the end of the buffer");
@@ -280,8 +289,8 @@ TEST_P(CollectivesTest, RingAllreduceOutOfPlaceLeavesInputAlone) {
       const std::vector<char> original = input;
       output.assign(input.size(), '\x77');
       output.back() = '\x5a';
-      TFRING_RETURN_IF_ERROR(RingAllreduce(comm, input.data(), output.data(), k.count, k.dtype, k.op,
-                                           k.chunk_bytes));
+      TFRING_RETURN_IF_ERROR(RingAllreduce(AllreduceArgs(comm, input.data(), output.data(), k.count, k.dtype, k.op,
+                                           k.chunk_bytes)));
       std::string bad = CheckReduced(output.data(), seed, size(), 0, k.count, 0, k.dtype, k.op);
       if (!bad.empty()) return Status::Internal("count " + std::to_string(k.count) + ": " + bad);
       if (input != original) return Status::Internal("the input was modified");
@@ -308,14 +317,17 @@ TEST_P(CollectivesTest, RingAllreducePostscaleEqualsScalingAfter) {
         for (double postscale : {0.5, 3.0}) {
           FillInput(&input, ++seed, r, n, dt, ReduceOp::kSum);
           scaled = reference = input;
-          TFRING_RETURN_IF_ERROR(RingAllreduce(comm, scaled.data(), n, dt, ReduceOp::kSum, 4099, postscale));
-          TFRING_RETURN_IF_ERROR(RingAllreduce(comm, reference.data(), n, dt, ReduceOp::kSum, 4099));
+          TFRING_RETURN_IF_ERROR(RingAllreduce(AllreduceArgs(comm, scaled.data(), scaled.data(), n, dt,
+              ReduceOp::kSum, 4099, postscale)));
+          TFRING_RETURN_IF_ERROR(RingAllreduce(AllreduceArgs(comm, reference.data(), reference.data(), n, dt,
+              ReduceOp::kSum, 4099)));
           ScaleInPlace(reference.data(), n, dt, postscale);
           const std::string what = std::string(DataTypeName(dt)) + " count " + std::to_string(n) + " postscale " +
                                    std::to_string(postscale);
           if (scaled != reference) return Status::Internal("in place differs from scaling after: " + what);
           output.assign(input.size(), '\x77');
-          TFRING_RETURN_IF_ERROR(RingAllreduce(comm, input.data(), output.data(), n, dt, ReduceOp::kSum, 4099, postscale));
+          TFRING_RETURN_IF_ERROR(RingAllreduce(AllreduceArgs(comm, input.data(), output.data(), n, dt,
+              ReduceOp::kSum, 4099, postscale)));
           if (std::memcmp(output.data(), reference.data(), n * es) != 0) {
             return Status::Internal("out of place differs from scaling after: " + what);
           }
@@ -371,7 +383,7 @@ TEST_P(CollectivesTest, RecursiveDoublingAllreduceEveryDtypeOpCountAndPlace) {
   std::vector<std::vector<std::vector<char>>> results(size(), std::vector<std::vector<char>>(cases.size()));
   auto statuses = Run([&](int r, Communicator& comm) -> Status {
     return CheckAllreduceCases(r, size(), cases, [&](const char* in, char* out, const AllreduceCase& k, double scale) {
-      return RecursiveDoublingAllreduce(comm, in, out, k.count, k.dtype, k.op, scale);
+      return RecursiveDoublingAllreduce(AllreduceArgs(comm, in, out, k.count, k.dtype, k.op, scale));
     }, &results[r]);
   });
   ExpectAllOk(statuses, "recursive doubling");
@@ -385,7 +397,7 @@ TEST_P(CollectivesTest, RabenseifnerAllreduceEveryDtypeOpCountAndPlace) {
   std::vector<std::vector<std::vector<char>>> results(size(), std::vector<std::vector<char>>(cases.size()));
   auto statuses = Run([&](int r, Communicator& comm) -> Status {
     return CheckAllreduceCases(r, size(), cases, [&](const char* in, char* out, const AllreduceCase& k, double scale) {
-      return RabenseifnerAllreduce(comm, in, out, k.count, k.dtype, k.op, k.chunk_bytes, scale);
+      return RabenseifnerAllreduce(AllreduceArgs(comm, in, out, k.count, k.dtype, k.op, k.chunk_bytes, scale));
     }, &results[r]);
   });
   ExpectAllOk(statuses, "rabenseifner");
@@ -421,7 +433,7 @@ TEST_P(CollectivesTest, RingAllgathervWithZeroSizedBlocks) {
       std::vector<char> out(total + 1, '\x33');
       if (in_place && !in.empty()) std::memcpy(out.data() + my_off, in.data(), in.size());
       const void* src = in_place ? static_cast<const void*>(out.data() + my_off) : in.data();
-      TFRING_RETURN_IF_ERROR(RingAllgatherv(comm, src, out.data(), bytes));
+      TFRING_RETURN_IF_ERROR(RingAllgatherv(AllgatherArgs(comm, src, out.data(), bytes)));
       size_t off = 0;
       for (int p = 0; p < size(); ++p) {
         for (size_t k = 0; k < bytes[p]; ++k) {
@@ -451,7 +463,7 @@ TEST_P(CollectivesTest, ChainBroadcastFromEveryRoot) {
           buf[k] = r == root ? PatternByte(seed, root, -1, k) : static_cast<char>(r);
         }
         buf.back() = '\x77';
-        TFRING_RETURN_IF_ERROR(ChainBroadcast(comm, buf.data(), cases[c].bytes, root, cases[c].chunk));
+        TFRING_RETURN_IF_ERROR(ChainBroadcast(BroadcastArgs(comm, buf.data(), cases[c].bytes, root, cases[c].chunk)));
         for (size_t k = 0; k < cases[c].bytes; ++k) {
           if (buf[k] != PatternByte(seed, root, -1, k)) {
             return Status::Internal("root " + std::to_string(root) + ", " + std::to_string(cases[c].bytes) +
@@ -496,7 +508,7 @@ TEST_P(CollectivesTest, PairwiseAlltoallvWithRandomSplits) {
         for (size_t k = 0; k < send[p]; ++k) in[off + k] = PatternByte(seed, r, p, k);
         off += send[p];
       }
-      TFRING_RETURN_IF_ERROR(PairwiseAlltoallv(comm, in.data(), send, out.data(), recv));
+      TFRING_RETURN_IF_ERROR(PairwiseAlltoallv(AlltoallArgs(comm, in.data(), send, out.data(), recv)));
       off = 0;
       for (int p = 0; p < size(); ++p) {
         for (size_t k = 0; k < recv[p]; ++k) {
@@ -554,12 +566,13 @@ TEST_P(CollectivesTest, RingReducescatter) {
         std::vector<char> scratch(buf.size(), '\x66');
         std::vector<char> out(mine * DataTypeSize(k.dt) + 1, '\x11');
         if (out_of_place) {
-          TFRING_RETURN_IF_ERROR(RingReducescatter(comm, scratch.data(), k.rows, k.row_elements, k.dt,
-                                                   k.op, 1000, out.data(), buf.data()));
+          TFRING_RETURN_IF_ERROR(RingReducescatter(ReducescatterArgs(comm, scratch.data(), k.rows, k.row_elements, k.dt,
+                                                   k.op, 1000, out.data(), buf.data())));
           if (buf != original) return Status::Internal("case " + std::to_string(c) + ": input modified");
         } else {
-          TFRING_RETURN_IF_ERROR(RingReducescatter(comm, buf.data(), k.rows, k.row_elements, k.dt, k.op,
-                                                   1000, out.data()));
+          TFRING_RETURN_IF_ERROR(RingReducescatter(ReducescatterArgs(comm, buf.data(), k.rows, k.row_elements, k.dt,
+              k.op,
+                                                   1000, out.data())));
         }
         std::string bad = CheckReduced(out.data(), seed, size(), begin, begin + mine, 0, k.dt, k.op);
         if (!bad.empty()) {
@@ -633,7 +646,8 @@ TEST_P(CollectiveFailureTest, DeadPeerIsNamedWithinSeconds) {
     auto t0 = std::chrono::steady_clock::now();
     auto statuses = RunRanks(size - 1, 30, [&](int r) {
       std::vector<float> buf(50000, 1.0f);
-      Status st = RingAllreduce(mesh[r], buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum, 4096);
+      Status st = RingAllreduce(AllreduceArgs(mesh[r], buf.data(), buf.data(), buf.size(), DataType::kFloat32,
+          ReduceOp::kSum, 4096));
       if (!st.ok()) mesh[r].Abort();  // as the runtime does after a failure
       return st;
     });
@@ -656,7 +670,8 @@ TEST_P(CollectiveFailureTest, AbortWakesABlockedTransferAtOnce) {
   TFRING_ASSERT_OK(MakeMesh(o, &mesh));
   auto blocked = std::async(std::launch::async, [&] {
     std::vector<int32_t> buf(1000, 1);
-    return RingAllreduce(mesh[0], buf.data(), buf.size(), DataType::kInt32, ReduceOp::kSum, 1 << 18);
+    return RingAllreduce(AllreduceArgs(mesh[0], buf.data(), buf.data(), buf.size(), DataType::kInt32, ReduceOp::kSum,
+        1 << 18));
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   auto t0 = std::chrono::steady_clock::now();
@@ -668,7 +683,8 @@ TEST_P(CollectiveFailureTest, AbortWakesABlockedTransferAtOnce) {
   EXPECT_TRUE(mesh[0].aborted());
   // Later collectives fail at once too.
   std::vector<int32_t> buf(10, 1);
-  EXPECT_FALSE(RingAllreduce(mesh[0], buf.data(), buf.size(), DataType::kInt32, ReduceOp::kSum, 1 << 18).ok());
+  EXPECT_FALSE(RingAllreduce(AllreduceArgs(mesh[0], buf.data(), buf.data(), buf.size(), DataType::kInt32,
+      ReduceOp::kSum, 1 << 18)).ok());
 }
 
 TEST_P(CollectiveFailureTest, SilentPeerTimesOut) {
@@ -680,7 +696,8 @@ TEST_P(CollectiveFailureTest, SilentPeerTimesOut) {
   TFRING_ASSERT_OK(MakeMesh(o, &mesh));
   auto t0 = std::chrono::steady_clock::now();
   std::vector<double> buf(100, 1.0);
-  Status st = RingAllreduce(mesh[0], buf.data(), buf.size(), DataType::kFloat64, ReduceOp::kSum, 1 << 18);
+  Status st = RingAllreduce(AllreduceArgs(mesh[0], buf.data(), buf.data(), buf.size(), DataType::kFloat64,
+      ReduceOp::kSum, 1 << 18));
   double took = SecondsSince(t0);
   EXPECT_TRUE(HasError(st, ErrorCode::kTimeout, {"rank 1", "TFRING_TIMEOUT_S"}));
   EXPECT_GE(took, 0.45);
@@ -816,7 +833,7 @@ class HierarchicalTest : public ::testing::TestWithParam<HostsParam> {
 TEST_P(HierarchicalTest, EveryDtypeOpCountAndPlaceWithTheSameBitsEverywhere) {
   ExpectEveryCaseRightEverywhere("hierarchical allreduce", [](const Group& g, const char* in, char* out,
                                               const AllreduceCase& k, double scale) {
-    return HierarchicalAllreduce(g, in, out, k.count, k.dtype, k.op, k.chunk_bytes, scale);
+    return HierarchicalAllreduce(AllreduceArgs(g, in, out, k.count, k.dtype, k.op, k.chunk_bytes, scale));
   });
 }
 
@@ -825,7 +842,7 @@ TEST_P(HierarchicalTest, EveryDtypeOpCountAndPlaceWithTheSameBitsEverywhere) {
 TEST_P(HierarchicalTest, PipelinedEveryDtypeOpCountAndPlaceWithTheSameBitsEverywhere) {
   ExpectEveryCaseRightEverywhere("pipelined hierarchical allreduce", [](const Group& g, const char* in, char* out,
                                               const AllreduceCase& k, double scale) {
-    return HierarchicalAllreduce(g, in, out, k.count, k.dtype, k.op, k.chunk_bytes, scale, 64);
+    return HierarchicalAllreduce(AllreduceArgs(g, in, out, k.count, k.dtype, k.op, k.chunk_bytes, scale, 64));
   });
 }
 
@@ -835,7 +852,7 @@ TEST_P(HierarchicalTest, PipelinedEveryDtypeOpCountAndPlaceWithTheSameBitsEveryw
 TEST_P(HierarchicalTest, DoublingEveryDtypeOpCountAndPlaceWithTheSameBitsEverywhere) {
   ExpectEveryCaseRightEverywhere("hierarchical doubling allreduce", [](const Group& g, const char* in, char* out,
                                               const AllreduceCase& k, double scale) {
-    return HierarchicalDoublingAllreduce(g, in, out, k.count, k.dtype, k.op, scale);
+    return HierarchicalDoublingAllreduce(AllreduceArgs(g, in, out, k.count, k.dtype, k.op, scale));
   });
 }
 
@@ -876,11 +893,11 @@ TEST_P(HierarchicalTest, AllgatherEqualsTheFlatRingForUnevenBlocks) {
       std::vector<char> in(bytes[r]);
       for (size_t k = 0; k < in.size(); ++k) in[k] = PatternByte(seed, r, -1, k);
       std::vector<char> flat(total + 1, '\x33'), out(total + 1, '\x44');
-      TFRING_RETURN_IF_ERROR(RingAllgatherv(g, in.data(), flat.data(), bytes));
+      TFRING_RETURN_IF_ERROR(RingAllgatherv(AllgatherArgs(g, in.data(), flat.data(), bytes)));
       const bool in_place = l % 2 == 1;
       if (in_place && !in.empty()) std::memcpy(out.data() + my_off, in.data(), in.size());
       const void* src = in_place ? static_cast<const void*>(out.data() + my_off) : in.data();
-      TFRING_RETURN_IF_ERROR(HierarchicalAllgatherv(g, src, out.data(), bytes));
+      TFRING_RETURN_IF_ERROR(HierarchicalAllgatherv(AllgatherArgs(g, src, out.data(), bytes)));
       if (out.back() != '\x44') return Status::Internal("wrote past the end of the output");
       out.back() = flat.back();
       if (out != flat) return Status::Internal("layout " + std::to_string(l) + ": differs from the flat ring");
@@ -939,8 +956,9 @@ TEST_P(HierarchicalTest, ReducescatterEveryDtypeEvenAndRaggedRows) {
         std::vector<char> scratch(buf.size(), '\x66');
         std::vector<char> out(mine * DataTypeSize(k.dt) + 1, '\x11');
         char* work = out_of_place ? scratch.data() : buf.data();
-        TFRING_RETURN_IF_ERROR(HierarchicalReducescatter(g, work, k.rows, k.row_elements, k.dt, k.op, 1000,
-                                                         out.data(), out_of_place ? buf.data() : nullptr));
+        TFRING_RETURN_IF_ERROR(HierarchicalReducescatter(ReducescatterArgs(g, work, k.rows, k.row_elements, k.dt,
+            k.op, 1000,
+                                                         out.data(), out_of_place ? buf.data() : nullptr)));
         if (out_of_place && buf != original) return Status::Internal("case " + std::to_string(c) + ": input modified");
         std::string bad = CheckReduced(out.data(), seed, size, begin, begin + mine, 0, k.dt, k.op);
         if (!bad.empty()) {
@@ -967,7 +985,8 @@ TEST_P(HierarchicalTest, BroadcastFromEveryRoot) {
         std::vector<char> buf(cases[c].bytes + 1);
         for (size_t k = 0; k < cases[c].bytes; ++k) buf[k] = r == root ? PatternByte(seed, root, -1, k) : char(r);
         buf.back() = '\x77';
-        TFRING_RETURN_IF_ERROR(HierarchicalBroadcast(g, buf.data(), cases[c].bytes, root, cases[c].chunk));
+        TFRING_RETURN_IF_ERROR(HierarchicalBroadcast(BroadcastArgs(g, buf.data(), cases[c].bytes, root,
+            cases[c].chunk)));
         for (size_t k = 0; k < cases[c].bytes; ++k) {
           if (buf[k] != PatternByte(seed, root, -1, k)) {
             return Status::Internal("root " + std::to_string(root) + ", " + std::to_string(cases[c].bytes) +
@@ -1024,7 +1043,9 @@ TEST(HostLayoutTest, ProcessSetsGetTheLayoutOfTheirMembers) {
   EXPECT_EQ(HostLayoutOf(Group(mesh[0], uneven)), nullptr);
   EXPECT_EQ(HostLayoutOf(Group(mesh[0], one_each)), nullptr);
   char byte = 0;
-  const Status refused = HierarchicalBroadcast(Group(mesh[0], even), &byte, 1, 0, 64);
+  const Group no_layout(mesh[0], even);
+  const Status refused = RunCollective(OpType::kBroadcast, Algorithm::kHierarchical, BroadcastArgs(no_layout, &byte,
+      1, 0, 64));
   EXPECT_EQ(refused.code(), ErrorCode::kInternal) << refused.message();
 }
 

@@ -1,18 +1,22 @@
 // The dispatch table (collectives/dispatch.h): every (operation, algorithm) pair the
 // selection table can choose runs through RunCollective with its CollectiveArgs and gives
-// the operation's result, on 2 emulated hosts of 2 ranks (so the hierarchical rows run);
-// a pair the table never chooses is kInternal.
+// the operation's result, on 2 emulated hosts of 2 ranks (so the hierarchical rows run),
+// and so does allreduce's Adasum; a pair the table never chooses is kInternal, and
+// arguments an algorithm cannot run on are refused before it runs, naming it.
 #include "collectives/dispatch.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 
+#include "collective_args_util.h"
 #include "test_util.h"
 
 namespace tfring {
 namespace {
 
+using testing_util::AllgatherArgs;
+using testing_util::BroadcastArgs;
 using testing_util::MakeMesh;
 using testing_util::Mesh;
 using testing_util::MeshOptions;
@@ -137,6 +141,65 @@ TEST_F(DispatchTest, EveryReducescatterAlgorithm) {
       return Status::OK();
     });
   }
+}
+
+TEST_F(DispatchTest, Adasum) {
+  OnEveryRank([&](int r, const Group& g) {
+    // Two tensors, each combined with its own coefficients: adasum(a, a) = a, so equal
+    // inputs on every rank give the input back, here times the postscale.
+    const std::vector<size_t> counts = {3, 2};
+    std::vector<float> buf = {1, 2, 3, -4, 5};
+    CollectiveArgs args(g);
+    args.input = buf.data();
+    args.output = buf.data();
+    args.count = 5;
+    args.dtype = DataType::kFloat32;
+    args.op = ReduceOp::kAdasum;
+    args.postscale = 2.0;
+    args.tensor_counts = &counts;
+    TFRING_RETURN_IF_ERROR(RunCollective(OpType::kAllreduce, Algorithm::kAdasum, args));
+    const std::vector<float> expected = {2, 4, 6, -8, 10};
+    return buf == expected ? Status::OK() : Status::Internal("wrong adasum result");
+  });
+}
+
+// Each refusal names the algorithm and what is wrong, and nothing is sent (one rank alone
+// calls: a collective would block).
+TEST_F(DispatchTest, ArgumentsAnAlgorithmCannotRunOnAreRefusedNamingIt) {
+  const Group world(mesh_[0]);
+  const Group g = world.WithHostLayout(HostLayoutOf(world));
+  ASSERT_NE(g.host_layout(), nullptr);
+  char byte = 0;
+  auto expect = [](const Status& st, ErrorCode code, const std::string& text) {
+    EXPECT_EQ(st.code(), code) << st.ToString();
+    EXPECT_NE(st.message().find(text), std::string::npos) << st.message();
+  };
+  for (int root : {-1, kRanks}) {
+    expect(RunCollective(OpType::kBroadcast, Algorithm::kChain, BroadcastArgs(g, &byte, 1, root, 64)),
+           ErrorCode::kInvalidArgument, "chain broadcast: root " + std::to_string(root) + " is not an index");
+  }
+  expect(RunCollective(OpType::kBroadcast, Algorithm::kHierarchical, BroadcastArgs(world, &byte, 1, 0, 64)),
+         ErrorCode::kInternal, "hierarchical broadcast was chosen for a group of 4 ranks that carries no host layout");
+  const std::vector<size_t> three(3, 1);
+  expect(RunCollective(OpType::kAllgather, Algorithm::kRing, AllgatherArgs(g, &byte, &byte, three)),
+         ErrorCode::kInvalidArgument, "ring allgather: recv_bytes needs one entry per rank of the group (4), got 3");
+  expect(RunCollective(OpType::kAllgather, Algorithm::kHierarchical, CollectiveArgs(g)), ErrorCode::kInvalidArgument,
+         "hierarchical allgather: recv_bytes needs one entry per rank of the group (4), got none");
+  expect(RunCollective(OpType::kAlltoall, Algorithm::kPairwise, CollectiveArgs(g)), ErrorCode::kInvalidArgument,
+         "pairwise alltoall: send_bytes needs one entry");
+  expect(RunCollective(OpType::kReducescatter, Algorithm::kRing, CollectiveArgs(g)), ErrorCode::kInvalidArgument,
+         "ring reducescatter: rows_per_rank needs one entry");
+  CollectiveArgs adasum(g);
+  adasum.count = 4;
+  expect(RunCollective(OpType::kAllreduce, Algorithm::kAdasum, adasum), ErrorCode::kInvalidArgument,
+         "adasum allreduce: tensor_counts must be given and sum to count (4)");
+  const std::vector<size_t> counts = {4};
+  float in[4] = {}, out[4] = {};
+  adasum.tensor_counts = &counts;
+  adasum.input = in;
+  adasum.output = out;
+  expect(RunCollective(OpType::kAllreduce, Algorithm::kAdasum, adasum), ErrorCode::kInvalidArgument,
+         "adasum allreduce works in place");
 }
 
 TEST_F(DispatchTest, APairTheTableNeverChoosesIsInternal) {

@@ -5,16 +5,14 @@
 #include <set>
 #include <string>
 
-#include "collectives/adasum.h"
-#include "collectives/algorithm.h"
-#include "transport/cma.h"
 #include "backends/collective_layout.h"
-#include "collectives/collectives.h"
-#include "collectives/dispatch.h"
-#include "transport/communicator.h"
 #include "base/logging.h"
 #include "base/reduce_kernels.h"
 #include "base/timeline.h"
+#include "collectives/algorithm.h"
+#include "collectives/dispatch.h"
+#include "transport/cma.h"
+#include "transport/communicator.h"
 
 namespace tfring {
 
@@ -205,15 +203,19 @@ Status CpuBackend::AllreduceOne(const Group& comm, const Response& r, Submission
 }
 
 // The one dispatch site: the selection table's algorithm for `op` on `bytes` over the
-// arguments' group, run through the dispatch table (collectives/dispatch.h).
+// arguments' group (an Adasum allreduce: Adasum, which its reduce op fixes), run through
+// the dispatch table (collectives/dispatch.h).
 Status CpuBackend::Run(OpType op, size_t bytes, CollectiveArgs args) const {
   args.chunk_bytes = ctx_.chunk_bytes;
   args.block_bytes = settings_.hierarchical_block_bytes;
-  return RunCollective(op, ChooseAlgorithm(op, bytes, TopologyOf(*args.group), settings_), args);
+  const Algorithm algorithm = op == OpType::kAllreduce && args.op == ReduceOp::kAdasum
+                                  ? Algorithm::kAdasum
+                                  : ChooseAlgorithm(op, bytes, TopologyOf(*args.group), settings_);
+  return RunCollective(op, algorithm, args);
 }
 
 Status CpuBackend::Allreduce(const Group& comm, const void* input, void* output, size_t count, DataType dtype,
-                             ReduceOp op, double postscale) {
+                             ReduceOp op, double postscale, const std::vector<size_t>* tensor_counts) {
   CollectiveArgs args(comm);
   args.input = input;
   args.output = output;
@@ -221,6 +223,7 @@ Status CpuBackend::Allreduce(const Group& comm, const void* input, void* output,
   args.dtype = dtype;
   args.op = op;
   args.postscale = postscale;
+  args.tensor_counts = tensor_counts;
   return Run(OpType::kAllreduce, count * DataTypeSize(dtype), args);
 }
 
@@ -248,14 +251,12 @@ Status CpuBackend::AllreducePacked(const Group& comm, const Response& r, const s
   const auto transfer_start = Clock::now();
   if (!alone) ctx_.timeline->Span(first, "FUSION_COPY_IN", copy_in_start, transfer_start);
   ScaleInPlace(buf, total, dtype, r.attrs.prescale);
-  if (r.attrs.reduce_op == ReduceOp::kAdasum) {  // in place, each tensor with its own coefficients
-    std::vector<size_t> counts;
+  std::vector<size_t> counts;  // Adasum's: each tensor combined with its own coefficients
+  if (r.attrs.reduce_op == ReduceOp::kAdasum) {
     for (auto* s : group) counts.push_back(static_cast<size_t>(s->request.NumElements()));
-    TFRING_RETURN_IF_ERROR(AdasumAllreduce(comm, buf, counts, dtype));
-    ScaleInPlace(buf, total, dtype, r.EffectivePostscale(comm.size()));
-  } else {
-    TFRING_RETURN_IF_ERROR(Allreduce(comm, buf, buf, total, dtype, r.attrs.reduce_op, r.EffectivePostscale(comm.size())));
   }
+  TFRING_RETURN_IF_ERROR(Allreduce(comm, buf, buf, total, dtype, r.attrs.reduce_op, r.EffectivePostscale(comm.size()),
+                                   &counts));
   const auto transfer_end = Clock::now();
   *transfer_s += std::chrono::duration<double>(transfer_end - transfer_start).count();
   ctx_.timeline->Span(first, "TRANSFER", transfer_start, transfer_end);

@@ -1,12 +1,12 @@
 // CpuBackend: collectives on host memory (device == -1), over the Communicator's links
 // (shared-memory rings with local peers, TCP otherwise): allreduce with fusion (large
 // tensors of a fused group reduced where they are; Adasum: adasum.h, always packed, each
-// tensor combined on its own), allgatherv, broadcast, pairwise alltoallv, ring
-// reduce-scatter. Which algorithm runs an allreduce, allgather or broadcast (ring or chain,
-// recursive doubling, hierarchical across hosts) is the selection table's choice
-// (algorithm.h), run from one dispatch site (Run: collectives/dispatch.h). A response on a process set (Response::members) runs the flat algorithms
-// on a Group of the members' links (communicator.h); the runtime calls Execute on members
-// only.
+// tensor combined on its own), allgatherv, broadcast, pairwise alltoallv, reduce-scatter.
+// Which algorithm runs each (ring or chain, recursive doubling, Rabenseifner, hierarchical
+// across hosts) is the selection table's choice (algorithm.h), run from one dispatch site
+// (Run: collectives/dispatch.h). A response on a process set (Response::members) runs on a
+// Group of the members' links carrying the members' own host layout (communicator.h), so
+// the hierarchical algorithms run there too; the runtime calls Execute on members only.
 //
 // Threads: the runtime's background thread only. Owns the fusion buffer (scratch, grown
 // to the largest fused group and kept).
@@ -16,10 +16,9 @@
 #include <memory>
 #include <vector>
 
-#include "collectives/algorithm.h"
 #include "backends/backend.h"
-#include "collectives/collectives.h"
-#include "collectives/dispatch.h"
+#include "collectives/algorithm.h"
+#include "collectives/collective_args.h"
 #include "transport/communicator.h"
 
 namespace tfring {
@@ -37,15 +36,16 @@ class CpuBackend : public Backend {
                    ExecutionTimings* timings);
   Status AllreduceOne(const Group& g, const Response& r, Submission& s, double* transfer_s);
   // One host-memory allreduce of `count` elements (input == output: in place), by the
-  // algorithm the selection table (algorithm.h) picks for it (Run).
+  // algorithm the selection table (algorithm.h) picks for it, or Adasum for its reduce op
+  // (Run; `tensor_counts`: the fused tensors' counts, which Adasum reads).
   Status Allreduce(const Group& g, const void* input, void* output, size_t count, DataType dtype,
-                   ReduceOp op, double postscale);
+                   ReduceOp op, double postscale, const std::vector<size_t>* tensor_counts = nullptr);
   Status AllreducePacked(const Group& g, const Response& r, const std::vector<Submission*>& group,
                          double* transfer_s, size_t* copied_bytes);
   size_t InPlaceMinBytes(const Group& g) const;
   // Every operation's one way to its algorithm: the selection table's choice for `op` of
-  // `bytes` over args.group, run by RunCollective (collectives/dispatch.h) with this
-  // backend's chunk and block sizes filled in.
+  // `bytes` over args.group (Adasum for an Adasum allreduce: its reduce op fixes it), run by
+  // RunCollective (collectives/dispatch.h) with this backend's chunk and block sizes filled in.
   Status Run(OpType op, size_t bytes, CollectiveArgs args) const;
   Status Allgather(const Group& g, const Response& r, Submission& s);
   Status Broadcast(const Group& g, const Response& r, Submission& s);

@@ -136,8 +136,10 @@ double AdasumCoefficient(double dot, double anorm_sq) {
   return anorm_sq >= kAdasumMinNormSq ? 1.0 - dot / anorm_sq * 0.5 : 1.0;
 }
 
-Status AdasumAllreduce(const Group& comm, char* buf, const std::vector<size_t>& tensor_counts,
-                       DataType dtype) {
+namespace {
+
+// The algorithm above, in place in `buf` (AdasumAllreduce's contract without the postscale).
+Status CombineInPlace(const Group& comm, char* buf, const std::vector<size_t>& tensor_counts, DataType dtype) {
   const int n = comm.size(), me = comm.rank();
   TFRING_RETURN_IF_ERROR(CheckAdasum(OpType::kAllreduce, dtype, n, false));
   const Kernels k = KernelsFor(dtype);
@@ -199,6 +201,15 @@ Status AdasumAllreduce(const Group& comm, char* buf, const std::vector<size_t>& 
                                     comm.abort_flag()));
     mine = whole;
   }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status AdasumAllreduce(const CollectiveArgs& args) {
+  char* buf = static_cast<char*>(args.output);
+  TFRING_RETURN_IF_ERROR(CombineInPlace(*args.group, buf, *args.tensor_counts, args.dtype));
+  ScaleInPlace(buf, args.count, args.dtype, args.postscale);
   return Status::OK();
 }
 

@@ -14,16 +14,17 @@
 // Rules (Horovod's CPU ones): a power-of-two number of ranks; float16, bfloat16, float32 and
 // float64 only; an allreduce only (no reducescatter); host memory only (the NCCL backend
 // refuses it). CheckAdasum() states them; enqueue-time validation calls it.
-// Thread-safety: AdasumAllreduce is a collective (contract of collectives.h); the others
-// are pure functions.
+// Thread-safety: AdasumAllreduce is a collective (contract of collectives.h; the CPU
+// backend runs it through RunCollective as allreduce's kAdasum); the others are pure
+// functions.
 #pragma once
 
 #include <cstddef>
 #include <vector>
 
-#include "transport/communicator.h"
 #include "base/data_type.h"
 #include "base/status.h"
+#include "collectives/collective_args.h"
 
 namespace tfring {
 
@@ -39,11 +40,11 @@ Status CheckAdasum(OpType op, DataType dtype, int world_size, bool on_gpu);
 // anorm_sq < kAdasumMinNormSq.
 double AdasumCoefficient(double dot, double anorm_sq);
 
-// In-place Adasum allreduce of `buf`, which holds tensor_counts.size() tensors of `dtype`
-// back to back (tensor_counts[t] elements each, any of them 0). Every rank passes the same
-// counts and ends with bitwise identical contents. kUnimplemented for a world size that is
-// not a power of two (CheckAdasum refuses those requests before they get here).
-Status AdasumAllreduce(const Group& comm, char* buf, const std::vector<size_t>& tensor_counts,
-                       DataType dtype);
+// In-place Adasum allreduce of `output`, which holds tensor_counts->size() tensors of
+// `dtype` back to back (tensor_counts[t] elements each, any of them 0; `count` in all),
+// then multiplied by `postscale` (ScaleInPlace rules). Every rank passes the same counts
+// and ends with bitwise identical contents. kUnimplemented for a world size that is not a
+// power of two (CheckAdasum refuses those requests before they get here).
+Status AdasumAllreduce(const CollectiveArgs& args);
 
 }  // namespace tfring

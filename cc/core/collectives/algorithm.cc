@@ -101,7 +101,8 @@ const Named kNames[] = {{"auto", Algorithm::kAuto},
                         {"recursive_doubling", Algorithm::kRecursiveDoubling},
                         {"hierarchical", Algorithm::kHierarchical},
                         {"hierarchical_doubling", Algorithm::kHierarchicalDoubling},
-                        {"rabenseifner", Algorithm::kRabenseifner}};
+                        {"rabenseifner", Algorithm::kRabenseifner},
+                        {"adasum", Algorithm::kAdasum}};
 const std::pair<const char*, OpType> kPinnableOps[] = {{"allreduce", OpType::kAllreduce},
                                                        {"allgather", OpType::kAllgather},
                                                        {"broadcast", OpType::kBroadcast},

@@ -25,6 +25,7 @@ enum class Algorithm {
   kHierarchical,       // allreduce, allgather, broadcast, reducescatter: inside and across hosts
   kHierarchicalDoubling,  // allreduce, small: reduce to a leader per host, recursive doubling among leaders
   kRabenseifner,          // allreduce: recursive halving reduce-scatter + recursive doubling allgather
+  kAdasum,  // allreduce with ReduceOp::kAdasum (adasum.h): the reduce op fixes it; never the table's choice
 };
 const char* AlgorithmName(Algorithm algorithm);
 

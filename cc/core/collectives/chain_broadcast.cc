@@ -14,13 +14,15 @@
 
 namespace tfring {
 
-Status ChainBroadcast(const Group& comm, void* buf, size_t bytes, int root, size_t chunk_bytes) {
+Status ChainBroadcast(const CollectiveArgs& args) {
+  const Group& comm = *args.group;
+  const size_t bytes = args.bytes;
   const int n = comm.size(), r = comm.rank();
   if (n == 1 || bytes == 0) return Status::OK();
-  chunk_bytes = (std::max<size_t>(chunk_bytes, 1) + 7) & ~size_t{7};
-  char* data = static_cast<char*>(buf);
-  const bool is_root = r == root;
-  const bool is_last = comm.right() == root;
+  const size_t chunk_bytes = (std::max<size_t>(args.chunk_bytes, 1) + 7) & ~size_t{7};
+  char* data = static_cast<char*>(args.output);
+  const bool is_root = r == args.root;
+  const bool is_last = comm.right() == args.root;
   Link& right = comm.data(comm.right());
   Link& left = comm.data(comm.left());
   if (is_root) return Transfer(right, data, bytes, left, nullptr, 0, comm.TransferDeadline(), comm.abort_flag());

@@ -20,14 +20,15 @@
 
 namespace tfring {
 
-Status HierarchicalAllgatherv(const Group& group, const void* input, void* output,
-                              const std::vector<size_t>& bytes_per_rank) {
-  const HostLayout* layout = nullptr;
-  TFRING_RETURN_IF_ERROR(RequireHostLayout(group, "hierarchical allgather", &layout));
+Status HierarchicalAllgatherv(const CollectiveArgs& args) {
+  const Group& group = *args.group;
+  const HostLayout* layout = group.host_layout();
+  const std::vector<size_t>& bytes_per_rank = *args.recv_bytes;
+  const void* input = args.input;
   const size_t n = static_cast<size_t>(group.size());
   std::vector<size_t> offsets(n, 0);
   for (size_t p = 1; p < n; ++p) offsets[p] = offsets[p - 1] + bytes_per_rank[p - 1];
-  char* out = static_cast<char*>(output);
+  char* out = static_cast<char*>(args.output);
   const size_t me = static_cast<size_t>(group.rank());
   if (bytes_per_rank[me] > 0 && out + offsets[me] != input) std::memmove(out + offsets[me], input, bytes_per_rank[me]);
   auto block = [&](int32_t rank) { return Segment{offsets[static_cast<size_t>(rank)], bytes_per_rank[static_cast<size_t>(rank)]}; };

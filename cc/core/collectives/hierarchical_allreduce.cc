@@ -37,13 +37,6 @@
 
 namespace tfring {
 
-Status RequireHostLayout(const Group& group, const char* algorithm, const HostLayout** layout) {
-  *layout = group.host_layout();
-  if (*layout != nullptr) return Status::OK();
-  return Status::Internal(std::string(algorithm) + " was chosen for a group of " + std::to_string(group.size()) +
-                          " ranks that carries no host layout");
-}
-
 namespace {
 
 constexpr size_t kMaxBlocks = 16;
@@ -176,24 +169,28 @@ size_t HierarchicalAllreduceBlocks(size_t bytes, size_t block_bytes) {
   return std::min(kMaxBlocks, bytes / block_bytes);
 }
 
-Status HierarchicalAllreduce(const Group& group, const void* input, void* output, size_t count, DataType dtype,
-                             ReduceOp op, size_t chunk_bytes, double postscale, size_t block_bytes) {
-  const HostLayout* layout = nullptr;
-  TFRING_RETURN_IF_ERROR(RequireHostLayout(group, "hierarchical allreduce", &layout));
+Status HierarchicalAllreduce(const CollectiveArgs& args) {
+  const size_t count = args.count, chunk_bytes = args.chunk_bytes;
+  const DataType dtype = args.dtype;
+  const ReduceOp op = args.op;
   if (count == 0) return Status::OK();
-  const Group local = group.Local(), cross = group.Cross();
+  const Group local = args.group->Local(), cross = args.group->Cross();
   const size_t es = DataTypeSize(dtype);
-  char* data = static_cast<char*>(output);
-  const char* separate_input = input != output ? static_cast<const char*>(input) : nullptr;
-  const size_t blocks = HierarchicalAllreduceBlocks(count * es, block_bytes);
+  char* data = static_cast<char*>(args.output);
+  const char* separate_input = args.input != args.output ? static_cast<const char*>(args.input) : nullptr;
+  const size_t blocks = HierarchicalAllreduceBlocks(count * es, args.block_bytes);
   if (blocks > 1) {
-    return PipelinedAllreduce(local, cross, separate_input, data, count, dtype, op, chunk_bytes, postscale, blocks);
+    return PipelinedAllreduce(local, cross, separate_input, data, count, dtype, op, chunk_bytes, args.postscale,
+                              blocks);
   }
   std::vector<Segment> segments = EvenSegments(count, local.size());
   TFRING_RETURN_IF_ERROR(RingReduceScatterPhase(local, data, segments, dtype, op, chunk_bytes, separate_input));
   const Segment& owned = segments[static_cast<size_t>((local.rank() + 1) % local.size())];
-  TFRING_RETURN_IF_ERROR(
-      RingAllreduce(cross, data + owned.offset * es, owned.count, dtype, op, chunk_bytes, postscale));
+  CollectiveArgs across = args.On(cross);
+  across.output = data + owned.offset * es;
+  across.input = across.output;
+  across.count = owned.count;
+  TFRING_RETURN_IF_ERROR(RingAllreduce(across));
   return RingAllgatherPhase(local, data, segments, es);
 }
 

@@ -15,9 +15,11 @@
 
 namespace tfring {
 
-Status HierarchicalBroadcast(const Group& group, void* buf, size_t bytes, int root, size_t chunk_bytes) {
-  const HostLayout* layout = nullptr;
-  TFRING_RETURN_IF_ERROR(RequireHostLayout(group, "hierarchical broadcast", &layout));
+Status HierarchicalBroadcast(const CollectiveArgs& args) {
+  const Group& group = *args.group;
+  const HostLayout* layout = group.host_layout();
+  const size_t bytes = args.bytes;
+  const int root = args.root;
   if (bytes == 0) return Status::OK();
   const int L = static_cast<int>(layout->local.size());
   int root_host = -1, root_local = -1;
@@ -33,7 +35,7 @@ Status HierarchicalBroadcast(const Group& group, void* buf, size_t bytes, int ro
   const Group local = group.Local(), cross = group.Cross();
   const std::vector<Segment> segments = EvenSegments(bytes, L);
   auto owned = [&](int l) { return segments[static_cast<size_t>((l + 1) % L)]; };
-  char* data = static_cast<char*>(buf);
+  char* data = static_cast<char*>(args.output);
   const int me = local.rank();
   if (cross.rank() == root_host) {  // this rank is on the root's host
     if (me == root_local) {
@@ -49,7 +51,11 @@ Status HierarchicalBroadcast(const Group& group, void* buf, size_t bytes, int ro
                                       group.TransferDeadline(), group.abort_flag()));
     }
   }
-  TFRING_RETURN_IF_ERROR(ChainBroadcast(cross, data + owned(me).offset, owned(me).count, root_host, chunk_bytes));
+  CollectiveArgs chain = args.On(cross);
+  chain.output = data + owned(me).offset;
+  chain.bytes = owned(me).count;
+  chain.root = root_host;
+  TFRING_RETURN_IF_ERROR(ChainBroadcast(chain));
   return RingAllgatherPhase(local, data, segments, 1);
 }
 

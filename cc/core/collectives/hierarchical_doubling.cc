@@ -21,14 +21,15 @@
 
 namespace tfring {
 
-Status HierarchicalDoublingAllreduce(const Group& group, const void* input, void* output, size_t count,
-                                     DataType dtype, ReduceOp op, double postscale) {
-  const HostLayout* layout = nullptr;
-  TFRING_RETURN_IF_ERROR(RequireHostLayout(group, "hierarchical doubling allreduce", &layout));
+Status HierarchicalDoublingAllreduce(const CollectiveArgs& args) {
+  const Group& group = *args.group;
+  const size_t count = args.count;
+  const DataType dtype = args.dtype;
+  const ReduceOp op = args.op;
   if (count == 0) return Status::OK();
   const size_t bytes = count * DataTypeSize(dtype);
-  char* buf = static_cast<char*>(output);
-  if (input != output) std::memcpy(buf, input, bytes);
+  char* buf = static_cast<char*>(args.output);
+  if (args.input != args.output) std::memcpy(buf, args.input, bytes);
   const Group local = group.Local();
   const int n = local.size(), i = local.rank();
   int top = 1;  // the smallest power of two >= n
@@ -51,7 +52,11 @@ Status HierarchicalDoublingAllreduce(const Group& group, const void* input, void
   }
   // 2. across hosts, leaders only.
   if (i == 0) {
-    TFRING_RETURN_IF_ERROR(RecursiveDoublingAllreduce(group.Leaders(), buf, buf, count, dtype, op, postscale));
+    const Group leaders = group.Leaders();
+    CollectiveArgs across = args.On(leaders);
+    across.input = buf;
+    across.output = buf;
+    TFRING_RETURN_IF_ERROR(RecursiveDoublingAllreduce(across));
   }
   // 3. broadcast from local index 0: a rank receives at the step of its lowest set bit,
   // then forwards to i + d for every smaller d.

@@ -19,16 +19,18 @@
 
 namespace tfring {
 
-Status HierarchicalReducescatter(const Group& group, char* buf,
-                                 const std::vector<size_t>& rows_per_rank, size_t row_elements, DataType dtype,
-                                 ReduceOp op, size_t chunk_bytes, void* output, const char* input) {
-  const HostLayout* layout = nullptr;
-  TFRING_RETURN_IF_ERROR(RequireHostLayout(group, "hierarchical reduce-scatter", &layout));
+Status HierarchicalReducescatter(const CollectiveArgs& args) {
+  const Group& group = *args.group;
+  const HostLayout* layout = group.host_layout();
+  char* buf = args.work;
+  const DataType dtype = args.dtype;
+  const ReduceOp op = args.op;
+  const size_t chunk_bytes = args.chunk_bytes;
   const size_t n = static_cast<size_t>(group.size()), es = DataTypeSize(dtype);
   std::vector<Segment> blocks(n);
   size_t offset = 0;
   for (size_t p = 0; p < n; ++p) {
-    blocks[p] = {offset, rows_per_rank[p] * row_elements};
+    blocks[p] = {offset, (*args.rows_per_rank)[p] * args.row_elements};
     offset += blocks[p].count;
   }
   const Group local = group.Local(), cross = group.Cross();
@@ -38,12 +40,13 @@ Status HierarchicalReducescatter(const Group& group, char* buf,
   for (size_t l = 0; l < L; ++l) {
     for (const auto& host : layout->hosts) bundles[(l + 1) % L].push_back(blocks[static_cast<size_t>(host[l])]);
   }
-  TFRING_RETURN_IF_ERROR(RingReduceScatterPieces(local, buf, bundles, dtype, op, chunk_bytes, input));
+  TFRING_RETURN_IF_ERROR(RingReduceScatterPieces(local, buf, bundles, dtype, op, chunk_bytes,
+                                                 static_cast<const char*>(args.input)));
   std::vector<std::vector<Segment>> own(H);
   for (size_t h = 0; h < H; ++h) own[(h + 1) % H] = {blocks[static_cast<size_t>(layout->cross[h])]};
   TFRING_RETURN_IF_ERROR(RingReduceScatterPieces(cross, buf, own, dtype, op, chunk_bytes));
   const Segment& mine = blocks[static_cast<size_t>(group.rank())];
-  if (mine.count > 0) std::memcpy(output, buf + mine.offset * es, mine.count * es);
+  if (mine.count > 0) std::memcpy(args.output, buf + mine.offset * es, mine.count * es);
   return Status::OK();
 }
 

@@ -10,17 +10,18 @@
 
 namespace tfring {
 
-Status PairwiseAlltoallv(const Group& comm, const void* input,
-                         const std::vector<size_t>& send_bytes, void* output,
-                         const std::vector<size_t>& recv_bytes) {
+Status PairwiseAlltoallv(const CollectiveArgs& args) {
+  const Group& comm = *args.group;
+  const std::vector<size_t>& send_bytes = *args.send_bytes;
+  const std::vector<size_t>& recv_bytes = *args.recv_bytes;
   const int n = comm.size(), r = comm.rank();
   std::vector<size_t> send_off(n, 0), recv_off(n, 0);
   for (int p = 1; p < n; ++p) {
     send_off[p] = send_off[p - 1] + send_bytes[p - 1];
     recv_off[p] = recv_off[p - 1] + recv_bytes[p - 1];
   }
-  const char* in = static_cast<const char*>(input);
-  char* out = static_cast<char*>(output);
+  const char* in = static_cast<const char*>(args.input);
+  char* out = static_cast<char*>(args.output);
   if (recv_bytes[r] > 0) std::memcpy(out + recv_off[r], in + send_off[r], recv_bytes[r]);
   for (int d = 1; d < n; ++d) {
     int to = (r + d) % n;

@@ -25,12 +25,15 @@
 
 namespace tfring {
 
-Status RabenseifnerAllreduce(const Group& comm, const void* input, void* output, size_t count, DataType dtype,
-                             ReduceOp op, size_t chunk_bytes, double postscale) {
+Status RabenseifnerAllreduce(const CollectiveArgs& args) {
+  const Group& comm = *args.group;
+  const size_t count = args.count, chunk_bytes = args.chunk_bytes;
+  const DataType dtype = args.dtype;
+  const ReduceOp op = args.op;
   if (count == 0) return Status::OK();
   const size_t es = DataTypeSize(dtype), bytes = count * es;
-  char* buf = static_cast<char*>(output);
-  if (input != output) std::memcpy(buf, input, bytes);
+  char* buf = static_cast<char*>(args.output);
+  if (args.input != args.output) std::memcpy(buf, args.input, bytes);
   const int n = comm.size(), r = comm.rank(), p = LargestPowerOfTwo(n);
   if (r >= p) return FoldAsExtraRank(comm, p, buf, bytes);
   if (r + p < n) {
@@ -63,7 +66,7 @@ Status RabenseifnerAllreduce(const Group& comm, const void* input, void* output,
     }
   }
   const Segment owned = span(r, r + 1);  // lo == r, hi == r + 1
-  ScaleInPlace(buf + owned.offset * es, owned.count, dtype, postscale);
+  ScaleInPlace(buf + owned.offset * es, owned.count, dtype, args.postscale);
   for (int d = 1; d < p; d *= 2) {
     const bool upper = (r & d) != 0;
     const Segment mine = span(lo, hi);

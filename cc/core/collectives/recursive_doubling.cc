@@ -55,19 +55,22 @@ Status SendResultToExtraRank(const Group& comm, int p, const char* buf, size_t b
   return Transfer(extra, buf, bytes, extra, nullptr, 0, comm.TransferDeadline(), comm.abort_flag());
 }
 
-Status RecursiveDoublingAllreduce(const Group& comm, const void* input, void* output, size_t count,
-                                  DataType dtype, ReduceOp op, double postscale) {
+Status RecursiveDoublingAllreduce(const CollectiveArgs& args) {
+  const Group& comm = *args.group;
+  const size_t count = args.count;
+  const DataType dtype = args.dtype;
+  const ReduceOp op = args.op;
   const size_t bytes = count * DataTypeSize(dtype);
   if (count == 0) return Status::OK();
-  char* buf = static_cast<char*>(output);
-  if (input != output) std::memcpy(buf, input, bytes);
+  char* buf = static_cast<char*>(args.output);
+  if (args.input != args.output) std::memcpy(buf, args.input, bytes);
   const int n = comm.size(), r = comm.rank(), p = LargestPowerOfTwo(n);
   if (r >= p) return FoldAsExtraRank(comm, p, buf, bytes);
   if (r + p < n) TFRING_RETURN_IF_ERROR(ReceiveAndReduce(comm, r + p, false, buf, count, dtype, op));
   for (int distance = 1; distance < p; distance *= 2) {
     TFRING_RETURN_IF_ERROR(ReceiveAndReduce(comm, r ^ distance, true, buf, count, dtype, op));
   }
-  ScaleInPlace(buf, count, dtype, postscale);  // same bits in, same bits out, on every rank
+  ScaleInPlace(buf, count, dtype, args.postscale);  // same bits in, same bits out, on every rank
   return SendResultToExtraRank(comm, p, buf, bytes);
 }
 

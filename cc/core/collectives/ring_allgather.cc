@@ -33,8 +33,10 @@ Status RingAllgatherPieces(const Group& comm, char* out, const std::vector<std::
   return Status::OK();
 }
 
-Status RingAllgatherv(const Group& comm, const void* input, void* output,
-                      const std::vector<size_t>& bytes_per_rank) {
+Status RingAllgatherv(const CollectiveArgs& args) {
+  const Group& comm = *args.group;
+  const std::vector<size_t>& bytes_per_rank = *args.recv_bytes;
+  const void* input = args.input;
   const int n = comm.size(), r = comm.rank();
   std::vector<std::vector<Segment>> blocks(static_cast<size_t>(n));
   size_t offset = 0;
@@ -42,7 +44,7 @@ Status RingAllgatherv(const Group& comm, const void* input, void* output,
     blocks[static_cast<size_t>(p)] = {Segment{offset, bytes_per_rank[static_cast<size_t>(p)]}};
     offset += bytes_per_rank[static_cast<size_t>(p)];
   }
-  char* out = static_cast<char*>(output);
+  char* out = static_cast<char*>(args.output);
   const Segment& mine = blocks[static_cast<size_t>(r)][0];
   if (mine.count > 0 && out + mine.offset != input) std::memmove(out + mine.offset, input, mine.count);
   return RingAllgatherPieces(comm, out, blocks);

@@ -79,13 +79,13 @@ Status RingAllgatherPhase(const Group& comm, char* buf, const std::vector<Segmen
   return Status::OK();
 }
 
-Status RingAllreduce(const Group& comm, void* buf, size_t count, DataType dtype, ReduceOp op,
-                     size_t chunk_bytes, double postscale) {
-  return RingAllreduce(comm, buf, buf, count, dtype, op, chunk_bytes, postscale);
-}
-
-Status RingAllreduce(const Group& comm, const void* input, void* output, size_t count,
-                     DataType dtype, ReduceOp op, size_t chunk_bytes, double postscale) {
+Status RingAllreduce(const CollectiveArgs& args) {
+  const Group& comm = *args.group;
+  const void* input = args.input;
+  void* output = args.output;
+  const size_t count = args.count;
+  const DataType dtype = args.dtype;
+  const double postscale = args.postscale;
   const size_t es = DataTypeSize(dtype);
   if (count == 0) return Status::OK();
   if (comm.size() == 1) {
@@ -98,7 +98,8 @@ Status RingAllreduce(const Group& comm, const void* input, void* output, size_t 
   // Every segment of `output` is written before it is read: rank r receives every segment
   // but segments[r] in the reduce-scatter phase and segments[r] in the allgather phase.
   const char* separate_input = input != output ? static_cast<const char*>(input) : nullptr;
-  TFRING_RETURN_IF_ERROR(RingReduceScatterPhase(comm, data, segments, dtype, op, chunk_bytes, separate_input));
+  TFRING_RETURN_IF_ERROR(
+      RingReduceScatterPhase(comm, data, segments, dtype, args.op, args.chunk_bytes, separate_input));
   // Each rank scales only the segment it owns, while it is still in cache; the allgather
   // then hands out scaled values (1/n of a separate pass over the buffer, and every rank
   // holds the same bits because each element was scaled once, by its owner).
@@ -107,24 +108,27 @@ Status RingAllreduce(const Group& comm, const void* input, void* output, size_t 
   return RingAllgatherPhase(comm, data, segments, es);
 }
 
-Status RingReducescatter(const Group& comm, char* buf, const std::vector<size_t>& rows_per_rank,
-                         size_t row_elements, DataType dtype, ReduceOp op, size_t chunk_bytes,
-                         void* output, const char* input) {
+Status RingReducescatter(const CollectiveArgs& args) {
+  const Group& comm = *args.group;
+  char* buf = args.work;
+  const char* input = static_cast<const char*>(args.input);
   const int n = comm.size(), r = comm.rank();
-  const size_t es = DataTypeSize(dtype);
+  const size_t es = DataTypeSize(args.dtype);
   std::vector<Segment> blocks(n);
   size_t offset = 0;
   for (int p = 0; p < n; ++p) {
-    blocks[p] = {offset, rows_per_rank[p] * row_elements};
+    blocks[p] = {offset, (*args.rows_per_rank)[p] * args.row_elements};
     offset += blocks[p].count;
   }
   // The ring leaves rank r with segments[(r + 1) % n]; label segment (p + 1) with block p so
   // that rank r ends up holding its own block.
   std::vector<Segment> segments(n);
   for (int p = 0; p < n; ++p) segments[(p + 1) % n] = blocks[p];
-  if (n > 1) TFRING_RETURN_IF_ERROR(RingReduceScatterPhase(comm, buf, segments, dtype, op, chunk_bytes, input));
+  if (n > 1) {
+    TFRING_RETURN_IF_ERROR(RingReduceScatterPhase(comm, buf, segments, args.dtype, args.op, args.chunk_bytes, input));
+  }
   const char* result = n == 1 && input != nullptr ? input : buf;
-  if (blocks[r].count > 0) std::memcpy(output, result + blocks[r].offset * es, blocks[r].count * es);
+  if (blocks[r].count > 0) std::memcpy(args.output, result + blocks[r].offset * es, blocks[r].count * es);
   return Status::OK();
 }
 
