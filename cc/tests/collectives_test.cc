@@ -1049,5 +1049,40 @@ TEST(HostLayoutTest, ProcessSetsGetTheLayoutOfTheirMembers) {
   EXPECT_EQ(refused.code(), ErrorCode::kInternal) << refused.message();
 }
 
+// Group::topology(), the selection's view of a group: the size, the shape of its host
+// layout where it carries one, and the job's shared memory inside hosts.
+TEST(HostLayoutTest, TopologyIsTheGroupsSizeLayoutShapeAndTheJobsSharedMemory) {
+  auto make_mesh = [](int size, int ranks_per_host, bool shm, Mesh* mesh) {
+    MeshOptions o;
+    o.size = size;
+    o.ranks_per_host = ranks_per_host;
+    o.shm = shm;
+    return MakeMesh(o, mesh);
+  };
+  for (bool shm : {false, true}) {
+    Mesh mesh;
+    TFRING_ASSERT_OK(make_mesh(6, 3, shm, &mesh));
+    const Group world(mesh[4]);
+    const Topology flat = world.topology();
+    EXPECT_EQ(flat.ranks, 6);
+    EXPECT_FALSE(flat.across_hosts);
+    EXPECT_EQ(flat.shm_inside_hosts, shm);
+    const Topology hosts = world.WithHostLayout(HostLayoutOf(world)).topology();
+    EXPECT_TRUE(hosts.across_hosts);
+    EXPECT_EQ(hosts.hosts, 2);
+    EXPECT_EQ(hosts.ranks_per_host, 3);
+    const std::vector<int32_t> even = {0, 1, 3, 4};
+    const Group set(mesh[4], even);
+    const Topology of_set = set.WithHostLayout(HostLayoutOf(set)).topology();
+    EXPECT_EQ(of_set.ranks, 4);
+    EXPECT_EQ(of_set.hosts, 2);
+    EXPECT_EQ(of_set.ranks_per_host, 2);
+    EXPECT_EQ(of_set.shm_inside_hosts, shm);
+  }
+  Mesh mesh;
+  TFRING_ASSERT_OK(make_mesh(2, 1, true, &mesh));
+  EXPECT_FALSE(Group(mesh[0]).topology().shm_inside_hosts) << "no two ranks share a host";
+}
+
 }  // namespace
 }  // namespace tfring

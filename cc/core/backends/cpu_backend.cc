@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <set>
 #include <string>
 
 #include "backends/collective_layout.h"
@@ -34,13 +33,6 @@ CpuBackend::CpuBackend(const BackendContext& context)
     ParseAlgorithmPins(c.algorithm, &settings_.pinned, &error);
   }
   if (context.comm != nullptr) world_layout_ = HostLayoutOf(Group(*context.comm));
-  // The same on every rank (the table's inputs must be): host ids are exchanged at init and
-  // TFRING_SHM must match, where this rank's own shm_peers() differs between a host of one
-  // rank and a host of several.
-  if (context.comm != nullptr && (context.config == nullptr || context.config->settings().shm)) {
-    const std::vector<std::string>& ids = context.comm->host_ids();
-    shm_inside_hosts_ = std::set<std::string>(ids.begin(), ids.end()).size() < ids.size();
-  }
   if (context.rank != 0 || context.comm == nullptr) return;
   if (world_layout_ != nullptr) {
     std::string ops;
@@ -55,7 +47,7 @@ CpuBackend::CpuBackend(const BackendContext& context)
                                            << (ops.empty() ? "none" : ops)
                                            << " (TFRING_HIERARCHICAL_ALLREDUCE/_ALLGATHER/_BROADCAST/_REDUCESCATTER)");
   }
-  const Topology world = TopologyOf(Group(*context.comm).WithHostLayout(world_layout_));
+  const Topology world = Group(*context.comm).WithHostLayout(world_layout_).topology();
   for (const auto& [op, algorithm] : settings_.pinned) {
     if (algorithm != Algorithm::kAuto && ChooseAlgorithm(op, SIZE_MAX / 2, world, settings_) != algorithm) {
       TFRING_LOG(LogLevel::kWarning, "cpu", "TFRING_ALGORITHM pins " << OpTypeName(op) << " to "
@@ -66,19 +58,6 @@ CpuBackend::CpuBackend(const BackendContext& context)
                                                << world.ranks << " ranks): the table chooses instead");
     }
   }
-}
-
-Topology CpuBackend::TopologyOf(const Group& g) const {
-  Topology t;
-  t.ranks = g.size();
-  const HostLayout* hosts = g.host_layout();
-  t.across_hosts = hosts != nullptr;
-  if (t.across_hosts) {
-    t.hosts = static_cast<int>(hosts->cross.size());
-    t.ranks_per_host = static_cast<int>(hosts->local.size());
-  }
-  t.shm_inside_hosts = shm_inside_hosts_;
-  return t;
 }
 
 Group CpuBackend::WithHostLayout(const Group& g, const std::vector<int32_t>& members) {
@@ -210,7 +189,7 @@ Status CpuBackend::Run(OpType op, size_t bytes, CollectiveArgs args) const {
   args.block_bytes = settings_.hierarchical_block_bytes;
   const Algorithm algorithm = op == OpType::kAllreduce && args.op == ReduceOp::kAdasum
                                   ? Algorithm::kAdasum
-                                  : ChooseAlgorithm(op, bytes, TopologyOf(*args.group), settings_);
+                                  : ChooseAlgorithm(op, bytes, args.group->topology(), settings_);
   return RunCollective(op, algorithm, args);
 }
 

@@ -57,15 +57,14 @@ class CpuBackend : public Backend {
   BackendContext ctx_;
   std::vector<char> fusion_buffer_;
   int64_t in_place_min_bytes_;  // TFRING_FUSION_IN_PLACE_BYTES (-1: by transport)
-  // What the selection table (algorithm.h) reads, fixed at construction: the settings
-  // (defaults without a config: the ring and the chain) and the job's hosts.
-  Topology TopologyOf(const Group& g) const;
-  // `g` carrying its host layout: the job's, or the process set's (made once per member list).
+  // `g` carrying its host layout: the job's, or the process set's (made once per member
+  // list); the selection reads the group's topology() from it.
   Group WithHostLayout(const Group& g, const std::vector<int32_t>& members);
+  // The settings the selection table (algorithm.h) reads, fixed at construction (defaults
+  // without a config: the ring and the chain).
   AlgorithmSettings settings_;
   std::shared_ptr<const HostLayout> world_layout_;  // null: no hierarchical algorithm on the job
   std::map<std::vector<int32_t>, std::shared_ptr<const HostLayout>> set_layouts_;  // by members
-  bool shm_inside_hosts_ = false;
 };
 
 }  // namespace tfring

@@ -4,8 +4,8 @@
 // algorithms). docs/algorithms.md lists the table with where each threshold came from.
 //
 // Every input is the same on every rank of a collective (its bytes are negotiated, the
-// topology is exchanged at init, the settings must match: runtime.cc), so every rank
-// chooses alike. Pure functions; any thread.
+// topology is derived from host ids exchanged at init, the settings must match:
+// communicator_options.cc), so every rank chooses alike. Pure functions; any thread.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +13,7 @@
 #include <string>
 
 #include "base/data_type.h"
+#include "transport/host_layout.h"
 
 namespace tfring {
 
@@ -28,19 +29,6 @@ enum class Algorithm {
   kAdasum,  // allreduce with ReduceOp::kAdasum (adasum.h): the reduce op fixes it; never the table's choice
 };
 const char* AlgorithmName(Algorithm algorithm);
-
-// What the table looks at besides the operation and its bytes: the group a collective runs
-// on.
-struct Topology {
-  int ranks = 1;
-  // The group (the whole job or a process set) spans >= 2 hosts of the same number (>= 2)
-  // of its ranks each (it carries a HostLayout, transport/host_layout.h): only then can a
-  // hierarchical algorithm run.
-  bool across_hosts = false;
-  int hosts = 1;           // with across_hosts
-  int ranks_per_host = 1;  // with across_hosts
-  bool shm_inside_hosts = false;  // two ranks of the job share a host and TFRING_SHM is on (else TCP only)
-};
 
 // The job's settings that the table reads (every rank's are equal: must_match).
 struct AlgorithmSettings {
@@ -58,6 +46,7 @@ struct AlgorithmSettings {
 // whole; allgather: the whole output; broadcast: the buffer; reducescatter: the input). A pinned algorithm wins where
 // it can run on this topology (hierarchical and hierarchical doubling need across_hosts,
 // recursive doubling 2+ ranks), else the table decides.
+// `topology`: the group's (transport/host_layout.h: Group::topology()).
 Algorithm ChooseAlgorithm(OpType op, size_t bytes, const Topology& topology, const AlgorithmSettings& settings);
 
 // Parses TFRING_ALGORITHM: "" or "auto" (the table), or comma-separated OP=ALGORITHM with

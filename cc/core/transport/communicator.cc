@@ -46,6 +46,7 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
   MeshBootstrap::Result mesh;
   TFRING_RETURN_IF_ERROR(MeshBootstrap(opt, comm->control_tree_, lazy_data).Run(listener, store, deadline, &mesh));
   comm->facts_ = std::move(mesh.facts);
+  comm->shm_inside_hosts_ = opt.shm && comm->facts_.shares_a_host();
   for (int p = 0; p < opt.size; ++p) {
     comm->data_[p].Connected(std::move(mesh.data[p]));
     comm->control_[p] = std::move(mesh.control[p]);

@@ -117,6 +117,10 @@ class Communicator {
   // The host id of every rank (CommunicatorOptions::host_id, exchanged at Create()). Const
   // after Create(); any thread.
   const std::vector<std::string>& host_ids() const { return facts_.host_ids; }
+  // Two ranks of the job share a host (RosterFacts::shares_a_host) and shared memory is on
+  // (CommunicatorOptions::shm): the same on every rank, unlike shm_peers(). Const after
+  // Create(); any thread.
+  bool shm_inside_hosts() const { return shm_inside_hosts_; }
 
   // A deadline for one collective's transfers.
   Deadline TransferDeadline() const { return Deadline::After(timeout_s_); }
@@ -146,6 +150,7 @@ class Communicator {
   double timeout_s_ = 30;
   ControlTree control_tree_{0, 1, 0};
   RosterFacts facts_;  // const after Create()
+  bool shm_inside_hosts_ = false;
   std::vector<Link> data_;
   std::vector<Socket> control_;
   std::vector<ShmRingPair> control_shm_;  // by peer
@@ -202,6 +207,9 @@ class Group {
   Group WithHostLayout(std::shared_ptr<const HostLayout> layout) const;
   // The layout of this group's ranks on hosts, or null: then no hierarchical algorithm runs.
   const HostLayout* host_layout() const { return host_layout_.get(); }
+  // What the algorithm selection reads of this group (host_layout.h): the one place a
+  // Topology is derived, from size(), host_layout() and the job's shm_inside_hosts().
+  Topology topology() const;
 
  private:
   Communicator* comm_;

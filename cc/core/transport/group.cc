@@ -31,6 +31,18 @@ Group Group::Local() const { return Group(*comm_, host_layout_->local_ranks); }
 Group Group::Cross() const { return Group(*comm_, host_layout_->cross_ranks); }
 Group Group::Leaders() const { return Group(*comm_, host_layout_->leader_ranks); }
 
+Topology Group::topology() const {
+  Topology t;
+  t.ranks = size_;
+  t.across_hosts = host_layout_ != nullptr;
+  if (t.across_hosts) {
+    t.hosts = static_cast<int>(host_layout_->hosts.size());
+    t.ranks_per_host = static_cast<int>(host_layout_->local.size());
+  }
+  t.shm_inside_hosts = comm_->shm_inside_hosts();
+  return t;
+}
+
 Group Group::WithHostLayout(std::shared_ptr<const HostLayout> layout) const {
   Group g = *this;
   g.host_layout_ = std::move(layout);

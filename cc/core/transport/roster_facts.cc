@@ -36,6 +36,10 @@ std::string RosterFacts::DescribePeer(int peer) const {
   return out + ")";
 }
 
+bool RosterFacts::shares_a_host() const {
+  return std::set<std::string>(host_ids.begin(), host_ids.end()).size() < host_ids.size();
+}
+
 bool RosterFacts::homogeneous() const {
   std::map<std::string, int> ranks_per_host;
   for (const auto& id : host_ids) ++ranks_per_host[id];

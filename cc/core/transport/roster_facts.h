@@ -33,6 +33,8 @@ struct RosterFacts {
   std::string DescribePeer(int peer) const;
   // Every host has the same number of ranks.
   bool homogeneous() const;
+  // Some host has two ranks or more.
+  bool shares_a_host() const;
   // Errors on a data connection to another host name that host and its other ranks:
   // relabels `s` "rank 5 (host h2, with rank 4; 10.0.0.4:41234)".
   void LabelData(int peer, Socket& s) const;
