@@ -100,7 +100,7 @@ char* CpuBackend::FusionBuffer(size_t bytes) {
   return fusion_buffer_.data();
 }
 
-// The smallest tensor of a fused group that is reduced where it is (its own ring) rather
+// The smallest tensor of a fused group that is reduced where it is (its own allreduce) rather
 // than copied into the fusion buffer and back (TFRING_FUSION_IN_PLACE_BYTES, which init
 // checks is the same on every rank). Every member computes the same automatic value: it
 // asks whether ALL the group's members are on this host (a shared-memory link exists for
@@ -120,7 +120,7 @@ size_t CpuBackend::InPlaceMinBytes(const Group& g) const {
 }
 
 // Allreduce of a response's tensors, in response order (the same on every rank):
-//  * a tensor alone, or one of at least InPlaceMinBytes: its own ring, which reads the
+//  * a tensor alone, or one of at least InPlaceMinBytes: its own allreduce, which reads the
 //    input where it is and writes the output (out of place; in place when TF forwarded the
 //    input), so no byte is copied;
 //  * the smaller ones of a group: packed into the fusion buffer, reduced once, unpacked.
@@ -151,14 +151,14 @@ Status CpuBackend::Allreduce(const Group& comm, const Response& r, const std::ve
   return Status::OK();
 }
 
-// One tensor, no copy: the ring reads the input in place and writes the output, or works
+// One tensor, no copy: the algorithm reads the input in place and writes the output, or works
 // in the output when input and output are one buffer or a prescale needs a scaled copy.
 Status CpuBackend::AllreduceOne(const Group& comm, const Response& r, Submission& s, double* transfer_s) {
   const DataType dtype = r.attrs.dtype;
   const size_t count = static_cast<size_t>(s.request.NumElements());
   const size_t bytes = count * DataTypeSize(dtype);
   char* out = static_cast<char*>(s.output);
-  const char* input = nullptr;  // set: the ring reads it and writes `out` (out of place)
+  const char* input = nullptr;  // set: the algorithm reads it and writes `out` (out of place)
   if (count > 0 && s.input != s.output) {
     if (ctx_.comm->cma_peers() > 0) AdviseHugePages(out, bytes);  // before the first touch
     if (r.attrs.prescale == 1.0) {
@@ -262,7 +262,7 @@ Status CpuBackend::Allgather(const Group& g, const Response& r, Submission& s) {
   return Run(OpType::kAllgather, layout.recv.total, args);
 }
 
-// root is a global rank; the chain runs over the set's indices.
+// root is a global rank; the algorithm runs over the group's indices.
 Status CpuBackend::Broadcast(const Group& g, const Response& r, Submission& s) {
   const size_t bytes = s.request.Bytes();
   if (ctx_.rank == r.attrs.root && bytes > 0 && s.input != s.output) std::memcpy(s.output, s.input, bytes);
@@ -294,7 +294,7 @@ Status CpuBackend::Reducescatter(const Group& g, const Response& r, Submission& 
     rows[p] = static_cast<size_t>(ReducescatterRows(s.request.shape[0], g.size(), p));
   }
   char* buf = FusionBuffer(bytes);
-  // Without a prescale the ring reads the input where it is; with one, a scaled copy.
+  // Without a prescale the algorithm reads the input where it is; with one, a scaled copy.
   const char* input = static_cast<const char*>(s.input);
   if (r.attrs.prescale != 1.0) {
     if (bytes) std::memcpy(buf, s.input, bytes);

@@ -4,8 +4,9 @@
 // algorithms). docs/algorithms.md lists the table with where each threshold came from.
 //
 // Every input is the same on every rank of a collective (its bytes are negotiated, the
-// topology is derived from host ids exchanged at init, the settings must match:
-// communicator_options.cc), so every rank chooses alike. Pure functions; any thread.
+// topology is derived from host ids exchanged at init, the settings must match: init
+// refuses a rank whose Settings::MustMatchText differs, rendezvous/roster.h), so every rank
+// chooses alike. Pure functions; any thread.
 #pragma once
 
 #include <cstddef>

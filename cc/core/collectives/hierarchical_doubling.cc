@@ -12,8 +12,9 @@
 // all N ranks; but during step 2 only the H leaders run and use the network, where flat
 // recursive doubling makes all N ranks (N processes, N flows) cross hosts at once: on a
 // host with fewer cores than ranks each flat step costs wake-ups of every rank.
-// Bytes: the whole buffer per step, as recursive doubling (for small buffers only:
-// CpuBackend's table, algorithm.cc). Every rank ends with its leader's bits.
+// Bytes: the whole buffer per step, as recursive doubling (for small buffers only; the
+// selection table never chooses it, TFRING_ALGORITHM pins it: algorithm.cc). Every rank
+// ends with its leader's bits.
 #include <cstring>
 
 #include "collectives/collectives.h"

@@ -12,8 +12,8 @@
 //   3. unfold: rank i sends the (post-scaled) result to rank p + i.
 // Sequential steps: log2 p, plus 2 when n is not a power of two, against the ring's
 // 2(n-1). Bytes sent per rank: the whole buffer each step (log2 p x S against the ring's
-// 2(n-1)/n x S), which is why it is only for small buffers (CpuBackend picks it below
-// TFRING_RECURSIVE_DOUBLING_BYTES).
+// 2(n-1)/n x S), which is why it is only for small buffers (the selection table picks it up
+// to TFRING_RECURSIVE_DOUBLING_BYTES: algorithm.cc).
 #include <cstring>
 
 #include "collectives/collectives.h"

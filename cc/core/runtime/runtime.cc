@@ -144,10 +144,15 @@ Status Runtime::StopTimeline() {
   return Status::OK();
 }
 
-void Runtime::TimelineSpan(const std::string& tensor, const char* what, std::chrono::steady_clock::time_point begin,
-                           std::chrono::steady_clock::time_point end) {
+bool Runtime::TimelineActive() const {
   std::shared_ptr<Job> job = CurrentJob();
-  if (job && job->timeline().active()) job->timeline().Span(tensor, what, begin, end);
+  return job && job->timeline().active();
+}
+
+void Runtime::TimelineSpans(const std::string& tensor, std::initializer_list<TimelineSpanTimes> spans) {
+  std::shared_ptr<Job> job = CurrentJob();
+  if (!job || !job->timeline().active()) return;
+  for (const TimelineSpanTimes& s : spans) job->timeline().Span(tensor, s.what, s.begin, s.end);
 }
 
 Status Runtime::Enqueue(Submission submission) {

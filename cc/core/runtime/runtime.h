@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -75,10 +76,18 @@ class Runtime {
   // other ranks accept the call and do nothing (rank 0 alone sees every rank's readiness).
   Status StartTimeline(const std::string& path);
   Status StopTimeline();
-  // A span on `tensor`'s row of that timeline (e.g. the XLA custom calls' XLA_START /
-  // XLA_DONE, cc/tf/xla/inflight.cc); a no-op unless this is rank 0 writing one. Any thread.
-  void TimelineSpan(const std::string& tensor, const char* what, std::chrono::steady_clock::time_point begin,
-                    std::chrono::steady_clock::time_point end);
+  // Whether this rank writes that timeline now (rank 0, started and not stopped): for a
+  // caller that reads clocks only for it (cc/tf/xla/inflight.cc asks once per group). Any
+  // thread.
+  bool TimelineActive() const;
+  // Spans on `tensor`'s row of that timeline (e.g. the XLA custom calls' XLA_START,
+  // XLA_IN_FLIGHT and XLA_DONE), with one look-up of the job and its timeline for them all;
+  // a no-op unless this is rank 0 writing one. Any thread.
+  struct TimelineSpanTimes {
+    const char* what;
+    std::chrono::steady_clock::time_point begin, end;
+  };
+  void TimelineSpans(const std::string& tensor, std::initializer_list<TimelineSpanTimes> spans);
 
   // Process sets (process_sets.h). Every rank registers the same sets under the same ids,
   // in the same order, and meets the others at a barrier before using a new id (the Python

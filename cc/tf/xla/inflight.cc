@@ -21,8 +21,10 @@ using Clock = std::chrono::steady_clock;
 
 // When the group's calls ran, for rank 0's timeline (docs/monitoring.md): the start call
 // [started, submitted] (XLA_START), the core's work [started, completed] (XLA_IN_FLIGHT),
-// the done call until its future was fulfilled [awaited, told] (XLA_DONE). A few
-// steady_clock reads per group; written (by the notifier thread) only while a timeline is.
+// the done call until its future was fulfilled [awaited, told] (XLA_DONE). Recorded only
+// for a group started while this rank writes a timeline (Start asks once: Group::timed), so
+// a job without one reads no clock, copies no key and takes no extra lock; written by the
+// notifier thread.
 struct Times {
   std::string key;
   Clock::time_point started, submitted, completed, awaited;
@@ -32,21 +34,21 @@ struct Group {
   int remaining = 0;
   Status status;  // first error of any member
   bool awaited = false;
+  bool timed = false;  // `times` is recorded (a timeline was on at Start)
   InflightTable::Callback callback;
   Times times;
 };
 
 void WriteSpans(const Times& t, Clock::time_point told) {
-  Runtime& runtime = Runtime::Global();
-  runtime.TimelineSpan(t.key, "XLA_START", t.started, t.submitted);
-  runtime.TimelineSpan(t.key, "XLA_IN_FLIGHT", t.started, t.completed);
-  runtime.TimelineSpan(t.key, "XLA_DONE", t.awaited, told);
+  Runtime::Global().TimelineSpans(t.key, {{"XLA_START", t.started, t.submitted},
+                                          {"XLA_IN_FLIGHT", t.started, t.completed},
+                                          {"XLA_DONE", t.awaited, told}});
 }
 
 struct Ready {
   InflightTable::Callback callback;
   Status status;
-  bool timed;  // false: nothing to write (an error, an unknown key)
+  bool timed;  // false: nothing to write (no timeline at Start, an error, an unknown key)
   Times times;
 };
 
@@ -66,7 +68,7 @@ struct InflightTable::Impl {
     for (auto it = groups.begin(); it != groups.end();) {
       Group& g = *it->second;
       if (g.remaining == 0 && g.awaited && (g.status.ok() || running == 0)) {
-        ready.push_back(Ready{std::move(g.callback), g.status, g.status.ok(), std::move(g.times)});
+        ready.push_back(Ready{std::move(g.callback), g.status, g.timed && g.status.ok(), std::move(g.times)});
         it = groups.erase(it);
       } else {
         ++it;
@@ -78,7 +80,7 @@ struct InflightTable::Impl {
   void Complete(const std::shared_ptr<Group>& g, const Status& st) {
     std::lock_guard<std::mutex> lock(mu);
     if (!st.ok() && g->status.ok()) g->status = st;
-    if (g->remaining == 1) g->times.completed = Clock::now();
+    if (g->timed && g->remaining == 1) g->times.completed = Clock::now();
     if (--g->remaining == 0 && --running == 0) idle.notify_all();
     // This group may be told now; so may failed groups that waited for nothing to run.
     if (g->remaining == 0 && (g->awaited || running == 0)) CollectReadyLocked();
@@ -111,8 +113,11 @@ InflightTable& InflightTable::Global() {
 Status InflightTable::Start(const std::string& key, std::vector<Submission> group, std::vector<Finish> finish) {
   auto g = std::make_shared<Group>();
   g->remaining = static_cast<int>(group.size());
-  g->times.key = key;
-  g->times.started = Clock::now();
+  g->timed = Runtime::Global().TimelineActive();
+  if (g->timed) {
+    g->times.key = key;
+    g->times.started = Clock::now();
+  }
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     auto it = impl_->groups.find(key);
@@ -134,8 +139,10 @@ Status InflightTable::Start(const std::string& key, std::vector<Submission> grou
   }
   Status st = Runtime::Global().EnqueueGroup(std::move(group));
   if (st.ok()) {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    g->times.submitted = Clock::now();
+    if (g->timed) {  // under mu: the notifier may read the times as soon as the group is done
+      std::lock_guard<std::mutex> lock(impl_->mu);
+      g->times.submitted = Clock::now();
+    }
   } else {  // the core took none of them: no `done` will run
     std::lock_guard<std::mutex> lock(impl_->mu);
     impl_->groups.erase(key);
@@ -156,7 +163,7 @@ void InflightTable::Await(const std::string& key, Callback callback) {
     return;
   }
   it->second->awaited = true;
-  it->second->times.awaited = Clock::now();
+  if (it->second->timed) it->second->times.awaited = Clock::now();
   it->second->callback = std::move(callback);
   if (it->second->remaining == 0) impl_->CollectReadyLocked();
 }
