@@ -20,18 +20,7 @@ using Clock = std::chrono::steady_clock;
 CpuBackend::CpuBackend(const BackendContext& context)
     : ctx_(context),
       in_place_min_bytes_(context.config != nullptr ? context.config->settings().fusion_in_place_bytes : -1) {
-  if (context.config != nullptr) {
-    const Settings& c = context.config->settings();
-    settings_.recursive_doubling_bytes = static_cast<size_t>(c.recursive_doubling_bytes);
-    settings_.rabenseifner_bytes = static_cast<size_t>(c.rabenseifner_bytes);
-    settings_.hierarchical_allreduce = c.hierarchical_allreduce;
-    settings_.hierarchical_allgather = c.hierarchical_allgather;
-    settings_.hierarchical_broadcast = c.hierarchical_broadcast;
-    settings_.hierarchical_reducescatter = c.hierarchical_reducescatter;
-    settings_.hierarchical_block_bytes = static_cast<size_t>(c.hierarchical_block_bytes);
-    std::string error;  // the config validated it
-    ParseAlgorithmPins(c.algorithm, &settings_.pinned, &error);
-  }
+  if (context.config != nullptr) settings_ = AlgorithmSettings::FromSettings(context.config->settings());
   if (context.comm != nullptr) world_layout_ = HostLayoutOf(Group(*context.comm));
   if (context.rank != 0 || context.comm == nullptr) return;
   if (world_layout_ != nullptr) {
@@ -186,7 +175,7 @@ Status CpuBackend::AllreduceOne(const Group& comm, const Response& r, Submission
 // the dispatch table (collectives/dispatch.h).
 Status CpuBackend::Run(OpType op, size_t bytes, CollectiveArgs args) const {
   args.chunk_bytes = ctx_.chunk_bytes;
-  args.block_bytes = settings_.hierarchical_block_bytes;
+  args.block_bytes = static_cast<size_t>(settings_.hierarchical_block_bytes);
   const Algorithm algorithm = op == OpType::kAllreduce && args.op == ReduceOp::kAdasum
                                   ? Algorithm::kAdasum
                                   : ChooseAlgorithm(op, bytes, args.group->topology(), settings_);

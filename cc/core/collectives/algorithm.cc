@@ -20,8 +20,6 @@
 // the same over TCP and shared memory at 8 ranks.
 #include "collectives/algorithm.h"
 
-#include "base/config.h"
-
 #include <sstream>
 
 namespace tfring {
@@ -40,7 +38,7 @@ struct Row {
   int min_ranks;
   bool across_hosts;                        // needs Topology::across_hosts
   Transport transport;
-  bool AlgorithmSettings::*enabled;         // the setting that turns the row off; null: always on
+  bool Settings::*enabled;         // the setting that turns the row off; null: always on
   bool power_of_two = false;                // needs a power-of-two number of ranks
 };
 
@@ -50,19 +48,19 @@ const Row kSelectionTable[] = {
     {OpType::kAllreduce, Algorithm::kRecursiveDoubling, Bytes::kUpToRecursiveDoubling, 2, false, Transport::kAny,
      nullptr},
     {OpType::kAllreduce, Algorithm::kHierarchical, Bytes::kAny, 4, true, Transport::kAny,
-     &AlgorithmSettings::hierarchical_allreduce},
+     &Settings::hierarchical_allreduce},
     {OpType::kAllreduce, Algorithm::kRabenseifner, Bytes::kUpToRabenseifner, 8, false, Transport::kTcpInsideHosts,
      nullptr, true},
     {OpType::kAllreduce, Algorithm::kRing, Bytes::kAny, 1, false, Transport::kAny, nullptr},
     {OpType::kAllgather, Algorithm::kHierarchical, Bytes::kAny, 4, true, Transport::kAny,
-     &AlgorithmSettings::hierarchical_allgather},
+     &Settings::hierarchical_allgather},
     {OpType::kAllgather, Algorithm::kRing, Bytes::kAny, 1, false, Transport::kAny, nullptr},
     {OpType::kBroadcast, Algorithm::kHierarchical, Bytes::kAboveRecursiveDoubling, 4, true, Transport::kAny,
-     &AlgorithmSettings::hierarchical_broadcast},
+     &Settings::hierarchical_broadcast},
     {OpType::kBroadcast, Algorithm::kChain, Bytes::kAny, 1, false, Transport::kAny, nullptr},
     {OpType::kAlltoall, Algorithm::kPairwise, Bytes::kAny, 1, false, Transport::kAny, nullptr},
     {OpType::kReducescatter, Algorithm::kHierarchical, Bytes::kAny, 4, true, Transport::kAny,
-     &AlgorithmSettings::hierarchical_reducescatter},
+     &Settings::hierarchical_reducescatter},
     {OpType::kReducescatter, Algorithm::kRing, Bytes::kAny, 1, false, Transport::kAny, nullptr},
 };
 
@@ -71,10 +69,11 @@ bool Applies(const Row& row, OpType op, size_t bytes, const Topology& t, const A
   if (row.across_hosts && !t.across_hosts) return false;
   if (row.transport == Transport::kShmInsideHosts && !t.shm_inside_hosts) return false;
   if (row.transport == Transport::kTcpInsideHosts && t.shm_inside_hosts) return false;
-  if (row.bytes == Bytes::kUpToRecursiveDoubling && bytes > s.recursive_doubling_bytes) return false;
-  if (row.bytes == Bytes::kAboveRecursiveDoubling && bytes <= s.recursive_doubling_bytes) return false;
+  const size_t doubling_bytes = static_cast<size_t>(s.recursive_doubling_bytes);  // >= 0: the table's bounds
+  if (row.bytes == Bytes::kUpToRecursiveDoubling && bytes > doubling_bytes) return false;
+  if (row.bytes == Bytes::kAboveRecursiveDoubling && bytes <= doubling_bytes) return false;
   if (row.bytes == Bytes::kUpToRabenseifner &&
-      (bytes <= s.recursive_doubling_bytes || bytes > s.rabenseifner_bytes)) {
+      (bytes <= doubling_bytes || bytes > static_cast<size_t>(s.rabenseifner_bytes))) {
     return false;
   }
   if (row.power_of_two && (t.ranks & (t.ranks - 1)) != 0) return false;
@@ -168,6 +167,14 @@ bool ParseAlgorithmPins(const std::string& text, std::map<OpType, Algorithm>* pi
     (*pins)[*op] = *found;
   }
   return true;
+}
+
+AlgorithmSettings AlgorithmSettings::FromSettings(const Settings& settings) {
+  AlgorithmSettings out;
+  static_cast<Settings&>(out) = settings;
+  std::string error;  // Config::Load refused a bad value (CheckAlgorithmPins below)
+  ParseAlgorithmPins(settings.algorithm, &out.pinned, &error);
+  return out;
 }
 
 namespace {

@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 
+#include "base/config.h"
 #include "base/data_type.h"
 #include "transport/host_layout.h"
 
@@ -31,16 +32,15 @@ enum class Algorithm {
 };
 const char* AlgorithmName(Algorithm algorithm);
 
-// The job's settings that the table reads (every rank's are equal: must_match).
-struct AlgorithmSettings {
-  size_t recursive_doubling_bytes = 0;  // TFRING_RECURSIVE_DOUBLING_BYTES
-  size_t rabenseifner_bytes = 0;        // TFRING_RABENSEIFNER_BYTES
-  bool hierarchical_allreduce = false;  // TFRING_HIERARCHICAL_ALLREDUCE
-  bool hierarchical_allgather = false;  // TFRING_HIERARCHICAL_ALLGATHER
-  bool hierarchical_broadcast = false;  // TFRING_HIERARCHICAL_BROADCAST
-  bool hierarchical_reducescatter = false;  // TFRING_HIERARCHICAL_REDUCESCATTER
-  size_t hierarchical_block_bytes = 0;  // TFRING_HIERARCHICAL_BLOCK_BYTES (the pipeline's, not the table's)
-  std::map<OpType, Algorithm> pinned;   // TFRING_ALGORITHM (kAuto: absent)
+// What the table reads: the job's typed settings (base/config.h; every rank's equal where the
+// table reads them: TFRING_RECURSIVE_DOUBLING_BYTES, TFRING_RABENSEIFNER_BYTES,
+// TFRING_HIERARCHICAL_{ALLREDUCE,ALLGATHER,BROADCAST,REDUCESCATTER} are must_match) and
+// TFRING_ALGORITHM parsed. Tests set the fields directly; a job takes FromSettings.
+struct AlgorithmSettings : Settings {
+  std::map<OpType, Algorithm> pinned;  // TFRING_ALGORITHM (kAuto: absent)
+
+  // A loaded config's settings with their pins parsed (Config::Load already checked them).
+  static AlgorithmSettings FromSettings(const Settings& settings);
 };
 
 // The algorithm for one collective of `bytes` bytes (allreduce: the buffer, a fused group's
