@@ -73,7 +73,7 @@ TEST(CollectiveAttrsTest, SetReduceOpChecksAgainstTheCoreTable) {
   EXPECT_EQ(a.reduce_op, static_cast<ReduceOp>(kNumReduceOps - 1));  // a refused value changes nothing
 }
 
-// ARCHITECTURE.md section 3, as canonical (gRPC / absl) codes.
+// The canonical (gRPC / absl) code each error becomes in TF (base/status.h; docs/architecture.md).
 TEST(CanonicalCodeTest, EveryErrorCodeHasItsFrameworkCode) {
   EXPECT_EQ(CanonicalCode(ErrorCode::kOk), 0);
   EXPECT_EQ(CanonicalCode(ErrorCode::kInvalidArgument), 3);   // INVALID_ARGUMENT
