@@ -57,11 +57,12 @@ fresh-clone-check:
 # the foreground on both CPUs (PYTEST_WORKERS) while the C++ test binaries (ASan+UBSan,
 # TSan) and the GPU compile check are built in the background at nice 19: they take a CPU
 # whenever no test wants it (process starts, waits on timeouts) and finish after pytest
-# otherwise. The two sanitizer runs then go side by side (cctest-sanitizers): each keeps
-# about 1.2 CPUs busy (measured: ASan+UBSan 182 CPU-s in 158 s), so one after the other left
-# a CPU mostly idle for ~5 minutes. The whole suite is CPU-bound on 2 cores: its length is
-# the CPU it needs (pytest ~1,700 CPU-s, mostly ~6 s of TensorFlow+Keras import per worker
-# process; the sanitizer builds ~650; their runs ~400) over two CPUs, plus the install.
+# otherwise. The two sanitizer runs then go side by side (cctest-sanitizers; alone each
+# keeps 1.2-1.4 CPUs busy: ASan+UBSan 229 CPU-s in 263 s, TSan 267 CPU-s in 191 s; side by
+# side 312 s for both). The whole suite is CPU-bound on 2 cores: measured 2026-11-29, make
+# test took 3,210 CPU-s in 1,831 s (1.75 CPUs): pytest ~1,700 CPU-s, mostly ~6 s of
+# TensorFlow+Keras import per worker process; the sanitizer builds ~550; their runs ~500;
+# the install. Shorter needs less CPU, not another order (lab/records/test_suite.md).
 # The plain C++ build (`make cctest`, for quick local runs) is not a phase: ASan+UBSan runs
 # the same tests on the same -O1 core.
 TEST_PHASES_FIRST := system-deps install lint
