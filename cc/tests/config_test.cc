@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
+#include <stdexcept>
+#include <vector>
 
 #include "test_util.h"
 
@@ -44,7 +47,9 @@ TEST_F(ConfigTest, TableIsWellFormed) {
     } else {
       EXPECT_TRUE(choices.empty()) << name;
     }
-    if (spec.check != nullptr) EXPECT_EQ(spec.type, ParamType::kString) << name << ": a syntax check on a typed value";
+    if (spec.check != nullptr) {
+      EXPECT_EQ(spec.type, ParamType::kString) << name << ": a syntax check on a typed value";
+    }
   }
   for (const char* needed : {"TFRING_RANK", "TFRING_SIZE", "TFRING_TIMEOUT_S",
                              "TFRING_START_TIMEOUT_S", "TFRING_FUSION_THRESHOLD",
@@ -69,6 +74,21 @@ TEST_F(ConfigTest, DefaultsLoadAndAreTyped) {
   EXPECT_TRUE(c.Bool("TFRING_SHM"));
   EXPECT_EQ(c.String("TFRING_LOG_LEVEL"), "warning");
   EXPECT_EQ(c.String("TFRING_JOB_ID"), "default");
+}
+
+TEST_F(ConfigTest, AnUnknownNameIsRefusedNamingItAndWhereTheSettingsAreListed) {
+  Config c;
+  TFRING_ASSERT_OK(Config::Load({}, true, &c));
+  for (const auto& get : std::vector<std::function<void()>>{[&] { c.Int("TFRING_TIMEOUT"); },
+                                                           [&] { c.IsSet("TFRING_TIMEOUT"); }}) {
+    try {
+      get();
+      ADD_FAILURE() << "an unknown setting name was accepted";
+    } catch (const std::out_of_range& e) {
+      EXPECT_NE(std::string(e.what()).find("'TFRING_TIMEOUT'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("settings_table.h"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST_F(ConfigTest, ArgumentBeatsEnvironmentBeatsDefault) {

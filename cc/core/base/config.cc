@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <stdexcept>
 
 #include "base/logging.h"
 
@@ -213,10 +214,19 @@ std::string Settings::MustMatchText() const {
   return out;
 }
 
-int64_t Config::Int(const std::string& name) const { return ParseInt(values_.at(name).text); }
-double Config::Float(const std::string& name) const { return ParseFloat(values_.at(name).text); }
-bool Config::Bool(const std::string& name) const { return ParseBool(values_.at(name).text); }
-const std::string& Config::String(const std::string& name) const { return values_.at(name).text; }
-bool Config::IsSet(const std::string& name) const { return values_.at(name).source != "default"; }
+const ParamValue& Config::Value(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) {
+    throw std::out_of_range("tfring: no setting named '" + name +
+                            "': base/settings_table.h lists every TFRING_* setting (docs/configuration.md)");
+  }
+  return it->second;
+}
+
+int64_t Config::Int(const std::string& name) const { return ParseInt(Value(name).text); }
+double Config::Float(const std::string& name) const { return ParseFloat(Value(name).text); }
+bool Config::Bool(const std::string& name) const { return ParseBool(Value(name).text); }
+const std::string& Config::String(const std::string& name) const { return Value(name).text; }
+bool Config::IsSet(const std::string& name) const { return Value(name).source != "default"; }
 
 }  // namespace tfring

@@ -85,7 +85,8 @@ class Config {
   // The typed settings (the way the core reads them).
   const Settings& settings() const { return settings_; }
 
-  // By name, for tests and the Python table (throws std::out_of_range on an unknown name).
+  // By name, for tests and the Python table (an unknown name throws std::out_of_range naming
+  // it and where the settings are listed).
   int64_t Int(const std::string& name) const;
   double Float(const std::string& name) const;
   bool Bool(const std::string& name) const;
@@ -94,6 +95,8 @@ class Config {
   const std::map<std::string, ParamValue>& values() const { return values_; }
 
  private:
+  const ParamValue& Value(const std::string& name) const;  // the throw of the by-name getters
+
   std::map<std::string, ParamValue> values_;
   Settings settings_;
 };
