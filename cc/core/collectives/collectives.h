@@ -31,6 +31,10 @@ struct Segment {
 // (the first `count % parts` segments get one more).
 std::vector<Segment> EvenSegments(size_t count, int parts);
 
+// A reduce-scatter's blocks (args.rows_per_rank, args.row_elements): rank p's
+// rows_per_rank[p] rows of `row_elements` elements each, one after another from offset 0.
+std::vector<Segment> RowBlocks(const CollectiveArgs& args);
+
 // Allreduce of `count` elements by one ring (see ring_allreduce.cc for the algorithm):
 // `output` gets the reduction of every rank's `input`, which is only read; no copy of
 // `input` into `output` is made (input == output is in place). Partial results pass

@@ -26,13 +26,8 @@ Status HierarchicalReducescatter(const CollectiveArgs& args) {
   const DataType dtype = args.dtype;
   const ReduceOp op = args.op;
   const size_t chunk_bytes = args.chunk_bytes;
-  const size_t n = static_cast<size_t>(group.size()), es = DataTypeSize(dtype);
-  std::vector<Segment> blocks(n);
-  size_t offset = 0;
-  for (size_t p = 0; p < n; ++p) {
-    blocks[p] = {offset, (*args.rows_per_rank)[p] * args.row_elements};
-    offset += blocks[p].count;
-  }
+  const size_t es = DataTypeSize(dtype);
+  const std::vector<Segment> blocks = RowBlocks(args);
   const Group local = group.Local(), cross = group.Cross();
   const size_t L = layout->local.size(), H = layout->hosts.size();
   // The ring leaves rank r with segment (r + 1) % size: label segment (l + 1) with bundle l.

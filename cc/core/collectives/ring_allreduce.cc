@@ -29,6 +29,16 @@ std::vector<Segment> EvenSegments(size_t count, int parts) {
   return segments;
 }
 
+std::vector<Segment> RowBlocks(const CollectiveArgs& args) {
+  std::vector<Segment> blocks(args.rows_per_rank->size());
+  size_t offset = 0;
+  for (size_t p = 0; p < blocks.size(); ++p) {
+    blocks[p] = {offset, (*args.rows_per_rank)[p] * args.row_elements};
+    offset += blocks[p].count;
+  }
+  return blocks;
+}
+
 Status RingReduceScatterPieces(const Group& comm, char* buf, const std::vector<std::vector<Segment>>& segments,
                                DataType dtype, ReduceOp op, size_t chunk_bytes, const char* input, char* scratch) {
   const int n = comm.size(), r = comm.rank();
@@ -114,12 +124,7 @@ Status RingReducescatter(const CollectiveArgs& args) {
   const char* input = static_cast<const char*>(args.input);
   const int n = comm.size(), r = comm.rank();
   const size_t es = DataTypeSize(args.dtype);
-  std::vector<Segment> blocks(n);
-  size_t offset = 0;
-  for (int p = 0; p < n; ++p) {
-    blocks[p] = {offset, (*args.rows_per_rank)[p] * args.row_elements};
-    offset += blocks[p].count;
-  }
+  const std::vector<Segment> blocks = RowBlocks(args);
   // The ring leaves rank r with segments[(r + 1) % n]; label segment (p + 1) with block p so
   // that rank r ends up holding its own block.
   std::vector<Segment> segments(n);
