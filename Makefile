@@ -160,7 +160,9 @@ $(eval $(call CCTEST_VARIANT,build/cctest-tsan,CCTEST_TSAN,CCTEST_TEST_OPT_TSAN)
 .PHONY: cctest cctest-asan cctest-tsan cctest-sanitizers FORCE
 FORCE:
 
-# Both sanitizer runs at once; each one's output is printed whole when it ends.
+# Both sanitizer runs at once. ASan+UBSan's output is printed whole when it ends
+# (--output-sync); TSan's streams (its recipe line also runs the build through a sub-make,
+# which output sync leaves alone), so the ASan block can land inside it.
 cctest-sanitizers:
 	$(MAKE) --no-print-directory -j2 --output-sync=target cctest-asan cctest-tsan
 
