@@ -129,3 +129,44 @@ def test_a_refused_save_raises_the_writers_error_on_every_rank_as_in_one_process
                 assert got[what][2] >= 1, f"rank 1's {what} error has empty args"
         assert "DONE [2.0]" in out, out  # the job went on: a save that works, then a collective
     assert "tf_save" in expected["model.save"][1]
+
+
+FOLDERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workers", "save_folders.py")
+FOLDER_ROUNDS = 3
+
+
+def _folder_results(text):
+    """{(round, api, case): outcome} from save_folders.py's RESULT lines."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("RESULT "):
+            r, api, case, outcome = line[len("RESULT "):].split(" | ", 3)
+            out[(int(r), api, case)] = outcome
+    return out
+
+
+@pytest.mark.timeout(240)
+def test_every_save_api_into_missing_and_nested_folders_behaves_as_in_one_process(tmp_path):
+    """Issue 47, item 1: the Keras guide's ModelCheckpoint into a folder that does not exist
+    yet raised FileExistsError on one rank (Keras checks, then creates the folder, on every
+    rank at once) and hung or failed the other, in 4 of 12 quiet launches. Every save API,
+    into an existing, a missing and a nested missing folder, three rounds, at np=2 and np=3:
+    each rank sees what one plain process sees, files included."""
+    single_dir = tmp_path / "single"
+    single_dir.mkdir()
+    single = subprocess.run([sys.executable, FOLDERS, str(single_dir), str(FOLDER_ROUNDS)], env=job_env(),
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert single.returncode == 0 and "DONE [1.0]" in single.stdout, single.stdout + single.stderr
+    expected = _folder_results(single.stdout)
+    assert len(expected) == FOLDER_ROUNDS * 8 * 3, expected
+    assert expected[(0, "ModelCheckpoint", "nested missing")] == "OK ['ckpt-1.keras']", expected
+    for np_ in (2, 3):
+        job_dir = tmp_path / f"np{np_}"
+        job_dir.mkdir()
+        job = run_job(np_, _script(FOLDERS), script_args=(str(job_dir), str(FOLDER_ROUNDS)), timeout=150)
+        for r in range(np_):
+            out = rank_output(job.stdout, r)
+            assert f"DONE [{float(np_)}]" in out, out
+            got = _folder_results(out)
+            differing = {k: (got.get(k), v) for k, v in expected.items() if got.get(k) != v}
+            assert not differing, f"np={np_} rank {r}: (this rank, one process): {differing}"

@@ -106,6 +106,8 @@ _EXPECTED = [
      "Keras BackupAndRestore backups written by rank 0 only"),
     ("keras.src.callbacks.backup_and_restore.BackupAndRestore.on_train_end", _O, ("self", "logs"),
      "Keras BackupAndRestore backup removed by rank 0 only"),
+    ("keras.src.utils.file_utils.makedirs", _O, ("path",),
+     "a save's folder created at once on every rank (ModelCheckpoint's check-then-create)"),
     # tfring.tensorflow and tfring.keras
     ("tensorflow.python.framework.func_graph.FuncGraph", _E, None,
      "tfring.tensorflow.naming: stable negotiation names inside tf.function"),
@@ -205,6 +207,7 @@ _NAMES = {
     "saved_model_load_module": "tensorflow.python.saved_model.load",
     "keras_saving_api": "keras.src.saving.saving_api",
     "KerasBackupAndRestore": "keras.src.callbacks.backup_and_restore.BackupAndRestore",
+    "keras_file_utils": "keras.src.utils.file_utils",
     # tf.function internals (tfring.tensorflow: names, op ordering, the XLA check)
     "FuncGraph": "tensorflow.python.framework.func_graph.FuncGraph",
     "auto_control_deps": "tensorflow.python.framework.auto_control_deps",

@@ -15,6 +15,7 @@ entry point                                             hooked at
 ``model.save_weights``                                  ``saving_api.save_weights``
 Keras ``ModelCheckpoint``                               (calls ``model.save`` / ``save_weights``)
 Keras ``BackupAndRestore``                              ``_save_model``, ``on_train_end``
+a save's missing folder (``ModelCheckpoint``)           ``keras.src.utils.file_utils.makedirs``
 ``tf.train.Checkpoint.save`` / ``write``,               ``Checkpoint._write`` (the scope);
 ``CheckpointManager.save``                              ``TrackableSaver.save`` (the files),
                                                         ``update_checkpoint_state_internal``,
@@ -129,6 +130,29 @@ def _install_keras():
     cls = _private_api.KerasBackupAndRestore
     _patch(cls, "_save_model", _make_backup_save)
     _patch(cls, "on_train_end", _make_backup_end)
+    _patch(_private_api.keras_file_utils, "makedirs", _make_makedirs)
+
+
+def _make_makedirs(original):
+    """Keras' ``file_utils.makedirs`` that accepts a folder another rank created first.
+
+    ``ModelCheckpoint`` (and ``BackupAndRestore``, saving_lib) check whether a folder exists
+    and then create it with ``os.makedirs`` (no ``exist_ok``). In one process the check
+    makes that safe; run on every rank at once -- right after the step's allreduce has
+    lined the ranks up -- one rank's ``makedirs`` raised FileExistsError. The folder
+    existing as a folder afterwards is what one process gets; a file in its place still
+    raises."""
+
+    @functools.wraps(original)
+    def makedirs(path):
+        try:
+            return original(path)
+        except FileExistsError:
+            if os.path.isdir(path):
+                return None
+            raise
+
+    return makedirs
 
 
 def _atomic_file(path, kwargs):

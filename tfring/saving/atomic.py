@@ -51,9 +51,13 @@ def fsync_path(path):
         os.close(fd)
 
 
-def _temp_name(filepath, suffix):
+def _temp_name(filepath, suffix, make_folder=True):
+    """A fresh temporary name next to ``filepath``. ``make_folder``: create ``filepath``'s
+    folder first (TF's checkpoint and SavedModel writers do in one process); without it a
+    missing folder raises FileNotFoundError (Keras' file writers do not create it)."""
     directory = os.path.dirname(filepath) or "."
-    os.makedirs(directory, exist_ok=True)
+    if make_folder:
+        os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(filepath)}.tmp-", suffix=suffix, dir=directory)
     os.close(fd)
     os.remove(tmp)  # writers (Keras, h5py, TF) want to create it themselves
@@ -82,12 +86,13 @@ def _name_the_destination(exc, tmp, filepath):
         pass
 
 
-def _temp_or_none(filepath, suffix):
+def _temp_or_none(filepath, suffix, make_folder=True):
     """A temporary path next to ``filepath``, or None when its directory cannot be made
-    (a parent that is a file, no permission): the caller then hands ``filepath`` itself to
-    the writer, which fails with the error one process would get."""
+    (a parent that is a file, no permission) or, without ``make_folder``, does not exist:
+    the caller then hands ``filepath`` itself to the writer, which fails (or succeeds) as
+    in one process."""
     try:
-        return _temp_name(filepath, suffix)
+        return _temp_name(filepath, suffix, make_folder)
     except OSError:
         return None
 
@@ -100,9 +105,10 @@ def _announce(filepath):
 def atomic_write(filepath, write):
     """Calls ``write(tmp_path)`` for a fresh temporary path next to ``filepath`` (same
     suffix, which Keras checks), then atomically renames it to ``filepath``. On any error the
-    temporary file is removed and the error re-raised; ``filepath`` is untouched."""
+    temporary file is removed and the error re-raised; ``filepath`` is untouched. A missing
+    folder is not created (Keras' writers, the callers, do not create it in one process)."""
     filepath = os.fspath(filepath)
-    tmp = None if is_remote(filepath) else _temp_or_none(filepath, _suffix(filepath))
+    tmp = None if is_remote(filepath) else _temp_or_none(filepath, _suffix(filepath), make_folder=False)
     if tmp is None:
         write(filepath)
         return

@@ -74,6 +74,8 @@ class ModelCheckpoint(keras.callbacks.ModelCheckpoint):
             )
         if not self._should_save_model(epoch, batch, logs, filepath):
             return
+        if os.path.dirname(filepath):  # as Keras' ModelCheckpoint: a missing folder is created
+            os.makedirs(os.path.dirname(filepath), exist_ok=True)
         save_model_atomically(self.model, filepath, weights_only=self.save_weights_only)
         if self.verbose > 0:
             keras.utils.io_utils.print_msg(f"\nEpoch {epoch + 1}: finished saving model to {filepath}")
@@ -184,6 +186,7 @@ class BackupAndRestore(keras.callbacks.Callback):
     def _write_backup(self, batch):
         self._sequence += 1
         name = f"backup-{self._sequence}.weights.h5"
+        os.makedirs(self.backup_dir, exist_ok=True)
         save_model_atomically(self.model, os.path.join(self.backup_dir, name), weights_only=True)
         meta = {"epoch": self._current_epoch, "batch": batch, "weights": name, "sequence": self._sequence}
 
