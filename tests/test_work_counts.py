@@ -86,7 +86,8 @@ def over_budget(counts, budgets, rank):
 
 @pytest.fixture(scope="module")
 def counts():
-    result = run_job(2, open(WORKER).read(), timeout=240)
+    with open(WORKER) as f:
+        result = run_job(2, f.read(), timeout=240)
     per_rank = {r: _counts(rank_output(result.stdout, r)) for r in range(2)}
     for r in range(2):
         assert "DONE" in rank_output(result.stdout, r), result.stdout
