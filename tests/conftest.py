@@ -12,7 +12,17 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
 
+from tests.helpers import start_fork_server, stop_fork_server
 from tests.host_lab import lab  # noqa: F401 -- the emulated hosts of the host-fault tests
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fork_server(tmp_path_factory):
+    """This pytest process's fork server for rank processes that import TensorFlow
+    (tests/fork_server.py, used by tests.helpers.run_job/run_launcher)."""
+    start_fork_server(str(tmp_path_factory.mktemp("fork_server")))
+    yield
+    stop_fork_server()
 
 
 @pytest.fixture(scope="session")

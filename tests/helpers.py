@@ -98,7 +98,7 @@ def _stop(proc):
             return "", "(output lost: the launcher did not die after SIGKILL)"
 
 
-def run_job(np, script_text, timeout=120, args=(), env=None, script_args=(), check=True):
+def run_job(np, script_text, timeout=120, args=(), env=None, script_args=(), check=True, fork=None):
     """Runs ``script_text`` on ``np`` ranks under tfringrun.
 
     Args:
@@ -109,6 +109,8 @@ def run_job(np, script_text, timeout=120, args=(), env=None, script_args=(), che
       env: extra environment variables for the launcher and, through it, every worker.
       script_args: arguments given to the script.
       check: raise when the launcher exits non-zero.
+      fork: whether the ranks are forks of the suite's fork server (``rank_python``;
+        None: when the script imports TensorFlow or Keras).
 
     Returns:
       ``subprocess.CompletedProcess`` with ``returncode``, ``stdout``, ``stderr`` (text).
@@ -118,17 +120,36 @@ def run_job(np, script_text, timeout=120, args=(), env=None, script_args=(), che
         the exit code, the command and every rank's output.
     """
     return run_launcher(["-np", str(np), *args], script_text, timeout=timeout, env=env, script_args=script_args,
-                        check=check)
+                        check=check, fork=fork)
 
 
-def run_launcher(launcher_args, script_text, timeout=120, env=None, script_args=(), check=True):
+FORK_CLIENT = os.path.join(REPO_ROOT, "tests", "fork_client.py")
+FORK_SERVER_ENV = "TFRING_TEST_FORK_SERVER"
+_IMPORTS_TF = re.compile(r"^\s*(import|from)\s+(tensorflow|keras|tfring\.(tensorflow|keras))\b", re.MULTILINE)
+
+
+def rank_python(script_text, env=None, fork=None):
+    """The command that starts a rank's Python: ``[python]``, or the fork server's client
+    (tests/fork_server.py: TensorFlow and Keras imported once per pytest process) for a
+    script that imports them, when the suite's server runs. ``fork=False`` (or
+    ``TFRING_TEST_FORK_SERVER=""`` in ``env``) keeps a fresh process: for a test of what
+    only a fresh process shows (the launcher watching the rank's own process state: a
+    SIGSTOPped rank; ``os.getppid()``; TensorFlow settings read at import)."""
+    path = (env or {}).get(FORK_SERVER_ENV, os.environ.get(FORK_SERVER_ENV))
+    if fork is False or not path or (fork is None and not _IMPORTS_TF.search(script_text)):
+        return [sys.executable]
+    wait_for_fork_server()
+    return [sys.executable, FORK_CLIENT]
+
+
+def run_launcher(launcher_args, script_text, timeout=120, env=None, script_args=(), check=True, fork=None):
     """``run_job`` with the launcher's options given in full (e.g. an elastic job's
-    ``--min-np 2 --max-np 3 -H ...`` instead of ``-np N``)."""
+    ``--min-np 2 --max-np 3 -H ...`` instead of ``-np N``). ``fork``: see ``rank_python``."""
     with tempfile.TemporaryDirectory(prefix="tfring_job_") as tmp:
         script = os.path.join(tmp, "job.py")
         with open(script, "w") as f:
             f.write(script_text)
-        cmd = [*LAUNCHER, *launcher_args, sys.executable, script, *script_args]
+        cmd = [*LAUNCHER, *launcher_args, *rank_python(script_text, env, fork), script, *script_args]
         proc = subprocess.Popen(cmd, env=job_env(env), cwd=REPO_ROOT, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 encoding="utf-8", errors="replace", start_new_session=True)
@@ -163,3 +184,54 @@ def one_tf_thread_each():
         tf.config.threading.set_inter_op_parallelism_threads(1)
     except RuntimeError:
         pass
+
+
+# ---- the suite's fork server (tests/fork_server.py) ---------------------------------------
+_fork_server = {"proc": None, "ready": False}
+
+
+def start_fork_server(folder):
+    """Starts this pytest process's fork server (its socket in ``folder``) and announces it
+    to ``rank_python`` through ``TFRING_TEST_FORK_SERVER``; returns at once (the server
+    imports TensorFlow and Keras, ~6 s, while the first tests run). Set
+    ``TFRING_TEST_FORK_SERVER=0`` before pytest to run every rank as a fresh process."""
+    if os.environ.get(FORK_SERVER_ENV) == "0":
+        os.environ[FORK_SERVER_ENV] = ""
+        return
+    path = os.path.join(folder, "fork_server.sock")
+    proc = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "tests", "fork_server.py"), path],
+                            env=job_env({FORK_SERVER_ENV: ""}), cwd=REPO_ROOT, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, text=True, start_new_session=True)
+    _fork_server.update(proc=proc, ready=False)
+    os.environ[FORK_SERVER_ENV] = path
+
+
+def wait_for_fork_server(timeout=120):
+    """Blocks until the fork server accepts (at most ``timeout`` s); raises AssertionError
+    naming its exit code when it died or did not come up."""
+    proc = _fork_server["proc"]
+    if proc is None or _fork_server["ready"]:
+        return
+    import selectors
+
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        if not sel.select(timeout):
+            raise AssertionError(f"the fork server (tests/fork_server.py) did not come up in {timeout} s")
+    line = proc.stdout.readline()
+    if line.strip() != "READY":
+        raise AssertionError(f"the fork server (tests/fork_server.py) failed: exit {proc.poll()}, said {line!r}")
+    _fork_server["ready"] = True
+
+
+def stop_fork_server():
+    """Ends the fork server (SIGKILL to its process group; its children run on until their
+    clients end them)."""
+    proc = _fork_server["proc"]
+    if proc is not None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        _fork_server["proc"] = None
