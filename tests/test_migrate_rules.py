@@ -585,3 +585,212 @@ def test_horovod_data_service_and_spark_launch_lines_are_rewritten():
     assert new == ("from tfring.tensorflow.data.compute_service import TfDataServiceConfig\n"
                    "from tfring.tensorflow.data.compute_service import tf_data_service, compute_worker_fn\n")
     assert not manual(notes)
+
+
+# ---- Ray, module names in shell scripts ---------------------------------------------------
+
+def test_horovod_ray_becomes_tfring_ray_and_what_it_lacks_is_listed():
+    new, notes = migrate("""\
+        from horovod.ray import RayExecutor
+        import horovod.ray
+        ex = horovod.ray.RayExecutor(settings, num_workers=2)
+        from horovod.ray import ElasticRayExecutor
+        settings = RayExecutor.create_settings(timeout_s=30)
+        """)
+    assert new.splitlines()[:3] == ["from tfring.ray import RayExecutor", "import tfring.ray",
+                                    "ex = tfring.ray.RayExecutor(settings, num_workers=2)"]
+    assert "from horovod.ray import ElasticRayExecutor" in new
+    assert [n.line for n in manual(notes)] == [4, 5]
+    assert "TfringTrainer" in manual(notes)[0].message and "settings={'timeout_s': 30}" in manual(notes)[1].message
+    assert not any("no Ray runner" in n.message for n in notes)
+
+
+def test_horovod_spark_compute_worker_names_the_tfring_entry_point_that_exists():
+    _, notes = migrate("import horovod.spark.tensorflow.compute_worker\nimport horovod.spark.other\n")
+    worker, other = manual(notes)
+    assert "python -m tfring.tensorflow.data.compute_worker" in worker.message
+    assert "there is no tfring.spark.tensorflow" in worker.message
+    # a missing rewrite target points at the nearest module that exists
+    assert other.message.endswith("import the names you need from tfring.spark (or see docs/migrating.md)")
+
+
+def test_shell_scripts_rewrite_or_list_the_horovod_modules_they_name(tmp_path):
+    script = ('python -c "import horovod.spark.tensorflow.compute_worker as w; w.main()"\n'
+              "mpirun -np 2 python -m horovod.tensorflow.data.compute_worker /tmp/c.json\n"
+              'python -c "import horovod.torch"\n')
+    new, notes = text_rules.rewrite_file(script)
+    assert new == script.replace("horovod.tensorflow.data", "tfring.tensorflow.data")
+    assert [(n.line, n.manual) for n in notes] == [(1, True), (2, False), (3, True)]
+    assert "tfring.tensorflow.data.compute_worker" in notes[0].message
+    (tmp_path / "start_compute.sh").write_text(script)
+    result = run_cli("--quiet", ".", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "./start_compute.sh:1: manual: horovod.spark.tensorflow.compute_worker: " in result.stderr
+    assert "2 manual edit(s) left" in result.stderr
+
+
+# ---- notebooks ----------------------------------------------------------------------------
+
+def notebook_json(*cells):
+    """A notebook as Jupyter writes it: (cell_type, source) pairs, sources as line lists."""
+    import json
+
+    def cell(kind, source):
+        c = {"cell_type": kind, "metadata": {}, "source": source.splitlines(keepends=True)}
+        if kind == "code":
+            c.update(execution_count=None, outputs=[])
+        return dict(sorted(c.items()))
+
+    nb = {"cells": [cell(*c) for c in cells], "metadata": {"kernelspec": {"name": "python3"}},
+          "nbformat": 4, "nbformat_minor": 4}
+    return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+NOTEBOOK_CELLS = (
+    ("markdown", "# Training with horovod.tensorflow.keras (é)\n"),
+    ("code", ("%matplotlib inline\n!pip install horovod\nimport horovod.tensorflow.keras as hvd\n"
+              "opt = keras.optimizers.Adam(lr=0.1)")),
+    ("code", "%%bash\nhorovodrun -np 2 python train.py"),
+    ("code", ("for i in range(2):\n    %time step(i)\nfiles = !ls\nprint(opt.lr)\n"
+              "!horovodrun -np 2 python train.py\nimport tensorflow as tf; tf.Session()")),
+)
+
+
+@pytest.mark.parametrize("reader", ["nbformat", "json"])
+def test_notebook_code_cells_are_rewritten_and_ipython_lines_kept(monkeypatch, reader):
+    import json
+
+    from tfring.migrate import notebook
+
+    if reader == "json":
+        monkeypatch.setattr(notebook, "_nbformat", lambda: None)
+    else:
+        pytest.importorskip("nbformat")
+    text = notebook_json(*NOTEBOOK_CELLS)
+    new, notes = notebook.rewrite(text)
+    assert new.endswith("}\n") and new.startswith('{\n "cells": [\n  {\n   "cell_type"'), "Jupyter's layout"
+    cells = [("".join(c["source"])) for c in json.loads(new)["cells"]]
+    assert cells[0] == NOTEBOOK_CELLS[0][1] and cells[2] == NOTEBOOK_CELLS[2][1], "markdown and %% cells kept"
+    assert cells[1] == ("%matplotlib inline\n!pip install horovod\nimport tfring.keras as hvd\n"
+                        "opt = keras.optimizers.Adam(learning_rate=0.1)")
+    assert cells[3] == NOTEBOOK_CELLS[3][1].replace("opt.lr", "opt.learning_rate"), "opt is known from cell 2"
+    assert new == notebook_json(NOTEBOOK_CELLS[0], ("code", cells[1]), NOTEBOOK_CELLS[2], ("code", cells[3]))
+    assert [(n.cell, n.line, n.manual) for n in notes] == [
+        (2, 3, False), (2, 4, False), (4, 4, False), (4, 5, True), (4, 6, True)]
+    assert "`!tfringrun -np 2 python train.py`" in notes[3].message
+    assert notes[4].where("nb.ipynb") == "nb.ipynb cell 4, line 6"
+    unchanged = notebook_json(("code", "import tensorflow as tf\n%time x = 1\n"))
+    assert notebook.rewrite(unchanged) == (unchanged, [])
+
+
+def test_cli_rewrites_the_notebooks_of_a_folder_and_names_their_cells(tmp_path):
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "train.ipynb").write_text(notebook_json(*NOTEBOOK_CELLS))
+    (tmp_path / "notebooks" / ".ipynb_checkpoints").mkdir()
+    (tmp_path / "notebooks" / ".ipynb_checkpoints" / "train-checkpoint.ipynb").write_text("{}")
+    result = run_cli("--write", ".", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "./notebooks/train.ipynb cell 4, line 6: manual: tf.Session" in result.stderr
+    assert "./notebooks/train.ipynb cell 2, line 3: rewritten: import horovod.tensorflow.keras" in result.stderr
+    assert "changed 1 of 1 file(s); 2 manual edit(s) left" in result.stderr
+    assert "import tfring.keras as hvd" in (tmp_path / "notebooks" / "train.ipynb").read_text()
+    assert "notebooks" in cli.build_parser().format_help()
+
+
+def test_cli_refuses_a_notebook_whose_cell_is_not_python(tmp_path):
+    source = notebook_json(("code", "import horovod.keras as hvd\n"), ("code", "def broken(:\n"))
+    (tmp_path / "a.ipynb").write_text(source)
+    (tmp_path / "b.ipynb").write_text("not json")
+    result = run_cli("--write", "a.ipynb", cwd=tmp_path)
+    assert result.returncode == 2 and "a.ipynb: cell 2 is not valid Python" in result.stderr, result.stderr
+    assert (tmp_path / "a.ipynb").read_text() == source
+    result = run_cli("b.ipynb", cwd=tmp_path)
+    assert result.returncode == 2 and "not a notebook" in result.stderr, result.stderr
+
+
+# ---- Keras 3 failures: save paths, monitored metrics, file objects -------------------------
+
+def test_save_paths_held_in_names_and_checkpoint_paths_without_their_suffix_are_listed():
+    _, notes = migrate("""\
+        import os
+        import keras
+        SAVE_DIR = "/tmp/run"
+        ckpt = os.path.join(SAVE_DIR, "ckpt-{epoch}")
+        def train(model):
+            out = f"{SAVE_DIR}/final"
+            model.save(out)
+            model.save(os.path.join(SAVE_DIR, "ok.keras"))
+            model.save_weights("/tmp/w.h5")
+            model.save("m.hdf5")
+            keras.callbacks.ModelCheckpoint(ckpt)
+            keras.callbacks.ModelCheckpoint(SAVE_DIR + "/w-{epoch}.h5", save_weights_only=True)
+            keras.callbacks.ModelCheckpoint("ckpt-{epoch}.keras")
+            model.save("model-{}".format(3))
+            model.save("model-{}.keras".format(3))
+        """)
+    found = {(n.line, n.message.split(":")[0]) for n in manual(notes)}
+    assert found == {(7, "save to '/final'"), (9, "save to '/tmp/w.h5'"), (11, "save to 'ckpt-{epoch}'"),
+                     (12, "save to '/w-{epoch}.h5'")}, found
+    by_line = {n.line: n.message for n in notes}
+    assert "'<name>.weights.h5'" in by_line[9] and "'checkpoint-{epoch}.keras'" in by_line[11]
+    assert "'checkpoint-{epoch}.weights.h5'" in by_line[12]
+
+
+def test_monitored_metrics_keras3_cannot_tell_the_direction_of_are_listed():
+    _, notes = migrate("""\
+        import keras
+        from keras.callbacks import EarlyStopping, ReduceLROnPlateau
+        ReduceLROnPlateau(monitor="val_f1", factor=0.5)
+        ReduceLROnPlateau(monitor="val_accuracy")
+        ReduceLROnPlateau("val_f1", 0.1, 10, 0, "max")
+        EarlyStopping(monitor="val_f1", mode="max")
+        EarlyStopping(monitor="dense_loss")
+        EarlyStopping()
+        keras.callbacks.ModelCheckpoint("best.keras", monitor="val_iou", save_best_only=True)
+        keras.callbacks.ModelCheckpoint("best.keras", "val_mae")
+        """)
+    assert [n.line for n in manual(notes)] == [3, 7, 9]
+    message = manual(notes)[0].message
+    assert message.startswith("ReduceLROnPlateau(monitor='val_f1'): without mode=")
+    assert "raises ValueError at the end of the first epoch" in message and "mode='max'" in message
+
+
+def test_keras3_infers_the_direction_of_every_metric_name_the_rule_trusts():
+    """Each name of rules.KERAS_DIRECTED_METRICS, compiled as a metric, passes Keras 3's own
+    mode="auto" check (MonitorCallback._set_monitor_op), and a custom metric does not."""
+    keras = pytest.importorskip("keras")
+    import numpy as np
+
+    def set_monitor_op(metric, monitor):
+        sparse = "sparse" in str(metric)
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, activation="softmax")])
+        model.compile(loss="sparse_categorical_crossentropy" if sparse else "categorical_crossentropy",
+                      metrics=[metric])
+        y = np.array([0, 1, 1, 0]) if sparse else np.eye(2)[[0, 1, 1, 0]].astype("float32")
+        model.evaluate(np.ones((4, 3), "float32"), y, verbose=0)  # builds the compiled metrics
+        callback = keras.callbacks.ReduceLROnPlateau(monitor=monitor)
+        callback.set_model(model)
+        callback._set_monitor_op()
+
+    for name in sorted(rules.KERAS_DIRECTED_METRICS - {"loss"}):
+        set_monitor_op(name, "val_" + name)
+
+    def f1(y_true, y_pred):
+        return keras.ops.mean(y_pred)
+
+    with pytest.raises(ValueError, match="automatically determine"):
+        set_monitor_op(f1, "val_f1")
+
+
+def test_saving_into_an_open_file_is_listed():
+    _, notes = migrate("""\
+        import h5py
+        model.save(h5py.File("/tmp/m.h5", "w"))
+        with h5py.File("/tmp/n.h5", "w") as f:
+            model.save_weights(f)
+        with open("/tmp/m.keras", "wb") as g:
+            model.save(g)
+        """)
+    assert [n.line for n in manual(notes)] == [2, 4, 6]
+    assert all("take a path, not an open file" in n.message and "model.save('model.keras')" in n.message
+               for n in notes)

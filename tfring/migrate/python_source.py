@@ -11,8 +11,9 @@ assignments first); ``K.set_value(v, x)``/``K.get_value(v)`` -> ``v.assign(x)``/
 Keras-2-only keyword arguments of ``compile``/``fit``/... removed; ``tf.distribute``
 multi-worker strategies -> ``tfring.RingStrategy()``; ``horovodrun`` lines and ``HOROVOD_*``
 names in strings (comments are left as written). What it cannot change (TF1 names, reads of
-``TF_CONFIG``, ``tf.estimator``, an ``.lr`` of unknown type, ...) gets a note with the manual
-fix and is left alone; code that works but deserves a word (``cluster_resolver.task_id``)
+``TF_CONFIG``, ``tf.estimator``, an ``.lr`` of unknown type, Keras 3 saves to a path without
+its suffix or into an open file, a ``monitor=`` Keras 3 cannot tell the direction of, ...)
+gets a note with the manual fix and is left alone; code that works but deserves a word (``cluster_resolver.task_id``)
 gets an advice note that is not counted as a manual edit.
 
 Names are resolved through the script's imports (LibCST's QualifiedNameProvider): ``tf``
@@ -31,71 +32,15 @@ from libcst.metadata import (
 )
 
 from tfring.migrate import rules, text_rules
+from tfring.migrate.modules import (
+    longest_module,
+    missing_module_note,
+    module_rule,
+    rewritten_module,
+    tfring_modules,
+    unsupported_module,
+)
 from tfring.migrate.text_rules import Note
-
-
-def module_rule(name):
-    """``(key, why)`` for a dotted Horovod module name: the longest key of ``rules.MODULES``
-    or ``rules.UNSUPPORTED_MODULES`` that is ``name`` or a dotted prefix of it, and the reason
-    when that key is unsupported (None when it is a rewrite). ``(None, None)``: no rule."""
-    best = None
-    for key in (*rules.MODULES, *rules.UNSUPPORTED_MODULES):
-        if (name == key or name.startswith(key + ".")) and (best is None or len(key) > len(best)):
-            best = key
-    if best is None:
-        return None, None
-    return best, rules.UNSUPPORTED_MODULES.get(best) if best not in rules.MODULES else None
-
-
-def _longest_module(name):
-    """The ``rules.MODULES`` key that rewrites ``name``, or None (no rule, or unsupported)."""
-    key, why = module_rule(name)
-    return key if key is not None and why is None else None
-
-
-def _unsupported_module(name):
-    return module_rule(name)[1]
-
-
-def _rewritten_module(name):
-    """The tfring module that Horovod module ``name`` is rewritten to, or None."""
-    key = _longest_module(name)
-    return None if key is None else rules.MODULES[key] + name[len(key):]
-
-
-_TFRING_MODULES = None
-
-
-def tfring_modules():
-    """Every module and package of the installed tfring, by dotted name, read from its files
-    (nothing is imported: tfring.tensorflow would load TensorFlow)."""
-    global _TFRING_MODULES
-    if _TFRING_MODULES is None:
-        import importlib.machinery
-        import os
-
-        import tfring
-
-        root = os.path.dirname(os.path.abspath(tfring.__file__))
-        suffixes = tuple(importlib.machinery.all_suffixes())
-        found = set()
-        for folder, subfolders, names in os.walk(root):
-            subfolders[:] = [d for d in subfolders if not d.startswith((".", "__"))]
-            relative = os.path.relpath(folder, root)
-            package = "tfring" if relative == "." else "tfring." + relative.replace(os.sep, ".")
-            if "__init__.py" in names:
-                found.add(package)
-            for name in names:
-                for suffix in suffixes:
-                    if name.endswith(suffix) and name != "__init__.py":
-                        found.add(f"{package}.{name[:-len(suffix)].split('.')[0]}")
-        _TFRING_MODULES = frozenset(found)
-    return _TFRING_MODULES
-
-
-def _missing_module_note(horovod_name, tfring_name):
-    return (f"{horovod_name}: tfring has no module {tfring_name}; import the names you need from "
-            f"{tfring_name.rsplit('.', 1)[0]} (or see docs/migrating.md)")
 
 
 def _expression(dotted):
@@ -128,6 +73,7 @@ class _Bindings(cst.CSTVisitor):
         self.horovod_run = []
         self._horovod_attributes = set()
         self._strings = {}  # name -> set of string values assigned to it (None: not a literal)
+        self._values = {}  # name -> the expressions assigned to it (None: bound otherwise, a parameter)
         self.mentions_tf_config = False  # the string "TF_CONFIG" appears in the script
         self.h5_literal = False  # a string ending in .h5 (not .weights.h5) appears in the script
 
@@ -146,6 +92,11 @@ class _Bindings(cst.CSTVisitor):
         self.h5_literal = self.h5_literal or _is_h5(node.value)
 
     @property
+    def values(self):
+        """{name: its expression} for names bound once, by an assignment."""
+        return {name: values[0] for name, values in self._values.items() if len(values) == 1 and values[0] is not None}
+
+    @property
     def kinds(self):
         return {name: next(iter(kinds)) if len(kinds) == 1 else None for name, kinds in self._seen.items()}
 
@@ -154,6 +105,7 @@ class _Bindings(cst.CSTVisitor):
             self._seen.setdefault(target.value, set()).add(kind)
             self._strings.setdefault(target.value, set()).add(
                 _string_value(value) if isinstance(value, cst.SimpleString) else None)
+            self._values.setdefault(target.value, []).append(value)
 
     def visit_Assign(self, node):
         kind = self.kind_of(node.value)
@@ -176,6 +128,10 @@ class _Bindings(cst.CSTVisitor):
 
     def visit_Param(self, node):
         self._bind(node.name, "other")
+
+    def visit_WithItem(self, node):
+        if node.asname is not None:  # `with h5py.File(path, "w") as f:` binds f to an open file
+            self._bind(node.asname.name, self.kind_of(node.item))
 
     def visit_Name(self, node):
         self.tf1 = self.tf1 or any(_is_tf1_name(q) for q in _qualified_names(self, node))
@@ -203,6 +159,8 @@ class _Bindings(cst.CSTVisitor):
             return self.kind_of(value.args[0].value)
         if _qualified_names(self, value.func) & rules.CHECKPOINT_CLASSES:
             return "checkpoint"
+        if _qualified_names(self, value.func) & rules.FILE_OBJECT_CALLS:
+            return "file"
         if any(q.startswith(("tensorflow.train.", "tensorflow.compat.v1.train.")) and q.endswith("Optimizer")
                for q in _qualified_names(self, value.func)):
             return "tf1"
@@ -221,6 +179,7 @@ class _Rewriter(cst.CSTTransformer):
         self._horovod_run = bindings.horovod_run
         self._rewrite_horovod_run = bindings.only_horovod_run
         self._strings = bindings.strings
+        self._values = bindings.values
         self._mentions_tf_config = bindings.mentions_tf_config
         self._h5_literal = bindings.h5_literal
         self._catching = [False]  # innermost block: a try body whose handlers catch ValueError
@@ -265,12 +224,12 @@ class _Rewriter(cst.CSTTransformer):
         names = []
         for alias in updated_node.names:
             full = get_full_name_for_node(alias.name)
-            new = _rewritten_module(full)
-            why = _unsupported_module(full)
+            new = rewritten_module(full)
+            why = unsupported_module(full)
             if why is not None:
                 self._note(original_node, f"import {full}: {why}", False)
             elif new is not None and new not in tfring_modules():
-                self._note(original_node, "import " + _missing_module_note(full, new), False)
+                self._note(original_node, "import " + missing_module_note(full, new), False)
             elif new is not None:
                 alias = alias.with_changes(name=_expression(new))
                 self._note(original_node, f"import {full} -> import {new}", True)
@@ -297,7 +256,7 @@ class _Rewriter(cst.CSTTransformer):
             return self._legacy_image_import(original_node, updated_node)
         if not (module == "horovod" or module.startswith("horovod.")):
             return updated_node
-        why = _unsupported_module(module)
+        why = unsupported_module(module)
         if why is not None or isinstance(updated_node.names, cst.ImportStar):
             why = why or "import the names you need from tfring.tensorflow or tfring.keras"
             self._note(original_node, f"from {module} import ...: {why}", False)
@@ -308,7 +267,7 @@ class _Rewriter(cst.CSTTransformer):
         for alias in updated_node.names:
             name = get_full_name_for_node(alias.name)
             full = module + "." + name
-            why = _unsupported_module(full)
+            why = unsupported_module(full)
             if why is not None:  # `from horovod.tensorflow import data`: a module tfring lacks
                 self._note(original_node, f"from {module} import {name}: {why}", False)
                 return updated_node
@@ -320,7 +279,7 @@ class _Rewriter(cst.CSTTransformer):
                     alias = alias.with_changes(asname=cst.AsName(name=cst.Name(name)))
                 alias = alias.with_changes(name=cst.Name(leaf))
             else:
-                key = _longest_module(module)
+                key = longest_module(module)
                 parent = None if key is None else rules.MODULES[key] + module[len(key):]
             parents.add(parent)
             aliases.append(alias)
@@ -330,7 +289,7 @@ class _Rewriter(cst.CSTTransformer):
             return updated_node
         new = parents.pop()
         if new not in tfring_modules():
-            self._note(original_node, "from " + _missing_module_note(module, new) + " import ...", False)
+            self._note(original_node, "from " + missing_module_note(module, new) + " import ...", False)
             return updated_node
         self._note(original_node, f"from {module} import -> from {new} import", True)
         return updated_node.with_changes(module=_expression(new), names=aliases)
@@ -457,6 +416,8 @@ class _Rewriter(cst.CSTTransformer):
         elif "horovod.run" in qualified:
             self._note(original_node, rules.HOROVOD_RUN_REWRITTEN, True)
             updated_node = updated_node.with_changes(func=_expression("tfring.run"))
+        if any(q.startswith("horovod.ray.") and q.endswith("RayExecutor.create_settings") for q in qualified):
+            self._note(original_node, f"{func_name}(): {rules.RAY_CREATE_SETTINGS}", False)
         if qualified & {"os.environ.get", "os.getenv"} and original_node.args and _is_tf_config(
                 original_node.args[0].value):
             self._note(original_node, f"{func_name}('TF_CONFIG') {rules.TF_CONFIG_READ}", False)
@@ -508,22 +469,71 @@ class _Rewriter(cst.CSTTransformer):
                                       "them as y, batch_size, ...", True)
         return updated_node.with_changes(args=args)
 
-    def _path_value(self, node):
+    def _path_value(self, node, seen=()):
         """The string a path expression ends with, when the script tells: a literal, a name
-        bound to one literal, an f-string's last text, ``os.path.join(..., last)``, or
-        ``a + "literal"``; else None."""
+        bound to one literal (every assignment the same) or assigned once one of these
+        expressions, an f-string's last text, ``os.path.join(..., last)``, ``a + "literal"``,
+        or ``"template{}.keras".format(...)`` (the text after its last field); else None.
+        ``seen``: the names being resolved (``p = q; q = p`` ends)."""
         if isinstance(node, cst.SimpleString):
             return _string_value(node)
         if isinstance(node, cst.Name):
-            return self._strings.get(node.value)
+            if node.value in self._strings:
+                return self._strings[node.value]
+            value = self._values.get(node.value)
+            return None if value is None or node.value in seen else self._path_value(value, (*seen, node.value))
         if isinstance(node, cst.FormattedString):
             last = node.parts[-1] if node.parts else None
             return last.value if isinstance(last, cst.FormattedStringText) else None
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
-            return self._path_value(node.right)
+            return self._path_value(node.right, seen)
         if isinstance(node, cst.Call) and "os.path.join" in self._qualified(node.func) and node.args:
-            return self._path_value(node.args[-1].value)
+            return self._path_value(node.args[-1].value, seen)
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format":
+            template = self._path_value(node.func.value, seen)
+            return None if template is None else template[template.rfind("}") + 1:] or None
         return None
+
+    def _is_file_object(self, node):
+        """Whether a path argument is an open file: ``h5py.File(...)``, ``open(...)``, or a name
+        bound only to one (``with h5py.File(p, "w") as f``)."""
+        if isinstance(node, cst.Name):
+            return self._kinds.get(node.value) == "file"
+        return isinstance(node, cst.Call) and bool(self._qualified(node.func) & rules.FILE_OBJECT_CALLS)
+
+    def _is_keras_callback(self, qualified):
+        """Whether a call's qualified names say Keras' (or tfring's / Horovod's) callback."""
+        return any(q.startswith(rules.KERAS_LOAD_OWNERS) for q in qualified)
+
+    def _check_suffix(self, node, path, suffixes, message):
+        """Lists a save to a path that does not end in ``suffixes`` (advice inside a
+        ``try`` that catches ValueError: the script expects the failure)."""
+        value = None if path is None else self._path_value(path)
+        if value is not None and not value.endswith(suffixes):
+            caught = self._catching[-1]
+            self._note(node, f"save to {value!r}: {message}"
+                             + (" (this one is inside `except ValueError`: the script expects it to fail)"
+                                if caught else ""), False, advice=caught)
+
+    def _model_checkpoint(self, node, keywords, positional):
+        """``ModelCheckpoint(filepath, ...)``: Keras 3 checks the suffix when it is built."""
+        path = keywords.get("filepath", positional[0] if positional else None)
+        weights_only = keywords.get("save_weights_only", positional[4] if len(positional) > 4 else None)
+        if isinstance(weights_only, cst.Name) and weights_only.value == "True":
+            self._check_suffix(node, path, rules.WEIGHTS_SUFFIX, rules.CHECKPOINT_WEIGHTS_WITHOUT_SUFFIX)
+        else:  # False, or not known here (then .weights.h5 passes too: it ends in .h5)
+            self._check_suffix(node, path, rules.CHECKPOINT_SUFFIXES, rules.CHECKPOINT_WITHOUT_SUFFIX)
+
+    def _monitor_mode(self, node, last, keywords, positional):
+        """``ReduceLROnPlateau(monitor="val_f1")`` and the other MonitorCallbacks without a
+        mode: Keras 3's mode="auto" fails for a name it cannot tell the direction of."""
+        monitor_at, mode_at = rules.MONITOR_CALLBACKS[last]
+        if "mode" in keywords or len(positional) > mode_at:
+            return
+        monitor = keywords.get("monitor", positional[monitor_at] if len(positional) > monitor_at else None)
+        name = _string_value(monitor) if isinstance(monitor, cst.SimpleString) else None
+        if name is not None and name.removeprefix("val_") not in rules.KERAS_DIRECTED_METRICS:
+            self._note(node, f"{last}(monitor={name!r}): {rules.MONITOR_AUTO_MODE}", False)
 
     def _keras3_saving(self, node, qualified, last):
         """Lists Keras 2 saving and loading that fails under Keras 3 (rules.SAVE_*)."""
@@ -536,19 +546,27 @@ class _Rewriter(cst.CSTTransformer):
         if isinstance(node.func, cst.Attribute) and last == "save_spec":
             self._note(node, f".save_spec(): {rules.SAVE_SPEC}", False)
             return
+        if last in rules.MONITOR_CALLBACKS and self._is_keras_callback(qualified):
+            self._monitor_mode(node, last, keywords, positional)
+            if last == "ModelCheckpoint":
+                self._model_checkpoint(node, keywords, positional)
+            return
         if qualified & rules.KERAS_SAVE_FUNCTIONS:
             model_save, path = True, keywords.get("filepath", positional[1] if len(positional) > 1 else None)
-        elif isinstance(node.func, cst.Attribute) and last == "save" and self._is_model(node.func.value):
+        elif isinstance(node.func, cst.Attribute) and last in ("save", "save_weights") and self._is_model(
+                node.func.value):
             model_save, path = True, keywords.get("filepath", positional[0] if positional else None)
         else:
             model_save, path = False, None
+        if model_save and path is not None and self._is_file_object(path):
+            self._note(node, f"{last}(<open file>): {rules.SAVE_FILE_OBJECT}", False)
+        elif model_save and last == "save_weights":
+            if "max_shard_size" not in keywords:
+                self._check_suffix(node, path, rules.WEIGHTS_SUFFIX, rules.SAVE_WEIGHTS_WITHOUT_SUFFIX)
+            return
+        elif model_save:
+            self._check_suffix(node, path, rules.KERAS_SAVE_SUFFIXES, rules.SAVE_WITHOUT_SUFFIX)
         if model_save:
-            value = None if path is None else self._path_value(path)
-            if value is not None and not value.endswith(rules.KERAS_SAVE_SUFFIXES):
-                caught = self._catching[-1]
-                self._note(node, f"save to {value!r}: {rules.SAVE_WITHOUT_SUFFIX}"
-                                 + (" (this one is inside `except ValueError`: the script expects it to fail)"
-                                    if caught else ""), False, advice=caught)
             if "options" in keywords:
                 self._note(node, f"save(options=...): {rules.SAVE_OPTIONS}", False)
             return

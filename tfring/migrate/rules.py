@@ -25,11 +25,19 @@ MODULES = {
     "horovod.tensorflow.data.compute_service": "tfring.tensorflow.data.compute_service",
     "horovod.tensorflow.data.compute_worker": "tfring.tensorflow.data.compute_worker",
     "horovod.tensorflow.compute_service": "tfring.tensorflow.data.compute_service",
+    # horovod.ray's RayExecutor is tfring.ray's (same start/run/execute/shutdown; docs/engines.md)
+    "horovod.ray": "tfring.ray",
 }
 
 # Names imported from the top-level ``horovod`` package and their tfring module:
 # ``from horovod import run`` -> ``from tfring import run`` (issue 42).
 HOROVOD_TOP_LEVEL = {"run": "tfring"}
+
+_RAY_ELASTIC = ("tfring.ray has no ElasticRayExecutor: RayExecutor runs a fixed-size job. For elastic "
+                "training on Ray use tfring.ray.TfringTrainer with FailureConfig(max_failures=N) (Ray restarts "
+                "the worker group), or tfringrun --min-np/--max-np off Ray (docs/engines.md, docs/elastic.md)")
+RAY_CREATE_SETTINGS = ("tfring's RayExecutor has no create_settings(): pass tfring settings as a dict, "
+                       "RayExecutor(settings={'timeout_s': 30}, num_workers=N) (docs/engines.md)")
 
 # Horovod modules with no tfring counterpart, and what to do instead.
 #
@@ -50,7 +58,17 @@ UNSUPPORTED_MODULES = {
     "horovod.spark.lightning": "tfring is for TensorFlow and Keras",
     "horovod.spark.common": ("Horovod's Spark Estimator internals have no tfring module: tfring.spark.run(fn, "
                              "num_proc=N) runs a training function (docs/engines.md, 'Spark')"),
-    "horovod.ray": "tfring has no Ray runner yet: launch with tfringrun (docs/launcher.md)",
+    "horovod.ray.ElasticRayExecutor": _RAY_ELASTIC,
+    "horovod.ray.elastic": _RAY_ELASTIC,
+    "horovod.ray.elastic_v2": _RAY_ELASTIC,
+    "horovod.ray.strategy": ("Horovod's Ray placement strategies have no tfring module: RayExecutor takes "
+                             "num_workers, cpus_per_worker, use_gpu, gpus_per_worker (docs/engines.md)"),
+    "horovod.spark.tensorflow": (
+        "Horovod's Spark-side tf.data compute worker has no tfring counterpart (there is no "
+        "tfring.spark.tensorflow): tfring's compute job runs under tfringrun, not on Spark executors. Start it "
+        "with `tfringrun -np N python -m tfring.tensorflow.data.compute_worker <config.json> [--dispatchers D] "
+        "[--dispatcher-side compute|training]` on hosts the training ranks reach; the training job (tfringrun or "
+        "tfring.spark.run) reads the same config file (docs/migrating.md, the tf.data compute service)"),
     "horovod.tensorflow.data": (
         "tfring's tf.data service helpers are in tfring.tensorflow.data.compute_service (TfDataServiceConfig, "
         "tf_data_service, send_to_data_service, compute_worker_fn) and tfring.tensorflow.data.compute_worker; "
@@ -316,10 +334,30 @@ STRATEGY_LAUNCH_MIRRORED = ("launch with `tfringrun -np N python <script>`: one 
 # Keras 3 saving and loading: calls that fail in one plain process too (python_source.py
 # lists them with the Keras 3 replacement; nothing is rewritten: the right one depends on
 # what the file is for).
-KERAS_SAVE_SUFFIXES = (".keras", ".h5")
+KERAS_SAVE_SUFFIXES = (".keras", ".h5", ".hdf5")  # model.save / save_model
+CHECKPOINT_SUFFIXES = (".keras", ".h5")  # ModelCheckpoint (save_weights_only=True: WEIGHTS_SUFFIX)
+WEIGHTS_SUFFIX = ".weights.h5"  # model.save_weights
 SAVE_WITHOUT_SUFFIX = ("Keras 3's model.save writes only a .keras file (or a legacy .h5) and raises ValueError for "
                        "a path without that suffix (TF 2's SavedModel directory): save to '<name>.keras', or for "
                        "a SavedModel use model.export(path) (for serving) or tf.saved_model.save(model, path)")
+SAVE_WEIGHTS_WITHOUT_SUFFIX = (
+    "Keras 3's save_weights writes only a .weights.h5 file and raises ValueError ('The filename must end in "
+    "`.weights.h5`') for any other path (a TF checkpoint prefix in TF 2): save to '<name>.weights.h5' and "
+    "load_weights from it, or for a TF checkpoint use tf.train.Checkpoint(model=model).save(prefix)")
+CHECKPOINT_WITHOUT_SUFFIX = (
+    "Keras 3's ModelCheckpoint checks its filepath when it is built and raises ValueError ('The filepath provided "
+    "must end in `.keras`') unless it ends in .keras (or .h5): name it like 'checkpoint-{epoch}.keras'")
+CHECKPOINT_WEIGHTS_WITHOUT_SUFFIX = (
+    "Keras 3's ModelCheckpoint(save_weights_only=True) raises ValueError when it is built unless its filepath "
+    "ends in .weights.h5 (a TF checkpoint prefix in TF 2): name it like 'checkpoint-{epoch}.weights.h5'")
+SAVE_FILE_OBJECT = (
+    "Keras 3's model.save / save_weights take a path, not an open file: an h5py.File or file object (which Keras 2 "
+    "wrote into) raises ValueError, since its str() ends in neither .keras nor .h5 ('Invalid filepath extension "
+    "for saving'; save_weights: 'The filename must end in `.weights.h5`'). Pass the path instead: "
+    "model.save('model.keras') (or 'model.h5' for HDF5), model.save_weights('model.weights.h5'); to put the "
+    "model inside a larger HDF5 file, save to a .h5 path and copy it in with h5py (Group.copy)")
+# Calls whose result is an open file (kinds the script binds, python_source._Bindings).
+FILE_OBJECT_CALLS = frozenset({"h5py.File", "builtins.open", "io.open", "io.BytesIO", "tensorflow.io.gfile.GFile"})
 SAVE_OPTIONS = ("Keras 3's model.save / keras.models.save_model take no options= (tf.saved_model.SaveOptions): "
                 "a .keras file needs none; for a SavedModel with options use "
                 "tf.saved_model.save(model, path, options=...)")
@@ -345,3 +383,29 @@ HUB_KERAS_LAYERS = frozenset({"tensorflow_hub.KerasLayer", "tensorflow_hub.keras
 CHECKPOINT_CLASSES = frozenset({
     "tensorflow.train.Checkpoint", "tensorflow.train.CheckpointManager", "tensorflow.compat.v1.train.Saver",
     "tensorflow.compat.v1.train.Checkpoint"})
+
+# Keras callbacks that watch a metric (keras.src.callbacks.monitor_callback.MonitorCallback):
+# class -> (position of monitor, position of mode) among their positional parameters.
+MONITOR_CALLBACKS = {"ReduceLROnPlateau": (0, 4), "EarlyStopping": (0, 4), "ModelCheckpoint": (1, 5)}
+# Keras 3.15's mode="auto" (MonitorCallback._set_monitor_op) takes the direction from the monitored
+# name without its "val_" prefix: "loss" is minimized; any other name must be a metric compiled
+# into the model whose class declares a direction (_direction "up" or "down"), else the callback
+# raises ValueError at the end of the first epoch. The names Keras' own metrics log under
+# (compile(metrics=[...]) strings and default names; tests check each against Keras):
+KERAS_DIRECTED_METRICS = frozenset({
+    "loss", "acc", "accuracy", "binary_accuracy", "categorical_accuracy", "sparse_categorical_accuracy",
+    "top_k_categorical_accuracy", "sparse_top_k_categorical_accuracy", "auc", "precision", "recall", "f1_score",
+    "mean_squared_error", "mse", "mean_absolute_error", "mae", "mean_absolute_percentage_error", "mape",
+    "mean_squared_logarithmic_error", "msle", "root_mean_squared_error", "r2_score", "log_cosh_error",
+    "binary_crossentropy", "categorical_crossentropy", "sparse_categorical_crossentropy", "kl_divergence",
+    "poisson", "hinge", "squared_hinge", "categorical_hinge", "cosine_similarity", "pearson_correlation",
+    "concordance_correlation",
+})
+MONITOR_AUTO_MODE = (
+    "without mode=, Keras 3 (mode='auto') takes the direction only from the name 'loss' (with or without 'val_') "
+    "and from a compiled Keras metric of that name that declares one (accuracy, auc, mae, ...); for any other "
+    "name (a custom metric function or class, a value a train_step or callback logs, a per-output loss such as "
+    "'dense_loss') it raises ValueError at the end of the first epoch ('Keras isn't able to automatically "
+    "determine whether that metric should be maximized or minimized'), in one process too, where Keras 2 "
+    "guessed from the name (max for names with 'acc' in them, min for most others): pass mode='max' for a score that should rise "
+    "(f1, auc, ...) or mode='min' for an error or loss")

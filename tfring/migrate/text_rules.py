@@ -1,7 +1,9 @@
 """Rewrites inside plain text: ``horovodrun`` command lines and ``HOROVOD_*`` variable names.
 
 These appear in shell scripts, Slurm batch files, READMEs, and in the comments and string
-literals of Python scripts. A command line is split into words on whitespace (quoting inside
+literals of Python scripts. Shell scripts and other text files also get their Horovod module
+names (``python -c "import horovod.tensorflow"``, ``python -m horovod.X``) rewritten or
+listed, as a Python import of them would be (``rewrite_file``). A command line is split into words on whitespace (quoting inside
 horovodrun's own options is not needed by any option it has); everything from the first word
 that is not an option is the worker command and is kept byte for byte.
 
@@ -11,12 +13,13 @@ Pure functions, no I/O.
 import re
 from dataclasses import dataclass
 
-from tfring.migrate import rules
+from tfring.migrate import modules, rules
 
 _VARIABLE = re.compile(r"\bHOROVOD_[A-Z0-9_]+\b")
 _LAUNCHER = re.compile(r"\bhorovodrun\b")
 _WORD = re.compile(r"\S+")
 _MODULE_FLAG = re.compile(r"(-m\s+)(horovod(?:\.\w+)+)\b")
+_HOROVOD_NAME = re.compile(r"(?<![\w.])horovod(?:\.\w+)+")
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,7 @@ class Note:
     message: str
     rewritten: bool  # False: the user must make this edit by hand (unless advice)
     advice: bool = False  # True: nothing to edit, but worth reading (not counted as a manual edit)
+    cell: int = None  # a notebook's cell (1-based, every cell counted); None: line of the file
 
     @property
     def kind(self):
@@ -34,6 +38,10 @@ class Note:
     @property
     def manual(self):
         return not self.rewritten and not self.advice
+
+    def where(self, path):
+        """``path:line``, or ``path cell N, line L`` in a notebook."""
+        return f"{path}:{self.line}" if self.cell is None else f"{path} cell {self.cell}, line {self.line}"
 
 
 def rewrite_variables(text, line=1):
@@ -120,6 +128,44 @@ def _rewrite_worker_module(command, line):
         return match.group(1) + new
 
     return _MODULE_FLAG.sub(replace, command), notes
+
+
+def rewrite_modules(text, line=1):
+    """Horovod module names in one line of a shell script or other text file, as an import of
+    them is rewritten: to the tfring module where one exists (``horovod.tensorflow.keras`` ->
+    ``tfring.keras``; a name under it, ``horovod.spark.run``, goes with it), else left as
+    written with a manual note saying what to use instead (``horovod.torch``,
+    ``horovod.spark.tensorflow.compute_worker``). Returns (text, notes)."""
+    notes = []
+
+    def replace(match):
+        name = match.group(0)
+        why = modules.unsupported_module(name)
+        new = modules.rewritten_module(name)
+        if why is not None:
+            notes.append(Note(line, f"{name}: {why}", False))
+            return name
+        if new is None:
+            return name  # no rule (horovod.run and the like): the Python rules speak of those
+        if new in modules.tfring_modules() or new.rsplit(".", 1)[0] in modules.tfring_modules():
+            notes.append(Note(line, f"{name} -> {new}", True))
+            return new
+        notes.append(Note(line, modules.missing_module_note(name, new), False))
+        return name
+
+    return _HOROVOD_NAME.sub(replace, text), notes
+
+
+def rewrite_file(text):
+    """Every rewrite for a shell script or other text file: ``rewrite_text``'s, then the
+    Horovod module names of each line (``rewrite_modules``). Returns (text, notes)."""
+    text, notes = rewrite_text(text)
+    out = []
+    for k, piece in enumerate(text.splitlines(keepends=True)):
+        piece, module_notes = rewrite_modules(piece, k + 1)
+        out.append(piece)
+        notes += module_notes
+    return "".join(out), sorted(notes, key=lambda n: n.line)
 
 
 def rewrite_text(text, first_line=1):
