@@ -97,6 +97,20 @@ def test_every_option_is_documented():
                 assert f"`{option}" in doc, f"{option} is missing from docs/launcher.md"
 
 
+def test_oversubscription_warning_and_the_log_level_that_hides_it():
+    from tfring.runner import binding
+
+    assert binding.oversubscription_warning(2, 2) is None and binding.oversubscription_warning(1, 4) is None
+    text = binding.oversubscription_warning(4, 2)
+    assert text.startswith("warning: 4 ranks on this host, which has 2 CPUs") and "share cores" in text
+    assert "-np 2" in text and "tfring.run(np=2)" in text and "TFRING_LOG_LEVEL=warning,cpu=error" in text
+    for spec, shown in [(None, True), ("warning", True), ("info,transport=debug", True), ("ERROR", False),
+                        ("warning,cpu=error", False), ("warning,cpu=FATAL", False), ("error,cpu=warning", True),
+                        ("error,cpu=debug", True)]:
+        job = {} if spec is None else {"TFRING_LOG_LEVEL": (spec, "environment variable TFRING_LOG_LEVEL")}
+        assert settings.log_enabled(job, "warning", "cpu") is shown, spec
+
+
 def test_tracebacks_keep_each_ranks_last_uncaught_error():
     from tfring.runner.tracebacks import Tracebacks
 
@@ -373,6 +387,42 @@ print("GRANDCHILD", p.pid, flush=True)
     while _pids_alive(pids) and time.time() < deadline:
         time.sleep(0.1)
     assert _pids_alive(pids) == []
+
+
+OVERSUBSCRIBED = "ranks on this host, which has"
+
+
+@pytest.mark.multiprocess
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="needs Linux affinity masks")
+def test_one_warning_when_the_ranks_outnumber_the_cpus():
+    # the launcher runs on (at most) 2 of this machine's CPUs, so its count is real
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    for np_, warned in [(len(cpus) + 1, True), (len(cpus), False)]:
+        out = subprocess.run([*LAUNCHER, "-np", str(np_), sys.executable, "-c", "print('ran')"], env=job_env(),
+                             check=False, capture_output=True, text=True, timeout=45,
+                             preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+        assert out.returncode == 0 and out.stdout.count("ran") == np_, out.stderr
+        if warned:
+            assert out.stderr.count(OVERSUBSCRIBED) == 1, out.stderr  # the launcher's, not every rank's
+            assert f"tfringrun: warning: {np_} ranks on this host, which has {len(cpus)} CPU" in out.stderr
+        else:
+            assert OVERSUBSCRIBED not in out.stderr, out.stderr
+
+
+@pytest.mark.multiprocess
+@pytest.mark.timeout(60)
+def test_oversubscription_warning_follows_the_cpu_count_and_log_level(monkeypatch, capfd):
+    from tfring.runner import binding, launch
+
+    monkeypatch.setattr(binding, "cpu_count", lambda: 1)
+    command = ["--", sys.executable, "-c", "print('ran')"]
+    for argv, warned in [(["-np", "2"], True), (["-np", "1"], False),
+                         (["-np", "2", "--log-level", "warning,cpu=error"], False)]:
+        assert launch.launch(argv + command, environ=job_env()) == 0
+        out, err = capfd.readouterr()
+        assert out.count("ran") == int(argv[1]), err
+        assert err.count("tfringrun: warning: 2 ranks on this host, which has 1 CPU for them") == int(warned), err
 
 
 @pytest.mark.multiprocess

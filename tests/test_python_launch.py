@@ -70,6 +70,18 @@ def test_mpi_options_are_refused():
         tfring.run(_rank_times, args=(1,), np=2, use_mpi=True)
 
 
+def test_more_ranks_than_cpus_warns_once(monkeypatch, capfd):
+    from tfring.runner import binding
+
+    monkeypatch.setattr(binding, "cpu_count", lambda: 2)  # the launcher runs in this process
+    assert tfring.run(_rank_times, args=(1,), np=3) == [0, 1, 2]
+    err = capfd.readouterr().err
+    assert err.count("ranks on this host") == 1, err
+    assert "warning: 3 ranks on this host, which has 2 CPUs" in err and "tfring.run(np=2)" in err
+    assert tfring.run(_rank_times, args=(1,), np=2) == [0, 1]
+    assert "ranks on this host" not in capfd.readouterr().err
+
+
 # --- a real notebook ---------------------------------------------------------------------
 
 FIT_CELL = """

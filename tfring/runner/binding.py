@@ -39,7 +39,7 @@ class Topology:
     @staticmethod
     def here():
         """This machine, restricted to this process's affinity mask."""
-        allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+        allowed = allowed_cpus()
         core_of, socket_of, node_of = {}, {}, {}
         for cpu in allowed:
             base = f"/sys/devices/system/cpu/cpu{cpu}"
@@ -48,6 +48,29 @@ class Topology:
             node_of[cpu] = next((int(name[4:]) for name in _listdir(base) if name.startswith("node")
                                  and name[4:].isdigit()), -1)
         return Topology(tuple(allowed), core_of, socket_of, node_of)
+
+
+def allowed_cpus():
+    """The CPUs this process may run on (its affinity mask), sorted; every CPU where the
+    platform has no affinity masks."""
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+
+
+def cpu_count():
+    """How many CPUs this process may run on (``allowed_cpus``)."""
+    return len(allowed_cpus())
+
+
+def oversubscription_warning(local_ranks, cpus):
+    """The launcher's warning when it starts more ranks on this host than ``cpus``, else
+    None. Said once per job (launch.py), not by every rank."""
+    if local_ranks <= cpus:
+        return None
+    return (f"warning: {local_ranks} ranks on this host, which has {cpus} CPU{'s' if cpus != 1 else ''} for them "
+            "(this process's affinity mask): the ranks will share cores and run slower. For a CPU each, start "
+            f"at most {cpus} here (tfringrun -np {cpus}, tfring.run(np={cpus}), or add hosts); to keep "
+            f"{local_ranks} and hide this warning, set TFRING_LOG_LEVEL=warning,cpu=error (or --log-level "
+            "warning,cpu=error)")
 
 
 def _read_int(path):

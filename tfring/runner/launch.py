@@ -79,6 +79,15 @@ def _plan(ns, environ):
     return slots, placement.place(slots, ns, job_settings, environ), job_settings
 
 
+def _warn_if_oversubscribed(output, slots, place, job_settings):
+    """One warning for the job when it starts more ranks on this host than this process may
+    use CPUs (``binding.oversubscription_warning``), unless TFRING_LOG_LEVEL hides warnings
+    of the ``cpu`` subsystem."""
+    text = binding.oversubscription_warning(sum(not place.is_remote(s) for s in slots), binding.cpu_count())
+    if text and settings_lib.log_enabled(job_settings, "warning", "cpu"):
+        output.message(text)
+
+
 def launch(argv=None, environ=None, store_hook=None):
     """Runs tfringrun with ``argv`` (default: sys.argv[1:]). Returns the exit code.
 
@@ -124,6 +133,7 @@ def launch(argv=None, environ=None, store_hook=None):
         leave_hook = store_hook_lib.enter(store_hook, store, lambda: (store.stop(STORE_STOP_S),
                                                                       output.close(timeout=DRAIN_OUTPUT_S)))
         try:
+            _warn_if_oversubscribed(output, slots, place, job_settings)
             if ns.verbose:
                 output.message(f"store at {store_addr} (the job secret is in TFRING_SECRET, never shown)")
                 output.message(jobenv.describe(job_settings))

@@ -100,6 +100,23 @@ def float_value(settings, name):
     return float(settings.get(name, (table()[name]["default"], None))[0])
 
 
+LOG_LEVELS = ("trace", "debug", "info", "warning", "error")
+
+
+def log_enabled(settings, level, subsystem):
+    """Whether the job's TFRING_LOG_LEVEL (``collect`` output, else the core's default)
+    lets a ``level`` message of ``subsystem`` through, read as the core reads it:
+    ``LEVEL[,SUBSYSTEM=LEVEL...]``, any case, fatal as error. For the launcher's own
+    messages; call after ``validate`` (a malformed value lets everything through)."""
+    text = settings.get("TFRING_LOG_LEVEL", (table()["TFRING_LOG_LEVEL"]["default"], None))[0]
+    levels = {}  # "" -> the default level, else subsystem -> level
+    for part in text.lower().split(","):
+        name, _, value = part.rpartition("=")
+        levels[name] = "error" if value == "fatal" else value
+    chosen = levels.get(subsystem, levels.get("", "warning"))
+    return chosen not in LOG_LEVELS or LOG_LEVELS.index(level) >= LOG_LEVELS.index(chosen)
+
+
 def validate(settings, slot_env):
     """Validates ``settings`` (from ``collect``) together with one rank's identity.
 

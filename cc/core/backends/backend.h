@@ -1,7 +1,7 @@
 // Backend: where the bytes of a collective move. CpuBackend (cpu_backend.h: rings over the
 // Communicator's links) serves every request with device == -1; a request with
 // device >= 0 goes to the GPU backend, which an optional component
-// (cc/core/nccl/, built unless TFRING_WITH_NCCL=0) registers at load time. Nothing else in
+// (cc/core/backends/nccl/, built unless TFRING_WITH_NCCL=0) registers at load time. Nothing else in
 // the core knows whether one exists: no #if outside that registration.
 //
 // Threads: Backend::Execute runs on the runtime's background thread only; Abort() and

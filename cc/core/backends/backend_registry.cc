@@ -1,5 +1,5 @@
 // The GPU backend's registration point (see backend.h). Always compiled; empty unless the
-// NCCL backend (cc/core/nccl/) was linked into libtfring_core.so.
+// NCCL backend (cc/core/backends/nccl/) was linked into libtfring_core.so.
 #include <map>
 #include <mutex>
 
