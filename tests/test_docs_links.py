@@ -87,10 +87,9 @@ ISSUE = re.compile(r"\bissues? #?\d+", re.IGNORECASE)
 # (elsewhere it cannot be told from a number such as 16777216). A pin of another project's
 # file, ``owner/repo@2626dc8``, says which upstream version was used and may stay.
 COMMIT = re.compile(r"(?<!@)\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b|\bcommit\s+`?[0-9]{7,40}\b")
-# Pages that still cite them, each with why. docs/migrating.md: its dated migration records
-# are being rewritten in a parallel change; drop it from here when that lands (the check
-# below fails once a listed page is clean, so the exception cannot outlive its reason).
-CITES_HISTORY_FOR_NOW = {"docs/migrating.md": "rewritten in a parallel change"}
+# Pages that still cite them, each with why (none today; the check below fails once a
+# listed page is clean, so an exception cannot outlive its reason).
+CITES_HISTORY_FOR_NOW = {}
 
 
 def user_pages(root=ROOT):
