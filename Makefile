@@ -53,38 +53,48 @@ fresh-clone-check:
 	tools/fresh_clone_check.sh
 
 # The phases, each timed (tools/phase.sh); stops at the first failing one and prints the
-# table of times either way. system-deps, install and lint run first. Then pytest runs in
-# the foreground on both CPUs (PYTEST_WORKERS) while the C++ test binaries (ASan+UBSan,
-# TSan) and the GPU compile check are built in the background at nice 19: they take a CPU
-# whenever no test wants it (process starts, waits on timeouts) and finish after pytest
-# otherwise. The two sanitizer runs then go side by side (cctest-sanitizers; alone each
-# keeps 1.2-1.4 CPUs busy: ASan+UBSan 229 CPU-s in 263 s, TSan 267 CPU-s in 191 s; side by
-# side 312 s for both). The whole suite is CPU-bound on 2 cores: measured 2026-11-29, make
-# test took 3,210 CPU-s in 1,831 s (1.75 CPUs): pytest ~1,700 CPU-s, mostly ~6 s of
-# TensorFlow+Keras import per worker process; the sanitizer builds ~550; their runs ~500;
-# the install. Shorter needs less CPU, not another order (lab/records/test_suite.md).
+# table of times either way. system-deps first; then the C++ sanitizer test binaries
+# (ASan+UBSan, TSan: they need only the system packages) start building in the background
+# at nice 19 while install and lint run and pytest runs on both CPUs (PYTEST_WORKERS), and
+# the GPU compile check (it needs the install) builds beside pytest, also at nice 19: they
+# take a CPU whenever the foreground leaves one idle (pip unpacking wheels, process starts,
+# waits on timeouts). The two sanitizer runs then go side by side after pytest
+# (cctest-sanitizers), at normal priority: their bounded-wait checks (a failure reaching
+# every rank within seconds) are not run starved beside pytest. Rank processes of the
+# Python tests that import TensorFlow are forks of one server per pytest worker
+# (tests/fork_server.py): each skips ~6 CPU-s of TensorFlow+Keras import. Measured
+# 2026-12-05 on a fresh clone (lab/records/test_suite.md): 1,094 s wall before the builds
+# moved ahead of install, against 1,831 s (2026-11-29) before the fork server.
 # The plain C++ build (`make cctest`, for quick local runs) is not a phase: ASan+UBSan runs
 # the same tests on the same -O1 core.
-TEST_PHASES_FIRST := system-deps install lint
-BACKGROUND_BUILDS := build/cctest-asan/tfring_tests build/cctest-tsan/tfring_tests gpu-compile-check
+TEST_PHASES_FIRST := install lint
+SANITIZER_BUILDS  := build/cctest-asan/tfring_tests build/cctest-tsan/tfring_tests
 TEST_PHASES_AFTER := cctest-sanitizers
 TEST_JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 PHASE        = tools/phase.sh $(1) $(MAKE) -j$(TEST_JOBS) --no-print-directory
+# $(1): the background job's pid variable, $(2): its log; fails the run (status=1) with the
+# log's tail when the job failed.
+WAIT_BACKGROUND = if ! wait $$$(1); then \
+	    echo "== background job failed ($(2)):"; tail -60 $(2); [ $$status = 0 ] && status=1; fi
 test:
-	@tools/phase.sh --reset; status=0; installed=; \
-	for phase in $(TEST_PHASES_FIRST); do \
-	  $(call PHASE,$$phase) $$phase $$installed || { status=$$?; break; }; \
-	  [ $$phase = install ] && installed=INSTALLED=1; \
-	done; \
+	@tools/phase.sh --reset; status=0; installed=; builds=; \
+	$(call PHASE,system-deps) system-deps || status=$$?; \
 	if [ $$status = 0 ]; then \
-	  nice -n 19 $(call PHASE,background-builds) $(BACKGROUND_BUILDS) $$installed > build/background-builds.log 2>&1 & \
+	  nice -n 19 $(call PHASE,background-sanitizer-builds) $(SANITIZER_BUILDS) > build/background-builds.log 2>&1 & \
 	  builds=$$!; \
-	  $(call PHASE,pytest) pytest $$installed || status=$$?; \
-	  if ! wait $$builds; then \
-	    echo "== background builds failed (build/background-builds.log):"; tail -60 build/background-builds.log; \
-	    [ $$status = 0 ] && status=1; \
-	  else grep -E '^gpu-compile-check' build/background-builds.log; fi; \
+	  for phase in $(TEST_PHASES_FIRST); do \
+	    $(call PHASE,$$phase) $$phase $$installed || { status=$$?; break; }; \
+	    [ $$phase = install ] && installed=INSTALLED=1; \
+	  done; \
 	fi; \
+	if [ $$status = 0 ]; then \
+	  nice -n 19 $(call PHASE,background-gpu-check) gpu-compile-check $$installed > build/background-gpu-check.log 2>&1 & \
+	  gpu=$$!; \
+	  $(call PHASE,pytest) pytest $$installed || status=$$?; \
+	  $(call WAIT_BACKGROUND,gpu,build/background-gpu-check.log); \
+	  grep -E '^gpu-compile-check' build/background-gpu-check.log; \
+	fi; \
+	if [ -n "$$builds" ]; then $(call WAIT_BACKGROUND,builds,build/background-builds.log); fi; \
 	if [ $$status = 0 ]; then \
 	  for phase in $(TEST_PHASES_AFTER); do \
 	    $(call PHASE,$$phase) $$phase $$installed || { status=$$?; break; }; \

@@ -7,11 +7,10 @@ import importlib.util
 import os
 import re
 import subprocess
-import sys
 
 import pytest
 
-from tests.helpers import job_env, rank_output, run_job
+from tests.helpers import job_env, rank_output, rank_python, run_job
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workers", "checkpoint_script.py")
 REFUSED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workers", "refused_saves.py")
@@ -113,7 +112,7 @@ def test_a_refused_save_raises_the_writers_error_on_every_rank_as_in_one_process
     (no suffix). Rank 1 raised tf.errors.AbortedError (with empty args) where rank 0 raised
     ValueError, and rank 0's message named tfring's temporary file."""
     (tmp_path / "a_file").write_text("a file, not a directory")
-    single = subprocess.run([sys.executable, REFUSED, str(tmp_path)], env=job_env(), capture_output=True, text=True,
+    single = subprocess.run([*rank_python(_script(REFUSED)), REFUSED, str(tmp_path)], env=job_env(), capture_output=True, text=True,
                             timeout=120, check=False)
     assert single.returncode == 0 and "DONE" in single.stdout, single.stdout + single.stderr
     expected = _results(single.stdout)
@@ -154,7 +153,7 @@ def test_every_save_api_into_missing_and_nested_folders_behaves_as_in_one_proces
     each rank sees what one plain process sees, files included."""
     single_dir = tmp_path / "single"
     single_dir.mkdir()
-    single = subprocess.run([sys.executable, FOLDERS, str(single_dir), str(FOLDER_ROUNDS)], env=job_env(),
+    single = subprocess.run([*rank_python(_script(FOLDERS)), FOLDERS, str(single_dir), str(FOLDER_ROUNDS)], env=job_env(),
                             capture_output=True, text=True, timeout=120, check=False)
     assert single.returncode == 0 and "DONE [1.0]" in single.stdout, single.stdout + single.stderr
     expected = _folder_results(single.stdout)
