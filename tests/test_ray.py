@@ -16,7 +16,7 @@ pytest.importorskip("tfring.tensorflow", reason="the TF op library (tfring.tenso
 
 from ray.train import FailureConfig, RunConfig, ScalingConfig
 
-from tests.helpers import REPO_ROOT, job_env
+from tests.helpers import REPO_ROOT, job_env, rank_python
 from tests.workers import ray_fns
 from tfring.ray import RayExecutor, TfringConfig, TfringTrainer
 
@@ -77,7 +77,7 @@ def test_trainer_fit_equals_tfringrun_and_ranks_are_rays(local_ray, tmp_path):
     import sys
 
     launched = subprocess.run(
-        [sys.executable, "-m", "tfring.runner.launch", "-np", "2", sys.executable,
+        [sys.executable, "-m", "tfring.runner.launch", "-np", "2", *rank_python("import tensorflow"),
          os.path.join(WORKERS, "ray_fns.py"), str(on_tfringrun)],
         env=job_env(), cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert launched.returncode == 0, launched.stdout + launched.stderr
