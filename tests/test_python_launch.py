@@ -1,18 +1,23 @@
 """tfring.run(fn, np=2): results by rank, a rank's exception re-raised with its rank and
-traceback, clear errors for what cannot be pickled, and the same from a real Jupyter
-kernel (nbclient + ipykernel): a Keras fit whose rank-0 progress shows in the cell, and a
-kernel interrupt that stops every rank.
+traceback, clear errors for what cannot be pickled, the source of functions sent by value
+on the ranks (AutoGraph converts a script's ``Dataset.map`` function with ``if``; tracebacks
+show source lines), and the same from a real Jupyter kernel (nbclient + ipykernel): a Keras
+fit whose rank-0 progress shows in the cell, AutoGraph on a cell's function, and a kernel
+interrupt that stops every rank.
 
 Every wait is bounded; ranks use one intra/inter-op thread.
 """
 
 import os
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
 
 import tfring
+from tests.helpers import job_env
 from tfring.runner.function_job import RankError
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.timeout(110)]
@@ -82,6 +87,82 @@ def test_more_ranks_than_cpus_warns_once(monkeypatch, capfd):
     assert "ranks on this host" not in capfd.readouterr().err
 
 
+# AutoGraph converts `if x > 2:` on a tensor only when it can read the function's source:
+# in one process this map gives [0, 1, 2, 30, 40].
+MAP_FUNCTION = """
+def times_ten_above_two(x):
+    if x > 2:
+        return x * 10
+    else:
+        return x
+
+def mapped():
+    import tensorflow as tf
+    return [int(v) for v in tf.data.Dataset.range(5).map(times_ten_above_two)]
+"""
+
+SOURCE_SCRIPT = MAP_FUNCTION + """
+import tfring
+from tfring.runner.function_job import RankError
+
+def fails():
+    raise LookupError("no shard " + "for this rank")
+
+print("mapped:", tfring.run(mapped, np=2), flush=True)
+try:
+    tfring.run(fails, np=2)
+except RankError as e:
+    print("remote traceback:", e.remote_traceback, flush=True)
+"""
+
+
+def test_functions_of_a_script_keep_their_source_on_the_ranks(tmp_path):
+    """A script's functions travel by value; the ranks get their source (issue 47 item 7)."""
+    script = tmp_path / "train.py"
+    script.write_text(SOURCE_SCRIPT)
+    out = subprocess.run([sys.executable, str(script)], check=False, env=job_env(THREADS), cwd=tmp_path,
+                         capture_output=True, text=True, timeout=100)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text
+    assert "mapped: [[0, 1, 2, 30, 40], [0, 1, 2, 30, 40]]" in out.stdout, text
+    traceback_text = out.stdout.split("remote traceback:", 1)[-1]
+    assert f'File "<tfring.run:{script}>", line ' in traceback_text, text
+    assert 'raise LookupError("no shard " + "for this rank")' in traceback_text, text
+
+
+CELL = """
+def outer(x):
+    scale = lambda v: v * 3
+    return scale(x)
+"""
+
+
+def test_pack_sends_the_source_of_a_cell_under_the_callers_name():
+    """In one process: code from a file no module has (here a fake notebook cell in
+    linecache, as IPython registers cells) travels with its lines, renamed
+    ``<caller:path>``, nested lambda included; ``unpack`` registers them."""
+    import inspect
+    import linecache
+
+    from tfring.runner import function_job
+
+    path = "/nonexistent/ipykernel_0/4242.py"
+    linecache.cache[path] = (len(CELL), None, CELL.splitlines(keepends=True), path)
+    namespace = {"__name__": "__main__"}
+    try:
+        exec(compile(CELL, path, "exec"), namespace)  # noqa: S102 - a notebook cell runs this way
+        payload = function_job.pack(namespace["outer"], (2,), {}, caller="tfring.spark.run")
+    finally:
+        del linecache.cache[path]
+    name = f"<tfring.spark.run:{path}>"
+    linecache.cache.pop(name, None)
+    fn, args, kwargs = function_job.unpack(payload)
+    assert (fn(*args, **kwargs), fn.__code__.co_filename) == (6, name)
+    assert inspect.getsource(fn) == CELL.lstrip("\n")
+    lambda_code = next(c for c in fn.__code__.co_consts if inspect.iscode(c))
+    assert lambda_code.co_filename == name
+
+
 # --- a real notebook ---------------------------------------------------------------------
 
 FIT_CELL = """
@@ -119,6 +200,10 @@ def fails():
 tfring.run(fails, np=2)
 """
 
+AUTOGRAPH_CELL = MAP_FUNCTION + """
+print("mapped:", tfring.run(mapped, np=2))
+"""
+
 
 def _notebook_tools():
     """nbformat and nbclient's NotebookClient; fails (CI installs them, never skips) naming
@@ -149,21 +234,25 @@ def _cell_text(cell):
 
 
 def test_notebook_runs_fit_and_reports_a_failing_rank(tmp_path):
+    """Also: the ranks get the source of the cells' functions (issue 47 item 7): AutoGraph
+    converts a map function, the failing rank's traceback shows the line that raised."""
     nbformat, NotebookClient = _notebook_tools()
 
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(FIT_CELL), nbformat.v4.new_code_cell(FAIL_CELL)]
+    nb.cells = [nbformat.v4.new_code_cell(cell) for cell in (FIT_CELL, FAIL_CELL, AUTOGRAPH_CELL)]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     client = NotebookClient(nb, timeout=90, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}},
                             allow_errors=True)
     started = time.monotonic()
     client.execute(env=_kernel_env())
-    fit, fail = (_cell_text(c) for c in nb.cells)
+    fit, fail, autograph = (_cell_text(c) for c in nb.cells)
     assert "ranks: 2 identical: True" in fit, fit
     assert "[0]<stdout>: Epoch 1/2" in fit, fit  # rank 0's Keras progress, in the cell
     assert "[1]<stdout>: Epoch" not in fit
     assert "RankError" in fail and "rank 1 raised KeyError" in fail and "missing column on rank 1" in fail, fail
     assert "Traceback on rank 1" in fail, fail
+    assert 'raise KeyError("missing column on rank 1")' in fail, fail  # the cell's line, shown by the rank
+    assert "mapped: [[0, 1, 2, 30, 40], [0, 1, 2, 30, 40]]" in autograph, autograph
     assert time.monotonic() - started < 90
 
 

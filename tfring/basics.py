@@ -11,7 +11,7 @@ import os
 import sys
 import warnings
 
-from tfring import _core, auto_names, horovod_settings
+from tfring import _core, auto_names, horovod_settings, interrupts
 from tfring import process_sets as _process_sets
 from tfring._bootstrap import launch_env, providers
 
@@ -41,6 +41,10 @@ def init(process_sets=None, **settings):
     --min-np/--max-np/--host-discovery-script``) gets its identity from the driver's next
     generation that includes it instead, waiting for it (docs/elastic.md).
 
+    On the main thread, replaces Python's default SIGINT handler with tfring's
+    (``tfring.interrupts``): Ctrl-C while a TensorFlow collective waits is one clean
+    KeyboardInterrupt.
+
     Raises:
       tfring.errors.InvalidArgumentError: a setting has a bad value (the message names it).
       tfring.errors.PreconditionError: started by mpirun/srun with more than one rank but
@@ -66,6 +70,7 @@ def init(process_sets=None, **settings):
     _explicit_overrides = overrides
     _register_process_sets(process_sets)
     horovod_settings.warn_if_any()
+    interrupts.install()  # Ctrl-C in a blocked collective: one KeyboardInterrupt
     if not _atexit_registered:
         atexit.register(_shutdown_at_exit)
         _install_excepthook()

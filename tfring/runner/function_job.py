@@ -2,12 +2,17 @@
 the function travels to the ranks and their results come back through the job's store.
 
 Protocol (keys in the job's authenticated store; ``prefix`` is ``TFRING_RUN_KEYS``):
-  ``tfring.run/fn``        set by the caller before any rank starts: cloudpickle of
-                           ``(fn, args, kwargs)``.
+  ``tfring.run/fn``        set by the caller before any rank starts: pickle of
+                           ``(lines, call)``, where ``call`` is the cloudpickle of
+                           ``(fn, args, kwargs)`` and ``lines`` the source lines of the
+                           files whose functions it sends by value (sources.py).
   ``<prefix>count``        each rank adds 1 once ``fn`` has returned or raised; the value
                            it gets, n, is its report's place in time (1 = first).
   ``<prefix>report/<n>``   that rank's ``Report`` (pickled), set right after.
 The caller reads the reports once every rank has ended, so no read ever waits long.
+
+The source of functions sent by value travels with them (sources.py), so
+``inspect.getsource``, AutoGraph and tracebacks work on the ranks.
 
 The store carries at most 64 MiB per message: a function with its arguments, or one
 rank's return value, must stay below ``MAX_BYTES``. Pass large data as a path instead.
@@ -15,6 +20,8 @@ rank's return value, must stay below ``MAX_BYTES``. Pass large data as a path in
 
 import dataclasses
 import pickle
+
+from tfring.runner import sources
 
 FN_KEY = "tfring.run/fn"
 KEYS_ENV = "TFRING_RUN_KEYS"
@@ -53,7 +60,9 @@ def _cloudpickle():
 
 
 def pack(fn, args, kwargs, caller="tfring.run"):
-    """cloudpickle of ``(fn, args, kwargs)``.
+    """The payload for the ranks: cloudpickle of ``(fn, args, kwargs)`` with the source of
+    what it sends by value (module docstring; ``caller`` names those files on the ranks,
+    e.g. ``<tfring.run:/home/me/train.py>``).
 
     Raises:
       TypeError: something cannot be pickled; the message names it (``fn``, ``args[1]``,
@@ -75,7 +84,8 @@ def pack(fn, args, kwargs, caller="tfring.run"):
                 f"{caller} cannot send {what} ({type(obj).__name__}) to the ranks: cloudpickle failed "
                 f"with {type(e).__name__}: {e}. Create such objects (locks, sockets, sessions, open "
                 "files, TF models) inside fn instead of capturing or passing them.") from e
-    payload = cloudpickle.dumps((fn, args, kwargs))
+    call, lines = sources.dumps((fn, args, kwargs), caller)
+    payload = pickle.dumps((lines, call))
     if len(payload) > MAX_BYTES:
         raise ValueError(f"{caller}: fn with its arguments pickles to {len(payload) >> 20} MiB, more than the "
                          f"job's store carries ({MAX_BYTES >> 20} MiB): pass large data as a file path")
@@ -83,9 +93,12 @@ def pack(fn, args, kwargs, caller="tfring.run"):
 
 
 def unpack(payload):
-    """``(fn, args, kwargs)`` from ``pack``'s bytes (on a rank)."""
+    """``(fn, args, kwargs)`` from ``pack``'s bytes (on a rank), after registering the
+    source lines that came with them in ``linecache``."""
     _cloudpickle()  # unpickling cloudpickled functions needs cloudpickle importable
-    return pickle.loads(payload)
+    lines, call = pickle.loads(payload)
+    sources.register(lines)
+    return pickle.loads(call)
 
 
 def read_reports(client, prefix=DEFAULT_PREFIX):
