@@ -1,4 +1,4 @@
-"""tfring's SIGINT handler (tfring/interrupts.py), in one process without TensorFlow: a
+"""tfring's SIGINT handler (tfring/_interrupts.py), in one process without TensorFlow: a
 SIGINT that comes while an exception's ``__init__`` runs becomes one KeyboardInterrupt once
 the exception was built (the multi-process case, Ctrl-C in a TensorFlow collective, is
 tests/test_tf_errors.py::test_ctrl_c_in_a_collective_is_one_keyboard_interrupt)."""
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tfring import interrupts
+from tfring import _interrupts as interrupts
 
 
 class _SignalledWhileBuilt(Exception):

@@ -11,7 +11,7 @@ import os
 import sys
 import warnings
 
-from tfring import _core, auto_names, horovod_settings, interrupts
+from tfring import _core, _interrupts, auto_names, horovod_settings
 from tfring import process_sets as _process_sets
 from tfring._bootstrap import launch_env, providers
 
@@ -42,7 +42,7 @@ def init(process_sets=None, **settings):
     generation that includes it instead, waiting for it (docs/elastic.md).
 
     On the main thread, replaces Python's default SIGINT handler with tfring's
-    (``tfring.interrupts``): Ctrl-C while a TensorFlow collective waits is one clean
+    (``tfring._interrupts``): Ctrl-C while a TensorFlow collective waits is one clean
     KeyboardInterrupt.
 
     Raises:
@@ -70,7 +70,7 @@ def init(process_sets=None, **settings):
     _explicit_overrides = overrides
     _register_process_sets(process_sets)
     horovod_settings.warn_if_any()
-    interrupts.install()  # Ctrl-C in a blocked collective: one KeyboardInterrupt
+    _interrupts.install()  # Ctrl-C in a blocked collective: one KeyboardInterrupt
     if not _atexit_registered:
         atexit.register(_shutdown_at_exit)
         _install_excepthook()
