@@ -1,7 +1,8 @@
 """tfring-migrate end to end: scripts written in the style of Horovod's TF2/Keras examples and
 of TF's MultiWorkerMirroredStrategy tutorial (tests/migrate_inputs/) are rewritten with
 ``--write``, need no manual edit, and then train under ``tfringrun -np 2``: both ranks end
-with the same weights and a loss well below the first one."""
+with the same weights and a loss well below the first one. The Ray one
+(horovod_ray_tf2_mnist.py) is migrated here too; tests/test_ray.py runs it."""
 
 import os
 import re
@@ -25,7 +26,7 @@ def migrated(tmp_path_factory):
     result = subprocess.run([sys.executable, "-m", "tfring.migrate.cli", "--write", "."], cwd=folder,
                             env=job_env(), capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, f"manual edits left or an error:\n{result.stderr}"
-    assert "changed 4 of 4 file(s); 0 manual edit(s) left" in result.stderr, result.stderr
+    assert "changed 5 of 5 file(s); 0 manual edit(s) left" in result.stderr, result.stderr
     return folder
 
 

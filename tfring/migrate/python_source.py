@@ -416,8 +416,6 @@ class _Rewriter(cst.CSTTransformer):
         elif "horovod.run" in qualified:
             self._note(original_node, rules.HOROVOD_RUN_REWRITTEN, True)
             updated_node = updated_node.with_changes(func=_expression("tfring.run"))
-        if any(q.startswith("horovod.ray.") and q.endswith("RayExecutor.create_settings") for q in qualified):
-            self._note(original_node, f"{func_name}(): {rules.RAY_CREATE_SETTINGS}", False)
         if qualified & {"os.environ.get", "os.getenv"} and original_node.args and _is_tf_config(
                 original_node.args[0].value):
             self._note(original_node, f"{func_name}('TF_CONFIG') {rules.TF_CONFIG_READ}", False)

@@ -25,7 +25,8 @@ MODULES = {
     "horovod.tensorflow.data.compute_service": "tfring.tensorflow.data.compute_service",
     "horovod.tensorflow.data.compute_worker": "tfring.tensorflow.data.compute_worker",
     "horovod.tensorflow.compute_service": "tfring.tensorflow.data.compute_service",
-    # horovod.ray's RayExecutor is tfring.ray's (same start/run/execute/shutdown; docs/engines.md)
+    # horovod.ray's RayExecutor is tfring.ray's (Horovod 0.28's constructor, create_settings, start/run/
+    # execute/shutdown; docs/engines.md)
     "horovod.ray": "tfring.ray",
 }
 
@@ -36,8 +37,6 @@ HOROVOD_TOP_LEVEL = {"run": "tfring"}
 _RAY_ELASTIC = ("tfring.ray has no ElasticRayExecutor: RayExecutor runs a fixed-size job. For elastic "
                 "training on Ray use tfring.ray.TfringTrainer with FailureConfig(max_failures=N) (Ray restarts "
                 "the worker group), or tfringrun --min-np/--max-np off Ray (docs/engines.md, docs/elastic.md)")
-RAY_CREATE_SETTINGS = ("tfring's RayExecutor has no create_settings(): pass tfring settings as a dict, "
-                       "RayExecutor(settings={'timeout_s': 30}, num_workers=N) (docs/engines.md)")
 
 # Horovod modules with no tfring counterpart, and what to do instead.
 #
@@ -61,8 +60,9 @@ UNSUPPORTED_MODULES = {
     "horovod.ray.ElasticRayExecutor": _RAY_ELASTIC,
     "horovod.ray.elastic": _RAY_ELASTIC,
     "horovod.ray.elastic_v2": _RAY_ELASTIC,
-    "horovod.ray.strategy": ("Horovod's Ray placement strategies have no tfring module: RayExecutor takes "
-                             "num_workers, cpus_per_worker, use_gpu, gpus_per_worker (docs/engines.md)"),
+    "horovod.ray.strategy": ("Horovod's Ray placement strategies have no tfring module: RayExecutor places "
+                             "num_workers=N (PACK) or num_hosts=H x num_workers_per_host=K (STRICT_SPREAD) "
+                             "itself, as Horovod's does (docs/engines.md)"),
     "horovod.spark.tensorflow": (
         "Horovod's Spark-side tf.data compute worker has no tfring counterpart (there is no "
         "tfring.spark.tensorflow): tfring's compute job runs under tfringrun, not on Spark executors. Start it "
