@@ -3,7 +3,9 @@ training jobs of 2 ranks that read through it. With ``reuse_dataset`` the traini
 share one tf.data job, so each gets its own share of a dataset (disjoint, together the
 whole; without it every rank reads the whole dataset, as in Horovod), and examples/
 tensorflow2_data_service.py trains to identical weights on both ranks, then shuts the
-compute job down (it must exit 0). Every wait is bounded; ranks use one thread each.
+compute job down (it must exit 0). A training side that cannot reach the registry names
+the config file, the registry's address and, when the compute job gave up waiting for its
+dispatcher, that (from ``<config>.stopped``). Every wait is bounded; ranks use one thread each.
 """
 
 import os
@@ -73,3 +75,57 @@ def test_shares_then_the_example_trains_identical_weights(compute_job, monkeypat
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, out
     assert not config_file.exists()
+
+
+def _closed_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_unreachable_registry_names_the_config_file_and_why_the_compute_job_stopped(tmp_path):
+    from tfring.tensorflow.data.compute_service import TfDataServiceConfig
+
+    # a config file whose registry is not there (a compute job killed without cleaning up)
+    stale = tmp_path / "stale.json"
+    port = _closed_port()
+    TfDataServiceConfig(dispatchers=1, workers_per_dispatcher=1, dispatcher_side="compute",
+                        addresses={"store": [("127.0.0.1", port)]}, key=b"ab" * 32, timeout=1).write(str(stale))
+    with pytest.raises(TimeoutError) as info:
+        TfDataServiceConfig.read(str(stale)).compute_client()
+    message = str(info.value)
+    assert f"cannot reach the tf.data compute job's registry at 127.0.0.1:{port} (from the config file {stale})" \
+        in message, message
+    assert "Is the compute job that wrote it still running" in message, message
+    assert "TFRING_STORE_ADDR" not in message, message
+
+    # a compute job that gave up waiting for its training-side dispatcher: its registry is
+    # gone, and the training side's errors say why
+    config_file = tmp_path / "compute.json"
+    proc = subprocess.Popen([sys.executable, "-m", "tfring.tensorflow.data.compute_worker", str(config_file),
+                             "--dispatcher-side", "training", "--timeout", "3"], env=dict(os.environ, **ENV),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        config = TfDataServiceConfig.read(str(config_file), wait_for_file_creation=True, timeout=90)
+        out, _ = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode != 0, out
+    gave_up = "compute rank 0 gave up waiting for tf.data dispatcher 0 after 3 s"
+    assert gave_up in out, out
+    assert not config_file.exists()
+    (host, port), = config.addresses["store"]
+    with pytest.raises(TimeoutError) as info:
+        config.compute_client()
+    message = str(info.value)
+    assert f"registry at {host}:{port} (from the config file {config_file})" in message, message
+    assert f"The compute job whose registry was at {host}:{port} stopped at" in message, message
+    assert gave_up in message and "is the training job running?" in message, message
+    assert "TFRING_STORE_ADDR" not in message, message
+    # a training job that starts after it is told the same
+    with pytest.raises(TimeoutError, match=f"the last one to use this file: .*{gave_up}"):
+        TfDataServiceConfig.read(str(config_file), wait_for_file_creation=True, timeout=0.5)

@@ -606,28 +606,33 @@ def test_horovod_ray_becomes_tfring_ray_and_what_it_lacks_is_listed():
     assert not any("no Ray runner" in n.message for n in notes)
 
 
-def test_horovod_spark_compute_worker_names_the_tfring_entry_point_that_exists():
-    _, notes = migrate("import horovod.spark.tensorflow.compute_worker\nimport horovod.spark.other\n")
-    worker, other = manual(notes)
-    assert "python -m tfring.tensorflow.data.compute_worker" in worker.message
-    assert "there is no tfring.spark.tensorflow" in worker.message
-    # a missing rewrite target points at the nearest module that exists
-    assert other.message.endswith("import the names you need from tfring.spark (or see docs/migrating.md)")
+def test_horovod_spark_compute_worker_becomes_tfring_spark_compute_worker():
+    new, notes = migrate("import horovod.spark.tensorflow.compute_worker as worker\n"
+                         "from horovod.spark.tensorflow import compute_worker\n"
+                         "import horovod.spark.tensorflow.other\n")
+    assert new.splitlines() == ["import tfring.spark.compute_worker as worker",
+                                "from tfring.spark import compute_worker",
+                                "import horovod.spark.tensorflow.other"]  # no tfring.spark.tensorflow
+    other, = manual(notes)
+    assert other.line == 3 and "there is no tfring.spark.tensorflow" in other.message
+    assert "python -m tfring.spark.compute_worker" in other.message
 
 
 def test_shell_scripts_rewrite_or_list_the_horovod_modules_they_name(tmp_path):
-    script = ('python -c "import horovod.spark.tensorflow.compute_worker as w; w.main()"\n'
+    script = ('python -c "import horovod.spark.tensorflow.compute_worker as w; print(w.__file__)"\n'
+              "python -m horovod.spark.tensorflow.compute_worker /tmp/c.json --dispatchers-nic eth0\n"
               "mpirun -np 2 python -m horovod.tensorflow.data.compute_worker /tmp/c.json\n"
               'python -c "import horovod.torch"\n')
     new, notes = text_rules.rewrite_file(script)
-    assert new == script.replace("horovod.tensorflow.data", "tfring.tensorflow.data")
-    assert [(n.line, n.manual) for n in notes] == [(1, True), (2, False), (3, True)]
-    assert "tfring.tensorflow.data.compute_worker" in notes[0].message
+    assert new == script.replace("horovod.tensorflow.data", "tfring.tensorflow.data").replace(
+        "horovod.spark.tensorflow.compute_worker", "tfring.spark.compute_worker")
+    assert [(n.line, n.manual) for n in notes] == [(1, False), (2, False), (3, False), (4, True)]
+    assert "horovod.spark.tensorflow.compute_worker -> tfring.spark.compute_worker" in notes[0].message
     (tmp_path / "start_compute.sh").write_text(script)
     result = run_cli("--quiet", ".", cwd=tmp_path)
     assert result.returncode == 1, result.stderr
-    assert "./start_compute.sh:1: manual: horovod.spark.tensorflow.compute_worker: " in result.stderr
-    assert "2 manual edit(s) left" in result.stderr
+    assert "./start_compute.sh:4: manual: horovod.torch: " in result.stderr
+    assert "1 manual edit(s) left" in result.stderr
 
 
 # ---- notebooks ----------------------------------------------------------------------------

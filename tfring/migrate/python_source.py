@@ -257,6 +257,9 @@ class _Rewriter(cst.CSTTransformer):
         if not (module == "horovod" or module.startswith("horovod.")):
             return updated_node
         why = unsupported_module(module)
+        if why is not None and not isinstance(updated_node.names, cst.ImportStar) and all(
+                f"{module}.{get_full_name_for_node(alias.name)}" in rules.MODULES for alias in updated_node.names):
+            why = None  # `from horovod.spark.tensorflow import compute_worker`: each name is a module with a row
         if why is not None or isinstance(updated_node.names, cst.ImportStar):
             why = why or "import the names you need from tfring.tensorflow or tfring.keras"
             self._note(original_node, f"from {module} import ...: {why}", False)

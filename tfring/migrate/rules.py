@@ -25,6 +25,8 @@ MODULES = {
     "horovod.tensorflow.data.compute_service": "tfring.tensorflow.data.compute_service",
     "horovod.tensorflow.data.compute_worker": "tfring.tensorflow.data.compute_worker",
     "horovod.tensorflow.compute_service": "tfring.tensorflow.data.compute_service",
+    # the compute job on Spark executors: `python -m` / spark-submit of its file, as Horovod's
+    "horovod.spark.tensorflow.compute_worker": "tfring.spark.compute_worker",
     # horovod.ray's RayExecutor is tfring.ray's (Horovod 0.28's constructor, create_settings, start/run/
     # execute/shutdown; docs/engines.md)
     "horovod.ray": "tfring.ray",
@@ -64,11 +66,11 @@ UNSUPPORTED_MODULES = {
                              "num_workers=N (PACK) or num_hosts=H x num_workers_per_host=K (STRICT_SPREAD) "
                              "itself, as Horovod's does (docs/engines.md)"),
     "horovod.spark.tensorflow": (
-        "Horovod's Spark-side tf.data compute worker has no tfring counterpart (there is no "
-        "tfring.spark.tensorflow): tfring's compute job runs under tfringrun, not on Spark executors. Start it "
-        "with `tfringrun -np N python -m tfring.tensorflow.data.compute_worker <config.json> [--dispatchers D] "
-        "[--dispatcher-side compute|training]` on hosts the training ranks reach; the training job (tfringrun or "
-        "tfring.spark.run) reads the same config file (docs/migrating.md, the tf.data compute service)"),
+        "Horovod's horovod.spark.tensorflow has no tfring package (there is no tfring.spark.tensorflow): its "
+        "compute_worker, the tf.data compute job on Spark executors, is tfring.spark.compute_worker (`python -m "
+        "tfring.spark.compute_worker <config.json> [--dispatchers D] [--dispatcher-side compute|training]`, or "
+        "spark-submit of its file); the training job reads the same config file (docs/migrating.md, the tf.data "
+        "compute service)"),
     "horovod.tensorflow.data": (
         "tfring's tf.data service helpers are in tfring.tensorflow.data.compute_service (TfDataServiceConfig, "
         "tf_data_service, send_to_data_service, compute_worker_fn) and tfring.tensorflow.data.compute_worker; "

@@ -133,9 +133,10 @@ def _rewrite_worker_module(command, line):
 def rewrite_modules(text, line=1):
     """Horovod module names in one line of a shell script or other text file, as an import of
     them is rewritten: to the tfring module where one exists (``horovod.tensorflow.keras`` ->
-    ``tfring.keras``; a name under it, ``horovod.spark.run``, goes with it), else left as
-    written with a manual note saying what to use instead (``horovod.torch``,
-    ``horovod.spark.tensorflow.compute_worker``). Returns (text, notes)."""
+    ``tfring.keras``; a name under it, ``horovod.spark.run``, goes with it;
+    ``horovod.spark.tensorflow.compute_worker`` -> ``tfring.spark.compute_worker``), else left
+    as written with a manual note saying what to use instead (``horovod.torch``). Returns
+    (text, notes)."""
     notes = []
 
     def replace(match):

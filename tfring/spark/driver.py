@@ -15,6 +15,8 @@ cluster would otherwise wait and retry for minutes).
 """
 
 import os
+import re
+import sys
 import time
 import warnings
 
@@ -80,13 +82,106 @@ _IDENTITY = ("TFRING_RANK", "TFRING_SIZE", "TFRING_LOCAL_RANK", "TFRING_LOCAL_SI
              "TFRING_CROSS_SIZE", "TFRING_STORE_ADDR", jobenv.SECRET, "TFRING_JOB_ID")
 
 
-def _raise_stage_failure(client, error):
+TRACEBACK_LINES = 6  # of the executors' Python traceback, above its exception line
+_JAVA_FRAME = re.compile(r"\s+(at [\w$.<>/-]+\(.*\)|\.\.\. \d+ more)\s*$")
+_SQLSTATE = re.compile(r"\s*SQLSTATE: \w+\s*$")
+
+
+def python_exception(text):
+    """The first executor-side Python exception in a Spark error text (py4j's
+    Py4JJavaError, or a Java exception's toString with its causes): ``(tail, line)``, the
+    last ``TRACEBACK_LINES`` lines of its traceback and the exception's text
+    (``ModuleNotFoundError: No module named 'tfring'``); None when the text holds none.
+
+    Spark carries a Python worker's error as ``org.apache.spark.api.python.PythonException:
+    Traceback (most recent call last):`` and the traceback's lines, up to the Java stack
+    (indented ``at pkg.Class.method(File.java:1)`` frames) or the next exception of the
+    chain (``Caused by:``).
+    """
+    start = text.find("PythonException: ")
+    if start < 0:
+        return None
+    lines = []
+    for line in text[start + len("PythonException: "):].splitlines():
+        if _JAVA_FRAME.match(line) or line.startswith("Caused by:"):
+            break
+        if not _SQLSTATE.match(line):  # Spark 4 ends the exception's text with its error class's state
+            lines.append(line.rstrip())
+    if lines and "Traceback (most recent call last):" in lines[0]:
+        lines[0] = "Traceback (most recent call last):"  # after Spark 4's "[PYTHON_EXCEPTION] An exception ...: "
+    # the exception: from the first unindented line after the last frame to the end (its
+    # message may have lines of its own)
+    frames = [i for i, line in enumerate(lines) if line.startswith('  File "')]
+    heads = [i for i, line in enumerate(lines) if i > (frames[-1] if frames else -1) and line.strip()
+             and not line[0].isspace() and not line.startswith("Traceback (most recent call last)")]
+    if not heads:
+        return None
+    body = [line for line in lines[:heads[0]] if line.strip() and not line.startswith("Traceback (most recent call")]
+    return "\n".join(body[-TRACEBACK_LINES:]), "\n".join(lines[heads[0]:]).strip()
+
+
+def _error_texts(error):
+    """The texts of a failed stage's error: its own (py4j puts the Java stack trace with
+    its causes there), then the Java exception's and its causes' toString."""
+    yield str(error)
+    java = getattr(error, "java_exception", None)
+    for _ in range(8):
+        if java is None:
+            return
+        try:
+            yield str(java.toString())
+            java = java.getCause()
+        except Exception:  # noqa: BLE001 - the JVM is gone: the texts so far must do
+            return
+
+
+def _executor_python(sc):
+    """What names the executors' Python: (its path or command, how it was chosen)."""
+    chosen = getattr(sc, "pythonExec", None) or os.environ.get("PYSPARK_PYTHON")
+    if chosen and chosen != "python3":
+        return chosen, "PYSPARK_PYTHON when this SparkContext started"
+    return "python3", ("the first python3 on the executors' PATH: PYSPARK_PYTHON was not set when this "
+                       "SparkContext started")
+
+
+def _import_hint(sc):
+    python, how = _executor_python(sc)
+    try:
+        conf_python = sc.getConf().get("spark.pyspark.python")
+    except Exception:  # noqa: BLE001 - no conf: nothing to add
+        conf_python = None
+    note = (f" (spark.pyspark.python={conf_python} on the session does not choose the Python of the workers this "
+            "driver starts)") if conf_python and conf_python != python else ""
+    return (f"The executors ran their Python workers with {python} ({how}){note}, and that Python cannot import "
+            f"tfring. Set PYSPARK_PYTHON={sys.executable} (this driver's Python) in the environment before the "
+            "SparkSession and its JVM start, when the executors' hosts have it; or install tfring (with its "
+            f"dependencies) into {python} on every executor host")
+
+
+def stage_failure_message(sc, error):
+    """Why the barrier stage failed when no rank reported: the first Python exception on
+    the executors (the end of its traceback and its line), and for an import failure which
+    Python the executors ran and what to set; else the first line of Spark's error."""
+    found = next(filter(None, map(python_exception, _error_texts(error))), None)
+    if found is None:
+        first = str(error).strip().splitlines()
+        return ("tfring.spark.run: the barrier stage failed before any rank reported: "
+                f"{first[0] if first else type(error).__name__}")
+    tail, line = found
+    message = ("tfring.spark.run: the barrier stage failed before any rank reported: an executor's Python raised "
+               f"{line.splitlines()[0]}")
+    if tail:
+        message += f"\n\nEnd of its traceback on the executor:\n{tail}\n{line}"
+    if line.startswith(("ModuleNotFoundError", "ImportError")):
+        message += f"\n\n{_import_hint(sc)}"
+    return message
+
+
+def _raise_stage_failure(sc, client, error):
     failure = function_job.first_failure(function_job.read_reports(client))
     if failure is not None:
         function_job.raise_failure(failure, caller="tfring.spark.run")
-    first = str(error).strip().splitlines()
-    raise RuntimeError("tfring.spark.run: the barrier stage failed before any rank reported: "
-                       f"{first[0] if first else type(error).__name__}") from error
+    raise RuntimeError(stage_failure_message(sc, error)) from error
 
 
 def run(fn, args=(), kwargs=None, num_proc=None, start_timeout=None, extra_mpi_args=None, env=None, stdout=None,
@@ -112,7 +207,9 @@ def run(fn, args=(), kwargs=None, num_proc=None, start_timeout=None, extra_mpi_a
       fn's return values, by rank.
 
     Raises:
-      RuntimeError: no active SparkSession; or the stage failed without a rank's report.
+      RuntimeError: no active SparkSession; or the stage failed without a rank's report
+        (the message shows the executors' first Python exception, and for an import
+        failure which Python they ran and what to set: ``stage_failure_message``).
       ImportError: pyspark is not installed.
       ValueError: ``num_proc`` exceeds the free slots (names both numbers).
       TypeError: fn or an argument cannot be pickled (names which).
@@ -150,7 +247,7 @@ def run(fn, args=(), kwargs=None, num_proc=None, start_timeout=None, extra_mpi_a
         try:
             sc.parallelize(range(num_proc), num_proc).barrier().mapPartitions(task).collect()
         except Exception as e:  # noqa: BLE001 - py4j's Py4JJavaError: the stage failed
-            _raise_stage_failure(client, e)
+            _raise_stage_failure(sc, client, e)
         finally:
             sc.setJobDescription(None)
         reports = function_job.read_reports(client)

@@ -67,8 +67,8 @@ def make_task(store_env, settings, executable):
                 proc.wait()
             output.close(timeout=DRAIN_S)
         if proc.returncode != 0:
-            raise RuntimeError(f"tfring.spark.run: rank {rank} exited with code "
-                               f"{proc.returncode}; the driver re-raises its Python exception")
+            raise RuntimeError(f"tfring.spark.run: rank {rank} exited with code {proc.returncode}; the driver "
+                               "re-raises its Python exception when it reported one")
         yield rank
 
     return task

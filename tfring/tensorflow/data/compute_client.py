@@ -6,13 +6,63 @@ secret travel in the ``TfDataServiceConfig`` file.
 Keys: ``dispatcher/<i>`` (its target, ``grpc://host:port``), ``workers/<i>`` (a counter),
 ``shutdown``. Every wait takes a timeout and raises ``TimeoutError`` naming what did not
 come. Thread-safety: one lock serializes the requests of a client.
+
+When a compute job stops on an error (it gave up waiting for its dispatcher, say), whoever
+served its registry writes why next to the config file, in ``<config file>.stopped``
+(``record_stop``), before the registry goes; a training job that then cannot reach the
+registry of that config file names the reason (``stop_note``). The next compute job with
+the same config file removes it.
 """
 
+import json
+import os
 import threading
 import time
 
 POLL_S = 0.1
 SHUTDOWN_POLL_S = 5.0
+CONNECT_TIMEOUT_S = 30.0
+STOPPED_SUFFIX = ".stopped"
+
+
+def _address_text(address):
+    host, port = address
+    return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+
+
+def record_stop(configfile, address, reason):
+    """Writes ``<configfile>.stopped``: the compute job whose registry was at ``address``
+    stopped because of ``reason`` (text). Never raises: a note, not the job's result."""
+    try:
+        with open(configfile + STOPPED_SUFFIX, "w") as f:
+            json.dump({"registry": _address_text(address), "reason": str(reason),
+                       "stopped_at": time.strftime("%Y-%m-%d %H:%M:%S %Z")}, f)
+    except OSError:
+        pass
+
+
+def clear_stop(configfile):
+    """Removes an earlier compute job's ``<configfile>.stopped`` (a new job starts)."""
+    try:
+        os.remove(configfile + STOPPED_SUFFIX)
+    except OSError:
+        pass
+
+
+def stop_note(configfile, address=None):
+    """Why the compute job of ``configfile`` stopped, as one sentence, or None when it left
+    no record (or, with ``address``, when the record is another registry's)."""
+    if not configfile:
+        return None
+    try:
+        with open(configfile + STOPPED_SUFFIX) as f:
+            record = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if address is not None and record.get("registry") != _address_text(address):
+        return None
+    return (f"the compute job whose registry was at {record.get('registry')} stopped at {record.get('stopped_at')}: "
+            f"{record.get('reason')} (recorded in {configfile + STOPPED_SUFFIX})")
 
 
 class ComputeClient:
@@ -22,14 +72,24 @@ class ComputeClient:
       address: ``(host, port)`` of the registry store.
       key: the job secret (bytes or hex text).
       verbose: > 1 prints each registration.
+      source: where the address came from (the config file's path), for errors.
+      timeout: seconds to try to connect (and each request's allowance).
+
+    Raises:
+      tfring.errors.TfringError (TimeoutError, ConnectionError): the registry could not be
+        reached; the message names the address, ``source``, and the compute job's recorded
+        reason for stopping when ``source`` is a config file that has one (``stop_note``).
     """
 
-    def __init__(self, address, key, verbose=1):
-        from tfring import _core
+    def __init__(self, address, key, verbose=1, source=None, timeout=CONNECT_TIMEOUT_S):
+        from tfring import _core, errors
 
         host, port = address
         secret = key.decode() if isinstance(key, bytes) else key
-        self._client = _core.StoreClient(host, int(port), secret, 30.0)
+        try:
+            self._client = _core.StoreClient(host, int(port), secret, float(timeout))
+        except errors.TfringError as e:
+            raise type(e)(_unreachable(address, source, e)) from None
         self._lock = threading.Lock()
         self._verbose = verbose
 
@@ -91,3 +151,19 @@ class ComputeClient:
                 continue
             except errors.TfringError:  # the store's rank stopped: nothing left to serve
                 return
+
+
+def _unreachable(address, source, error):
+    """The message for a registry that could not be reached: what was tried, and why the
+    compute job stopped when it recorded that."""
+    where = f"the config file {source}" if source else "the TfDataServiceConfig (no file)"
+    detail = str(error)
+    if detail.startswith("cannot reach the tfring store (") and "): " in detail:
+        detail = detail.split("): ", 1)[1]  # the core names TFRING_STORE_ADDR, which is not what was used
+    message = f"cannot reach the tf.data compute job's registry at {_address_text(address)} (from {where}): {detail}"
+    note = stop_note(source, address)
+    if note is not None:
+        return f"{message}. {note[0].upper()}{note[1:]}"
+    if source and not os.path.exists(source):
+        return f"{message}. The compute job that wrote {source} has stopped (it removes the file when it stops)"
+    return f"{message}. Is the compute job that wrote it still running (a compute job that was killed leaves it behind)?"

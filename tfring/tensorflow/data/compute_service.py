@@ -23,6 +23,8 @@ Blocking: ``tf_data_service`` and ``send_to_data_service`` wait up to ``config.t
 seconds for the dispatcher and its workers, then raise ``TimeoutError`` naming what is missing.
 """
 
+from __future__ import annotations
+
 import contextlib
 import dataclasses
 import itertools
@@ -33,7 +35,7 @@ from collections.abc import Mapping, Sequence
 
 import tensorflow as tf
 
-from tfring.tensorflow.data.compute_client import ComputeClient
+from tfring.tensorflow.data.compute_client import CONNECT_TIMEOUT_S, ComputeClient, stop_note
 
 FILE_POLL_S = 0.2
 SIDES = ("compute", "training")
@@ -50,6 +52,8 @@ class TfDataServiceConfig:
       addresses: ``{"store": [(host, port)]}``: the registry (compute rank 0's store).
       key: the registry's secret (bytes).
       timeout: seconds every wait for a dispatcher or worker may take.
+      source: the file ``read`` read it from (None otherwise; not written to the file),
+        named by ``compute_client()``'s errors.
     """
 
     dispatchers: int
@@ -58,18 +62,23 @@ class TfDataServiceConfig:
     addresses: Mapping[str, Sequence[tuple]]
     key: bytes
     timeout: int = 60
+    source: str | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if self.dispatcher_side not in SIDES:
             raise ValueError(f"dispatcher_side must be 'compute' or 'training'. Received: {self.dispatcher_side!r}")
 
     def compute_client(self, verbose=1):
-        """A ``ComputeClient`` of the registry."""
+        """A ``ComputeClient`` of the registry. Tries to connect for up to 30 s (at most
+        ``timeout``); its error names the registry's address, the config file, and why the
+        compute job stopped when it recorded that (compute_client.stop_note)."""
         (address, *_) = next(iter(self.addresses.values()))
-        return ComputeClient(address, self.key, verbose=verbose)
+        return ComputeClient(address, self.key, verbose=verbose, source=self.source,
+                             timeout=min(CONNECT_TIMEOUT_S, float(self.timeout)))
 
     def to_dict(self):
         out = dataclasses.asdict(self)
+        del out["source"]
         out["key"] = self.key.decode() if isinstance(self.key, bytes) else self.key
         out["addresses"] = {k: [list(a) for a in v] for k, v in self.addresses.items()}
         return out
@@ -102,11 +111,13 @@ class TfDataServiceConfig:
         deadline = None if timeout is None else time.monotonic() + timeout
         while wait_for_file_creation and not os.path.exists(filename):
             if deadline is not None and time.monotonic() >= deadline:
+                note = stop_note(filename)
                 raise TimeoutError(f"{filename} did not appear within {timeout} s: start the compute job "
-                                   f"(tfringrun -np N python -m tfring.tensorflow.data.compute_worker {filename})")
+                                   f"(tfringrun -np N python -m tfring.tensorflow.data.compute_worker {filename})"
+                                   + (f"; the last one to use this file: {note}" if note else ""))
             time.sleep(FILE_POLL_S)
         with open(filename) as f:
-            return TfDataServiceConfig.from_dict(json.load(f))
+            return dataclasses.replace(TfDataServiceConfig.from_dict(json.load(f)), source=filename)
 
 
 def _dispatcher_index(config, rank):
@@ -171,6 +182,16 @@ def send_to_data_service(dataset, compute_config, rank, size=None, reuse_dataset
 tf.data.Dataset.send_to_data_service = send_to_data_service
 
 
+def _gave_up(config, index, group):
+    """Why compute rank ``index`` stops when dispatcher ``group`` never registered."""
+    if config.dispatcher_side == "training":
+        who = f"with dispatcher_side='training', training rank {group} starts it in tf_data_service() (is the " \
+              "training job running?)"
+    else:
+        who = f"compute rank {group * config.workers_per_dispatcher} starts it (see its output)"
+    return f"compute rank {index} gave up waiting for tf.data dispatcher {group} after {config.timeout} s: {who}"
+
+
 def compute_worker_fn(compute_config, timeout=None):
     """Runs on every rank of the compute job: starts this rank's tf.data worker (and, with
     ``dispatcher_side='compute'``, the group's dispatcher on its first rank), registers
@@ -186,7 +207,10 @@ def compute_worker_fn(compute_config, timeout=None):
         dispatcher = tf.data.experimental.service.DispatchServer()
         compute.register_dispatcher(group, dispatcher.target)
     try:
-        address = compute.wait_for_dispatcher_registration(group, compute_config.timeout)
+        try:
+            address = compute.wait_for_dispatcher_registration(group, compute_config.timeout)
+        except TimeoutError as e:
+            raise TimeoutError(_gave_up(compute_config, index, group)) from e
         host = compute_worker.this_host()
         worker = tf.data.experimental.service.WorkerServer(tf.data.experimental.service.WorkerConfig(
             dispatcher_address=address.split("://", 1)[-1], worker_address=f"{host}:%port%",

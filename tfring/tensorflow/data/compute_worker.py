@@ -8,10 +8,14 @@ Rank 0 serves the registry (an authenticated tfring store on every interface), w
 hands the same config to the other compute ranks through the launcher's store (no stale
 file from an earlier run can be read). Every rank then runs ``compute_worker_fn`` until the
 training side calls ``config.compute_client().shutdown()``. Rank 0 removes the file when
-it stops. The ranks need no collectives: ``tfring.init()`` is not called.
+it stops; when it stops on an error (it gave up waiting for a dispatcher, say), it first
+writes why to ``<config file>.stopped``, which the training side's errors then name. The
+ranks need no collectives: ``tfring.init()`` is not called. On Spark executors:
+``python -m tfring.spark.compute_worker`` (``horovod.spark.tensorflow.compute_worker``).
 """
 
 import argparse
+import contextlib
 import json
 import os
 import socket
@@ -42,38 +46,58 @@ def _launcher_store():
     return _core.StoreClient(host, port, os.environ[jobenv.SECRET], 30.0)
 
 
-def main(dispatchers, dispatcher_side, configfile, timeout):
+@contextlib.contextmanager
+def serve_registry(configfile, dispatchers, workers, dispatcher_side, timeout, advertise):
+    """Serves the compute job's registry (an authenticated store on every interface,
+    advertised as ``advertise``) and writes its ``TfDataServiceConfig`` to ``configfile``
+    for the duration of the ``with`` body, which gets the config. On the way out: when the
+    body raised, records why next to the file (``compute_client.record_stop``); then stops
+    the registry and removes the file. Compute rank 0 under tfringrun and the Spark driver
+    of ``tfring.spark.compute_worker`` both use it."""
     from tfring.runner import jobenv
     from tfring.runner.rendezvous import Store
+    from tfring.tensorflow.data.compute_client import clear_stop, record_stop
+    from tfring.tensorflow.data.compute_service import TfDataServiceConfig
+
+    registry = Store(host="0.0.0.0", advertise=advertise)
+    address = jobenv.split_store_address(registry.address)
+    try:
+        config = TfDataServiceConfig(dispatchers=dispatchers, workers_per_dispatcher=workers // dispatchers,
+                                     dispatcher_side=dispatcher_side, addresses={"store": [address]},
+                                     key=registry.secret.encode(), timeout=timeout, source=configfile)
+        clear_stop(configfile)
+        config.write(configfile)
+        yield config
+    except BaseException as e:
+        first = str(e).strip().splitlines()
+        record_stop(configfile, address, f"{type(e).__name__}: {first[0]}" if first else type(e).__name__)
+        raise
+    finally:
+        registry.stop()
+        if os.path.exists(configfile):
+            os.remove(configfile)
+
+
+def main(dispatchers, dispatcher_side, configfile, timeout):
     from tfring.tensorflow.data.compute_service import TfDataServiceConfig, compute_worker_fn
 
     rank, size = rank_and_size()
     if size % dispatchers:
         raise ValueError(f"the compute job's {size} ranks must be a multiple of --dispatchers {dispatchers}")
     launcher = _launcher_store()
-    registry = None
-    try:
-        if rank == 0:
-            registry = Store(host="0.0.0.0", advertise=this_host())
-            config = TfDataServiceConfig(dispatchers=dispatchers, workers_per_dispatcher=size // dispatchers,
-                                         dispatcher_side=dispatcher_side,
-                                         addresses={"store": [jobenv.split_store_address(registry.address)]},
-                                         key=registry.secret.encode(), timeout=timeout)
+    if rank == 0:
+        with serve_registry(configfile, dispatchers, size, dispatcher_side, timeout, this_host()) as config:
             if launcher is not None:
                 launcher.set(CONFIG_KEY, json.dumps(config.to_dict()).encode())
-            config.write(configfile)
             print(f"tfring compute service: {size} worker(s), {dispatchers} dispatcher(s) on the {dispatcher_side} "
                   f"side; config in {configfile}", flush=True)
-        elif launcher is not None:
-            config = TfDataServiceConfig.from_dict(json.loads(launcher.get(CONFIG_KEY, float(timeout))))
-        else:
-            config = TfDataServiceConfig.read(configfile, wait_for_file_creation=True, timeout=timeout)
-        compute_worker_fn(config, timeout)
-    finally:
-        if registry is not None:
-            registry.stop()
-            if os.path.exists(configfile):
-                os.remove(configfile)
+            compute_worker_fn(config, timeout)
+        return
+    if launcher is not None:
+        config = TfDataServiceConfig.from_dict(json.loads(launcher.get(CONFIG_KEY, float(timeout))))
+    else:
+        config = TfDataServiceConfig.read(configfile, wait_for_file_creation=True, timeout=timeout)
+    compute_worker_fn(config, timeout)
 
 
 def parse(argv):
