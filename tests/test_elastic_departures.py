@@ -12,9 +12,9 @@ import types
 
 import pytest
 
-from tfring.elastic import protocol
+from tfring._elastic import protocol
+from tfring._elastic.driver import ElasticJob, ElasticSettings, ElasticWorker
 from tfring.runner import discovery
-from tfring.runner.elastic_driver import ElasticJob, ElasticSettings, ElasticWorker
 from tfring.runner.hosts import Host
 
 HOSTS = ["h0", "h1", "h2"]

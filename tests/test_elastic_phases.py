@@ -1,4 +1,4 @@
-"""The elastic job's state machine (tfring/runner/elastic_phases.py): the table of moves,
+"""The elastic job's state machine (tfring/_elastic/phases.py): the table of moves,
 its check, and the driver (ElasticJob) moving through it on its events: a finished worker,
 a failure after it, the driver ending the job, signals. No processes; an in-memory store."""
 
@@ -7,9 +7,9 @@ import signal
 import pytest
 
 from tests.test_elastic_departures import _DictStore  # the driver's store calls, in memory
+from tfring._elastic.driver import ElasticJob, ElasticSettings, ElasticWorker
+from tfring._elastic.phases import MOVES, Phase, PhaseError, check_move
 from tfring.runner import discovery
-from tfring.runner.elastic_driver import ElasticJob, ElasticSettings, ElasticWorker
-from tfring.runner.elastic_phases import MOVES, Phase, PhaseError, check_move
 
 
 class _Proc:

@@ -1,4 +1,4 @@
-"""The elastic job's re-formation timers (tfring/runner/elastic_timers.py): the table of
+"""The elastic job's re-formation timers (tfring/_elastic/timers.py): the table of
 waits and its check, each deadline on a fake clock (one step before it and at it), and the
 driver (ElasticJob) asking them: a broken generation settles, the job waits below --min-np
 then ends, a growth waits for the current generation. No processes; an in-memory store."""
@@ -8,9 +8,9 @@ import types
 import pytest
 
 from tests.test_elastic_departures import _job
-from tfring.elastic import protocol
-from tfring.runner.elastic_driver import ElasticWorker
-from tfring.runner.elastic_timers import (
+from tfring._elastic import protocol
+from tfring._elastic.driver import ElasticWorker
+from tfring._elastic.timers import (
     BROKEN_SETTLE_S,
     GROW_SETTLE_S,
     WAIT_MOVES,

@@ -44,10 +44,10 @@ Policy:
 - Every SIGTERM the driver sends is followed by SIGKILL after the grace period.
 - SIGINT/SIGTERM/SIGHUP go to every worker (SIGKILL after the grace period); exit 128+N.
 
-Every wait is bounded. The job's phases are elastic_phases.py's; when discovery runs and
+Every wait is bounded. The job's phases are phases.py's; when discovery runs and
 what holds a change back from becoming the next generation (a broken generation settling,
 below ``--min-np``, a growth waiting for the current generation), with their deadlines, are
-elastic_timers.py's: the driver asks them. Main thread only; one waiter thread per worker
+timers.py's: the driver asks them. Main thread only; one waiter thread per worker
 reports its exit through a queue.
 """
 
@@ -58,10 +58,10 @@ import signal
 import threading
 import time
 
-from tfring.elastic import protocol
+from tfring._elastic import protocol
+from tfring._elastic.phases import Phase, check_move
+from tfring._elastic.timers import ReformationTimers
 from tfring.runner.discovery import FixedDiscovery
-from tfring.runner.elastic_phases import Phase, check_move
-from tfring.runner.elastic_timers import ReformationTimers
 from tfring.runner.hosts import slots_of
 from tfring.runner.signals import signal_name
 from tfring.runner.stopped import stop_signal
@@ -154,7 +154,7 @@ class ElasticJob:
       tails: the ``OutputTails`` observing ``output`` (shown when the script fails before
         ``init()``); None: none are shown.
       clock: ``() -> seconds``, monotonic: every time the driver reads, its re-formation
-        timers' (elastic_timers.py) included.
+        timers' (timers.py) included.
     """
 
     def __init__(self, output, store, discovery, blacklist, start_worker, settings, verbose=False, tails=None,
@@ -178,7 +178,7 @@ class ElasticJob:
         # When to discover, and what holds a change back (broken settle, --min-np, growth)
         self.timers = ReformationTimers(settings.elastic_timeout_s, settings.discovery_interval_s,
                                         settings.ready_timeout_s, clock)
-        self.phase = Phase.STARTING  # the job's state machine: elastic_phases.py
+        self.phase = Phase.STARTING  # the job's state machine: phases.py
         self.end_reason = None  # ENDING: why
         self.first_signal = None  # SIGNALLED: the signal
         self.failure_after_finish = None  # FAILING_AFTER_FINISH: the worker that failed
@@ -189,7 +189,7 @@ class ElasticJob:
         self._next_stopped_check = 0.0
         self._joins_at_publish = {}  # wid -> its joined count when the current generation was published
 
-    # ---- phases (elastic_phases.py) ---------------------------------------------------
+    # ---- phases (phases.py) ---------------------------------------------------
     @property
     def finishing(self):
         """A worker finished training: no more generations (FINISHING, FAILING_AFTER_FINISH)."""
@@ -482,7 +482,7 @@ class ElasticJob:
     # ---- generations ------------------------------------------------------------------
     def _form_generation(self):
         """Publishes the next generation when a change is pending and nothing holds it back:
-        the timers (elastic_timers.py) answer for the waits, the members and
+        the timers (timers.py) answer for the waits, the members and
         ``--reset-limit`` are checked here."""
         if self._change is None or not self.phase.forms_generations or not self.timers.may_form():
             return
