@@ -347,8 +347,8 @@ def _bare_job(exits, ready=(), generation=0):
 
     job = ElasticJob(_Messages(), _FakeStore(), discovery.FixedDiscovery([]), discovery.Blacklist(), None,
                      _settings())
-    job.generation = generation
-    job.workers = [ElasticWorker(f"w{i}", f"h{i}", None, 0.0, returncode=code, ready=i < len(ready) and ready[i])
+    job.membership.generation = generation
+    job.membership.workers = [ElasticWorker(f"w{i}", f"h{i}", None, 0.0, returncode=code, ready=i < len(ready) and ready[i])
                    for i, code in enumerate(exits)]
     return job, messages
 
