@@ -337,7 +337,7 @@ import tensorflow as tf
 tf.config.threading.set_intra_op_parallelism_threads(1)
 tf.config.threading.set_inter_op_parallelism_threads(1)
 import tfring.tensorflow as hvd
-from tfring.elastic import worker as elastic_worker
+from tfring._elastic import worker as elastic_worker
 
 hvd.init()
 worker = os.environ["TFRING_ELASTIC_WORKER"]

@@ -12,9 +12,9 @@ import types
 
 import pytest
 
-from tfring.elastic import protocol
+from tfring._elastic import protocol
+from tfring._elastic.driver import ElasticJob, ElasticSettings, ElasticWorker
 from tfring.runner import discovery
-from tfring.runner.elastic_driver import ElasticJob, ElasticSettings, ElasticWorker
 from tfring.runner.hosts import Host
 
 HOSTS = ["h0", "h1", "h2"]
@@ -71,9 +71,9 @@ def _job():
     job._hosts = listed.hosts()
     for i, host in enumerate(HOSTS):
         proc = types.SimpleNamespace(pid=100 + i, signal_group=lambda signum: True)
-        job.workers.append(ElasticWorker(f"w{i}", host, proc, 0.0, ready=True))
-    job._publish(job._members(), "start")
-    assert job.generation == 1 and [w.rank for w in job.workers] == [0, 1, 2]
+        job.membership.workers.append(ElasticWorker(f"w{i}", host, proc, 0.0, ready=True))
+    job._publish(job.membership.members(), "start")
+    assert job.membership.generation == 1 and [w.rank for w in job.membership.workers] == [0, 1, 2]
     return job, messages, listed
 
 
@@ -98,7 +98,7 @@ LOST_W2 = "lost worker w2 (rank 2 of 3 in generation 1, host h2, pid 102): it wa
                                    "unlisted, generation 2 published without it, then exit"])
 def test_a_worker_killed_with_its_host_is_lost_whichever_the_driver_learns_first(order):
     job, messages, listed = _job()
-    w2 = job.workers[2]
+    w2 = job.membership.workers[2]
     if order == "exit, then unlisted":
         job._on_exit(w2, KILLED)
         _unlist(job, listed, "h2")
@@ -107,7 +107,7 @@ def test_a_worker_killed_with_its_host_is_lost_whichever_the_driver_learns_first
         assert w2.removed and any("host h2 is no longer listed" in m for m in messages), messages
         if "published" in order:
             job._form_generation()
-            assert job.generation == 2 and "generation 2: 2 worker(s)" in messages[-1], messages
+            assert job.membership.generation == 2 and "generation 2: 2 worker(s)" in messages[-1], messages
         job._on_exit(w2, KILLED)
     lost = _lost_lines(messages)
     assert len(lost) == 1 and lost[0].startswith(LOST_W2), messages
@@ -119,7 +119,7 @@ def test_a_worker_that_left_its_unlisted_host_is_not_lost():
     # It found itself out of generation 2 and wrote left/<worker> before it raised
     # JobEndedError (exit code 1): a departure.
     job, messages, listed = _job()
-    w2 = job.workers[2]
+    w2 = job.membership.workers[2]
     _unlist(job, listed, "h2")
     job._form_generation()
     job.store.add(protocol.left_key("w2"), 1)
@@ -131,7 +131,7 @@ def test_a_worker_the_driver_stopped_after_its_host_was_unlisted_is_not_lost():
     # It had not left TFRING_START_TIMEOUT_S after the generation without it: the driver
     # sent SIGTERM (then SIGKILL); that exit is the driver's doing.
     job, messages, listed = _job()
-    w2 = job.workers[2]
+    w2 = job.membership.workers[2]
     _unlist(job, listed, "h2")
     job._form_generation()
     job._stop_leavers(w2.leave_by + 1.0)
@@ -142,7 +142,7 @@ def test_a_worker_the_driver_stopped_after_its_host_was_unlisted_is_not_lost():
 
 def test_a_worker_whose_host_is_listed_again_before_it_left_stays_a_member():
     job, messages, listed = _job()
-    w2 = job.workers[2]
+    w2 = job.membership.workers[2]
     _unlist(job, listed, "h2")
     listed.names.append("h2")
     _rediscover(job)

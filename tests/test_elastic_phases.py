@@ -1,4 +1,4 @@
-"""The elastic job's state machine (tfring/runner/elastic_phases.py): the table of moves,
+"""The elastic job's state machine (tfring/_elastic/phases.py): the table of moves,
 its check, and the driver (ElasticJob) moving through it on its events: a finished worker,
 a failure after it, the driver ending the job, signals. No processes; an in-memory store."""
 
@@ -7,9 +7,9 @@ import signal
 import pytest
 
 from tests.test_elastic_departures import _DictStore  # the driver's store calls, in memory
+from tfring._elastic.driver import ElasticJob, ElasticSettings, ElasticWorker
+from tfring._elastic.phases import MOVES, Phase, PhaseError, check_move
 from tfring.runner import discovery
-from tfring.runner.elastic_driver import ElasticJob, ElasticSettings, ElasticWorker
-from tfring.runner.elastic_phases import MOVES, Phase, PhaseError, check_move
 
 
 class _Proc:
@@ -27,8 +27,8 @@ def _job(*exits, generation=1):
     settings = ElasticSettings(min_np=1, max_np=None, initial_np=None, reset_limit=None, elastic_timeout_s=30,
                                discovery_interval_s=0.1, grace_period_s=1, stopped_limit_s=0, ready_timeout_s=30)
     job = ElasticJob(_Messages(), _DictStore(), discovery.FixedDiscovery([]), discovery.Blacklist(), None, settings)
-    job.generation = generation
-    job.workers = [ElasticWorker(f"w{i}", f"h{i}", _Proc(), 0.0, generation=generation, rank=i, returncode=code,
+    job.membership.generation = generation
+    job.membership.workers = [ElasticWorker(f"w{i}", f"h{i}", _Proc(), 0.0, generation=generation, rank=i, returncode=code,
                                  ready=True) for i, code in enumerate(exits)]
     return job, messages
 
@@ -56,10 +56,10 @@ def test_a_move_the_table_does_not_list_raises_naming_it():
 def test_a_finished_worker_then_a_failure_move_the_job_to_finishing_then_failing():
     job, messages = _job(0, 3)
     job.phase = Phase.RUNNING
-    job._on_exit(job.workers[0], 0)
+    job._on_exit(job.membership.workers[0], 0)
     assert job.phase is Phase.FINISHING and job.finishing
-    job._on_exit(job.workers[1], 3)
-    assert job.phase is Phase.FAILING_AFTER_FINISH and job.failure_after_finish is job.workers[1]
+    job._on_exit(job.membership.workers[1], 3)
+    assert job.phase is Phase.FAILING_AFTER_FINISH and job.failure_after_finish is job.membership.workers[1]
     assert job.finishing and not job.phase.ending
     assert any("after another worker had finished" in m for m in messages), messages
 
@@ -84,7 +84,7 @@ def test_ending_and_signals_are_final():
 
 def test_publishing_a_generation_moves_the_job_to_running():
     job, _ = _job(None, None, generation=0)
-    job._publish(job.workers, "a test")
-    assert job.phase is Phase.RUNNING and job.generation == 1
-    job._publish(job.workers, "again")
-    assert job.phase is Phase.RUNNING and job.generation == 2
+    job._publish(job.membership.workers, "a test")
+    assert job.phase is Phase.RUNNING and job.membership.generation == 1
+    job._publish(job.membership.workers, "again")
+    assert job.phase is Phase.RUNNING and job.membership.generation == 2

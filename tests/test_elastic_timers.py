@@ -1,4 +1,4 @@
-"""The elastic job's re-formation timers (tfring/runner/elastic_timers.py): the table of
+"""The elastic job's re-formation timers (tfring/_elastic/timers.py): the table of
 waits and its check, each deadline on a fake clock (one step before it and at it), and the
 driver (ElasticJob) asking them: a broken generation settles, the job waits below --min-np
 then ends, a growth waits for the current generation. No processes; an in-memory store."""
@@ -8,9 +8,9 @@ import types
 import pytest
 
 from tests.test_elastic_departures import _job
-from tfring.elastic import protocol
-from tfring.runner.elastic_driver import ElasticWorker
-from tfring.runner.elastic_timers import (
+from tfring._elastic import protocol
+from tfring._elastic.driver import ElasticWorker
+from tfring._elastic.timers import (
     BROKEN_SETTLE_S,
     GROW_SETTLE_S,
     WAIT_MOVES,
@@ -127,7 +127,7 @@ def test_a_dropped_or_changed_growth_ends_its_hold_and_the_next_one_waits_afresh
 def _settle(job, clock, seconds):
     clock.now += seconds
     job._form_generation()
-    return job.generation
+    return job.membership.generation
 
 
 def test_the_driver_re_forms_a_broken_generation_only_once_it_settled():
@@ -143,8 +143,8 @@ def test_the_driver_re_forms_a_broken_generation_only_once_it_settled():
 
 def test_the_driver_waits_below_min_np_for_the_elastic_timeout_then_ends_the_job():
     job, messages, _ = _job()  # --min-np 2, hosts from a discovery script
-    job._on_exit(job.workers[1], -9)
-    job._on_exit(job.workers[2], -9)
+    job._on_exit(job.membership.workers[1], -9)
+    job._on_exit(job.membership.workers[2], -9)
     job._form_generation()
     assert job.timers.wait is Wait.BELOW_MIN_NP
     assert "1 worker(s) ready, below --min-np 2; waiting up to 30 s" in messages[-1], messages
@@ -160,11 +160,11 @@ def test_the_driver_waits_below_min_np_for_the_elastic_timeout_then_ends_the_job
 def test_the_driver_holds_a_growth_until_the_current_generation_formed():
     job, messages, _ = _job()
     proc = types.SimpleNamespace(pid=103, signal_group=lambda signum: True)
-    job.workers.append(ElasticWorker("w3", "h3", proc, job._clock(), ready=True))
+    job.membership.workers.append(ElasticWorker("w3", "h3", proc, job._clock(), ready=True))
     job._change = "worker w3 on host h3 is ready"
     assert _settle(job, job._clock, 0.0) == 1 and job.timers.wait is Wait.HOLDING_GROWTH
     assert _settle(job, job._clock, job.cfg.ready_timeout_s / 2) == 1  # generation 1's rendezvous goes on
-    for w in job.workers[:3]:
+    for w in job.membership.workers[:3]:
         job.store.add(protocol.joined_key(w.wid), 1)
     assert _settle(job, job._clock, 0.0) == 2, messages
     assert messages[-1].startswith("generation 2: 4 worker(s) (worker w3 on host h3 is ready)"), messages

@@ -11,9 +11,10 @@ import time
 import pytest
 
 from tfring import _core, errors
-from tfring.elastic import ObjectState, protocol, run_fn
-from tfring.elastic import worker as elastic_worker
-from tfring.elastic.exceptions import JobEndedError
+from tfring._elastic import protocol
+from tfring._elastic import worker as elastic_worker
+from tfring._elastic.exceptions import JobEndedError
+from tfring.elastic import ObjectState, run_fn
 from tfring.runner import discovery
 from tfring.runner.hosts import Host, slots_of
 
@@ -180,7 +181,7 @@ class _NoSignals:
 
 
 def _settings(**changes):
-    from tfring.runner.elastic_driver import ElasticSettings
+    from tfring._elastic.driver import ElasticSettings
 
     return ElasticSettings(**{"min_np": 2, "max_np": None, "initial_np": None, "reset_limit": None,
                               "elastic_timeout_s": 30, "discovery_interval_s": 0.1, "grace_period_s": 1,
@@ -196,7 +197,7 @@ class _Driver:
     def __init__(self, hosts, command=None, discovery_=None, blacklist=None, **settings):
         import subprocess
 
-        from tfring.runner.elastic_driver import ElasticJob, OutputTails
+        from tfring._elastic.driver import ElasticJob, OutputTails
         from tfring.runner.output import Output
 
         self.server = _core.StoreServer("127.0.0.1", 0, SECRET)
@@ -337,7 +338,7 @@ class _FakeStore:
 def _bare_job(exits, ready=(), generation=0):
     """A driver that runs nothing, its workers ``w<i>`` on hosts ``h<i>`` exited with
     ``exits`` (None: running), ``ready[i]`` whether worker i called init(): (job, messages)."""
-    from tfring.runner.elastic_driver import ElasticJob, ElasticWorker
+    from tfring._elastic.driver import ElasticJob, ElasticWorker
 
     messages = []
 
@@ -346,8 +347,8 @@ def _bare_job(exits, ready=(), generation=0):
 
     job = ElasticJob(_Messages(), _FakeStore(), discovery.FixedDiscovery([]), discovery.Blacklist(), None,
                      _settings())
-    job.generation = generation
-    job.workers = [ElasticWorker(f"w{i}", f"h{i}", None, 0.0, returncode=code, ready=i < len(ready) and ready[i])
+    job.membership.generation = generation
+    job.membership.workers = [ElasticWorker(f"w{i}", f"h{i}", None, 0.0, returncode=code, ready=i < len(ready) and ready[i])
                    for i, code in enumerate(exits)]
     return job, messages
 

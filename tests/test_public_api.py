@@ -23,6 +23,7 @@ HAS_TF = importlib.util.find_spec("tensorflow") is not None
 NEEDS = {  # a package's import needs these (the others need nothing but tfring)
     "tfring.tensorflow": "tensorflow", "tfring.keras": "tensorflow", "tfring.keras.callbacks": "tensorflow",
     "tfring.distribute": "tensorflow", "tfring.spark": None,
+    "tfring.tensorflow.elastic": "tensorflow", "tfring.keras.elastic": "tensorflow",
 }
 # Names the docs show on purpose without tfring exporting them.
 DOCUMENTED_AS_NOT_EXPORTED = {

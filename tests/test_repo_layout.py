@@ -8,11 +8,14 @@
                   benchmarks' scripts it runs as workloads
 
 so tests never depend on the lab or on a benchmark, and neither the lab nor a benchmark
-reaches into the tests. What two of them share lives in tools/ (or in tfring when a user
+reaches into the tests. Imports inside string literals count too (a test's worker script,
+``python -c`` code): the process that runs them imports from the same tree. What two of them share lives in tools/ (or in tfring when a user
 needs it). Static (AST), single process, no TensorFlow."""
 
 import ast
 import os
+import re
+import textwrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -41,22 +44,50 @@ def _flat_modules(root, folder):
             if name.endswith(".py") and name != "__init__.py"}
 
 
+# An import line in a string: Python source that a test or a script runs elsewhere (a worker
+# script, ``python -c``), where the string does not parse as a whole (a fragment, a template).
+_IMPORT_LINE = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import\b|import\s+([\w.]+(?:\s*,\s*[\w.]+)*))",
+                          re.MULTILINE)
+
+
+def _imports(tree, first_line=1):
+    """(line, module) for each absolute import statement of ``tree``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield first_line + node.lineno - 1, node.module
+        elif isinstance(node, ast.Import):
+            yield from ((first_line + node.lineno - 1, alias.name) for alias in node.names)
+
+
+def _string_imports(node):
+    """(line, module) for each import a string literal holds: the code of a worker script or
+    of ``python -c`` imports what the file holding it depends on, as much as its own."""
+    text = node.value
+    if "import" not in text:
+        return
+    try:
+        yield from _imports(ast.parse(textwrap.dedent(text)), node.lineno)
+    except SyntaxError:
+        for m in _IMPORT_LINE.finditer(text):
+            line = node.lineno + text.count("\n", 0, m.start())
+            for name in (m.group(1),) if m.group(1) else m.group(2).split(","):
+                yield line, name.strip()
+
+
 def _imported_folders(path, flat):
     with open(path) as f:
         tree = ast.parse(f.read(), filename=path)
+    found = list(_imports(tree))
+    examples = os.path.abspath(path) == os.path.abspath(__file__)  # this file's strings: the check's examples
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module]
-        elif isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        else:
-            continue
-        for name in names:
-            top = name.split(".")[0]
-            if top in ALLOWED:
-                yield node.lineno, name, top
-            elif top in flat:
-                yield node.lineno, name, flat[top]
+        if not examples and isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found += _string_imports(node)
+    for lineno, name in sorted(set(found)):
+        top = name.split(".")[0]
+        if top in ALLOWED:
+            yield lineno, name, top
+        elif top in flat:
+            yield lineno, name, flat[top]
 
 
 def layering_violations(root=ROOT):
@@ -80,9 +111,12 @@ def test_top_level_folders_import_one_way():
 
 def test_the_check_sees_a_violation(tmp_path):
     """The check is not vacuous: a tests module importing the lab, a benchmark importing
-    tests, a bare import of a benchmark's module and a tool importing tests are all named."""
-    for folder, text in {"tests": "from lab.scale import model\nimport bench_common\n",
-                         "benchmarks": "from tests import helpers\n",
+    tests, a bare import of a benchmark's module and a tool importing tests are all named,
+    in code and in the strings of code that a test or a benchmark runs (a worker script)."""
+    for folder, text in {"tests": ("from lab.scale import model\nimport bench_common\n"
+                                   "WORKER = 'import numpy as np\\nfrom benchmarks.xla_overlap import steps\\n'\n"
+                                   "FRAGMENT = 'if x:\\n  import bench_common, os\\n'\n"),
+                         "benchmarks": "from tests import helpers\nCODE = 'import tests.workers.x'\n",
                          "tools": "import tests.helpers\n",
                          "lab": "from benchmarks import whole_fit\nfrom tools.hostlab import netns\n",
                          "tfring": "import tools\n"}.items():
@@ -93,7 +127,10 @@ def test_the_check_sees_a_violation(tmp_path):
     assert sorted(found) == sorted([
         "tests/m.py:1: imports lab.scale (lab/)",
         "tests/m.py:2: imports bench_common (benchmarks/)",
+        "tests/m.py:4: imports benchmarks.xla_overlap (benchmarks/)",
+        "tests/m.py:5: imports bench_common (benchmarks/)",
         "benchmarks/m.py:1: imports tests (tests/)",
+        "benchmarks/m.py:2: imports tests.workers.x (tests/)",
         "tools/m.py:1: imports tests.helpers (tests/)",
         "tfring/m.py:1: imports tools (tools/)",
     ]), found

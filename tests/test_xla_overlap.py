@@ -2,7 +2,7 @@
 (issue 41), asserted from the order of recorded events, never from durations: rank 0's
 tfring timeline (each start/done pair's XLA_START, XLA_IN_FLIGHT and XLA_DONE spans,
 cc/tf/xla/inflight.cc) and XLA's own thunk trace (TF profiler), both read by
-benchmarks/xla_overlap.py."""
+tools/xla_trace.py (which benchmarks/xla_overlap.py measures with)."""
 
 import pytest
 
@@ -20,7 +20,7 @@ tf.config.threading.set_intra_op_parallelism_threads(1)
 tf.config.threading.set_inter_op_parallelism_threads(1)
 import keras
 import tfring.keras as hvd
-from benchmarks.xla_overlap import _hlo_order, overlap_per_step, steps, xla_thunks, xla_overlap_per_step
+from tools.xla_trace import hlo_order, overlap_per_step, steps, xla_thunks, xla_overlap_per_step
 
 hvd.init()
 keras.utils.set_random_seed(0)
@@ -76,7 +76,7 @@ if hvd.rank() == 0:
     per_step = xla_overlap_per_step(executions, "DistributedOptimizer_")
     assert all(r["buckets"] == 6 and 0 <= r["overlap_backward_ms"] <= r["overlap_ms"] <= r["in_flight_ms"]
                for r in per_step), per_step
-    order = _hlo_order(tf, model, loss_fn, tf.constant(x[:32]), tf.constant(y[:32]))
+    order = hlo_order(tf, model, loss_fn, tf.constant(x[:32]), tf.constant(y[:32]))
     assert order["starts"] == 6 and order["starts_before_last_dot"] >= 1, order
     assert order["dots_after_last_start"] == 0, order
     print("OVERLAP", per_step[-1], order)

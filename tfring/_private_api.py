@@ -114,9 +114,9 @@ _EXPECTED = [
     ("tensorflow.python.framework.auto_control_deps.MUST_RUN_ORDER_INSENSITIVE_STATEFUL_OPS", _E, None,
      "tfring.tensorflow._loader: collectives inside tf.function run concurrently"),
     ("keras.src.api_export.get_name_from_symbol", _C, ("symbol",),
-     "tfring.keras.saving: tfring optimizers saved under the Keras class's public name"),
-    ("keras.src.api_export.REGISTERED_OBJS_TO_NAMES", _E, None, "tfring.keras.saving"),
-    ("keras.src.saving.object_registration.GLOBAL_CUSTOM_NAMES", _E, None, "tfring.keras.saving"),
+     "tfring.keras.serialization: tfring optimizers saved under the Keras class's public name"),
+    ("keras.src.api_export.REGISTERED_OBJS_TO_NAMES", _E, None, "tfring.keras.serialization"),
+    ("keras.src.saving.object_registration.GLOBAL_CUSTOM_NAMES", _E, None, "tfring.keras.serialization"),
     ("keras.src.optimizers.base_optimizer.BaseOptimizer._get_variable_index", _C, ("self", "variable"),
      "tfring.keras.DistributedOptimizer(backward_passes_per_step > 1): the accumulator slot of a variable"),
 ]

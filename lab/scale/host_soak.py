@@ -8,7 +8,7 @@ Not a CI test (it runs for minutes); tests/test_host_faults.py runs one fault of
 The job: ``tfringrun --min-np 2 --max-np H*R --host-discovery-script`` over H emulated
 hosts x R slots (tools/hostlab/netns.py, each host its own hostname), peer timeout 2 s,
 a commit every 10 steps. Workers: ``numpy`` (default), the light tools/hostlab/elastic_numpy.py
-(NumPy API: data-parallel least squares under ``tfring.elastic.run``); ``keras``, an elastic
+(NumPy API: data-parallel least squares under ``tfring.elastic.run_fn``); ``keras``, an elastic
 Keras ``fit`` (lab/scale/elastic_keras_worker.py): 6 TensorFlow processes of ~500 MB,
 and each return of a host waits for two TensorFlow imports (waits are 4x longer).
 ``--keep-listed``: the discovery script never learns of the fault (a partition only the

@@ -62,6 +62,14 @@ TF_VALUES = (
     Names("tfring.gpu", "pin_gpu"),
 )
 
+# hvd.elastic of tfring.tensorflow and tfring.keras (the Keras one adds KerasState and the
+# callbacks): the TF states and run of tfring/_elastic/.
+TF_ELASTIC = (
+    Names("tfring._elastic.exceptions", "HorovodInternalError HostsUpdatedInterrupt JobEndedError"),
+    Names("tfring._elastic.state", "State"),
+    Names("tfring._elastic.tf_state", "ObjectState TensorFlowKerasState generation run"),
+)
+
 TABLES = {
     "tfring": (
         *PROCESS,
@@ -107,6 +115,15 @@ TABLES = {
         Names("tfring.keras.sync_batch_normalization", "SyncBatchNormalization"),
         Names("tfring.keras.verbosity", "verbose"),
     ),
+    "tfring.tensorflow.elastic": (
+        *TF_ELASTIC,
+        Names("tfring._elastic.tf_state", "TensorFlowState"),
+    ),
+    "tfring.keras.elastic": (
+        *TF_ELASTIC,
+        Names("tfring._elastic.keras_state", "CommitStateCallback KerasState UpdateBatchStateCallback "
+                                             "UpdateEpochStateCallback"),
+    ),
     "tfring.keras.callbacks": (
         Names("tfring.keras.callbacks.broadcast_global_variables", "BroadcastGlobalVariablesCallback"),
         Names("tfring.keras.callbacks.checkpoint", "BackupAndRestore ModelCheckpoint"),
@@ -120,9 +137,9 @@ TABLES = {
         Names("tfring.distribute.strategy", "RingStrategy"),
     ),
     "tfring.elastic": (
-        Names("tfring.elastic.exceptions", "HorovodInternalError HostsUpdatedInterrupt JobEndedError"),
-        Names("tfring.elastic.run", "lost_job_member reset run_fn"),
-        Names("tfring.elastic.state", "ObjectState State"),
+        Names("tfring._elastic.exceptions", "HorovodInternalError HostsUpdatedInterrupt JobEndedError"),
+        Names("tfring._elastic.run", "lost_job_member reset run_fn"),
+        Names("tfring._elastic.state", "ObjectState State"),
     ),
     "tfring.saving": (
         Names("tfring.saving.atomic", "atomic_write atomic_write_checkpoint atomic_write_directory"),

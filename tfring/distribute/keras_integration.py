@@ -28,12 +28,14 @@ _lock = threading.Lock()
 _installed = False
 
 
-def install():
+def install(strategy_class):
+    """Installs the hooks (once), for models under ``strategy_class`` (``RingStrategy``, which
+    calls this: passed in, so that this module needs no import of strategy.py)."""
     global _installed
     with _lock:
         if _installed:
             return
-        _install_predict_gather()
+        _install_predict_gather(strategy_class)
         _install_compile_hook()
         from tfring.keras import progress
 
@@ -41,14 +43,12 @@ def install():
         _installed = True
 
 
-def _install_predict_gather():
+def _install_predict_gather(strategy_class):
     module = _private_api.keras_reduce_per_replica_module
     original = module.reduce_per_replica
 
     def reduce_per_replica(values, strategy, reduction):
-        from tfring.distribute.strategy import RingStrategy
-
-        if reduction == "concat" and isinstance(strategy, RingStrategy) and strategy.num_replicas_in_sync > 1:
+        if reduction == "concat" and isinstance(strategy, strategy_class) and strategy.num_replicas_in_sync > 1:
             import tensorflow as tf
 
             def gather(v):

@@ -65,7 +65,7 @@ class RingStrategy(_private_api.Strategy):
         self._size = tft.size()
         extended = RingExtended(self, device or _default_device(tft.local_rank()), self._rank, self._size)
         super().__init__(extended)
-        keras_integration.install()
+        keras_integration.install(RingStrategy)
         save_hooks.install()
 
     def __repr__(self):

@@ -1,7 +1,8 @@
 """Elastic training, framework-neutral part: the rendezvous protocol with the driver
 (``tfringrun --min-np/--max-np/--host-discovery-script``), the state base classes and the
 ``run`` wrapper. TensorFlow users import ``tfring.tensorflow.elastic`` or
-``tfring.keras.elastic``; docs/elastic.md has the user's view.
+``tfring.keras.elastic``; docs/elastic.md has the user's view. A face: the implementation
+is tfring/_elastic/.
 """
 
 from tfring._api.binding import bind as _bind

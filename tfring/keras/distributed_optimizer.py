@@ -18,8 +18,8 @@ import tensorflow as tf
 import tfring.tensorflow as hvd_tf
 from tfring.keras import model_preparation
 from tfring.keras.gradient_accumulation import LocalGradientAccumulator
-from tfring.keras.model_preparation import is_distributed
-from tfring.keras.saving import register_serialization_alias
+from tfring.keras.optimizer_mark import is_distributed
+from tfring.keras.serialization import register_serialization_alias
 from tfring.tensorflow import grad_reduction
 from tfring.tensorflow.local_sources import LocalSources, layer_variables
 

@@ -1,4 +1,4 @@
-"""Elastic training with Keras ``fit``: Horovod's ``horovod.keras.elastic``.
+"""Elastic training with Keras ``fit``: Horovod's ``horovod.keras.elastic`` (``hvd.elastic``).
 
     state = hvd.elastic.KerasState(model, batch=0, epoch=0)
     callbacks = [hvd.elastic.UpdateEpochStateCallback(state),
@@ -8,100 +8,10 @@
     @hvd.elastic.run
     def train(state):
         model.fit(data, steps_per_epoch=..., epochs=epochs - state.epoch, callbacks=callbacks)
-    train(state)
 
-After a reset ``fit`` starts again at ``state.epoch`` from the weights of the last commit.
-Keras 3 cannot shorten an epoch from a callback, so an epoch interrupted after a mid-epoch
-commit runs all its steps again from that commit (``state.batch`` says where the commit
-was). docs/elastic.md.
+Implemented in tfring/_elastic/ (keras_state.py, tf_state.py); docs/elastic.md.
 """
 
-import keras
+from tfring._api.binding import bind as _bind
 
-from tfring.tensorflow.elastic import (
-    HorovodInternalError,
-    HostsUpdatedInterrupt,
-    JobEndedError,
-    ObjectState,
-    State,
-    TensorFlowKerasState,
-    generation,
-    run,
-)
-
-
-class KerasState(TensorFlowKerasState):
-    """State of a Keras model, its optimizer and picklable values (``epoch=0, batch=0``).
-    See ``tfring.tensorflow.elastic.TensorFlowKerasState``."""
-
-
-class CommitStateCallback(keras.callbacks.Callback):
-    """Commits ``state`` every ``batches_per_commit`` batches and at the end of each epoch.
-    Put it after the Update*StateCallbacks, so a commit holds their counters."""
-
-    def __init__(self, state, batches_per_commit=1):
-        super().__init__()
-        if int(batches_per_commit) < 1:
-            raise ValueError(f"batches_per_commit must be a positive integer. Received: {batches_per_commit!r}")
-        self.state = state
-        self.batches_per_commit = int(batches_per_commit)
-        self._left = self.batches_per_commit
-
-    def on_train_begin(self, logs=None):
-        self._left = self.batches_per_commit  # equal on every rank after each reset
-
-    def on_train_batch_end(self, batch, logs=None):
-        self._left -= 1
-        if self._left == 0:
-            self.state.commit()
-            self._left = self.batches_per_commit
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.state.commit()
-
-
-class UpdateBatchStateCallback(keras.callbacks.Callback):
-    """Keeps ``state.batch`` at the index of the last finished batch of the epoch (0 again
-    at each epoch's end), as Horovod does."""
-
-    def __init__(self, state):
-        super().__init__()
-        self.state = state
-
-    def on_train_batch_end(self, batch, logs=None):
-        self.state.batch = batch
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.state.batch = 0
-
-
-class UpdateEpochStateCallback(keras.callbacks.Callback):
-    """Keeps ``state.epoch`` at the number of finished epochs across resets: ``fit`` counts
-    its epochs from 0 on each call, so call it with ``epochs=total - state.epoch``."""
-
-    def __init__(self, state):
-        super().__init__()
-        self.state = state
-        self.initial_epoch = state.epoch
-
-    def on_train_begin(self, logs=None):
-        self.initial_epoch = self.state.epoch
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.state.epoch = self.initial_epoch + epoch + 1
-
-
-__all__ = [
-    "CommitStateCallback",
-    "HorovodInternalError",
-    "HostsUpdatedInterrupt",
-    "JobEndedError",
-    "KerasState",
-    "ObjectState",
-    "State",
-    "TensorFlowKerasState",
-    "UpdateBatchStateCallback",
-    "UpdateEpochStateCallback",
-    "generation",
-    "run",
-]
+__getattr__, __dir__ = _bind(globals())  # the names of tfring.keras.elastic in tfring/_api/exports.py

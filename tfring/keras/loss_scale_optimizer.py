@@ -16,7 +16,7 @@ import keras
 import tensorflow as tf
 
 import tfring.tensorflow as hvd_tf
-from tfring.keras.saving import register_serialization_alias
+from tfring.keras.serialization import register_serialization_alias
 
 
 class LossScaleOptimizer(keras.optimizers.LossScaleOptimizer):

@@ -28,6 +28,8 @@ import sys
 import threading
 import warnings
 
+from tfring.keras.optimizer_mark import is_distributed
+
 _lock = threading.Lock()
 _warned = False
 
@@ -56,14 +58,6 @@ def _warn_once(model, reason):
         UserWarning,
         stacklevel=3,
     )
-
-
-def is_distributed(optimizer):
-    """True for an optimizer wrapped by ``DistributedOptimizer`` (or tfring's
-    ``LossScaleOptimizer`` around one); False for None."""
-    if getattr(optimizer, "_tfring_distributed", False):
-        return True
-    return bool(getattr(getattr(optimizer, "inner_optimizer", None), "_tfring_distributed", False))
 
 
 def _under_ring_strategy(model):

@@ -51,6 +51,6 @@ def with_check(callbacks):
 def needs_check(model):
     """True for a model trained with a tfring optimizer in a job of more than one rank."""
     from tfring import basics
-    from tfring.keras.model_preparation import is_distributed
+    from tfring.keras.optimizer_mark import is_distributed
 
     return basics.is_initialized() and basics.size() > 1 and is_distributed(getattr(model, "optimizer", None))

@@ -15,6 +15,7 @@ import os
 import sys
 
 from tfring import _core, errors
+from tfring._bootstrap import providers
 from tfring.runner import args as args_lib
 from tfring.runner import binding, jobenv, placement
 from tfring.runner import hosts as hosts_lib
@@ -105,9 +106,8 @@ def launch(argv=None, environ=None, store_hook=None):
     if ns.check_build:
         return check_build()
     if args_lib.is_elastic(ns):
-        from tfring.runner.elastic_launch import launch_elastic
-
-        return launch_elastic(ns, _error, store_hook)
+        # The elastic driver is the layer above the launcher (tfring/_elastic/launch.py).
+        return providers.get("elastic_launch")(ns, _error, store_hook)
     try:
         slots, place, job_settings = _plan(ns, environ)
         blame, tracebacks = Blame(), Tracebacks()

@@ -4,7 +4,7 @@ jobs under host-level faults (tests/test_host_faults.py, lab/scale/host_soak.py)
     python elastic_numpy.py '<json config>' OUT_DIR
 
 Trains a linear least-squares model by data-parallel gradient descent under
-``tfring.elastic.run``: every step each rank computes the gradient on its shard
+``tfring.elastic.run_fn``: every step each rank computes the gradient on its shard
 (rank::size) of a fixed data set, the gradients are averaged (``allreduce``), every rank
 applies the same update. ``ObjectState(w, step)`` is committed every ``commit_every`` steps;
 a lost member makes the survivors restore the last commit, re-form and sync from the new
@@ -30,8 +30,7 @@ import time
 import numpy as np
 
 import tfring
-from tfring.elastic.run import run_fn
-from tfring.elastic.state import ObjectState
+from tfring.elastic import ObjectState, run_fn
 
 cfg = json.loads(sys.argv[1])
 out_dir = sys.argv[2]

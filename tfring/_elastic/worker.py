@@ -16,8 +16,8 @@ import time
 
 from tfring import _core, errors
 from tfring._bootstrap import launch_env
-from tfring.elastic import protocol
-from tfring.elastic.exceptions import JobEndedError, describe
+from tfring._elastic import protocol
+from tfring._elastic.exceptions import JobEndedError, describe
 from tfring.runner import blame
 
 POLL_S = 0.05
@@ -173,7 +173,7 @@ def init_core(core_init):
             report_broken()
             continue
         # Before any collective: a peer that finishes has then seen this worker joined, so
-        # the driver never takes a member for a late joiner (elastic_driver.py).
+        # the driver never takes a member for a late joiner (driver.py).
         _store().add(protocol.joined_key(worker_id()), 1)
         _trained = True
         return

@@ -1,7 +1,7 @@
-"""The re-formation timers of an elastic job (``ElasticJob`` in elastic_driver.py): when the
+"""The re-formation timers of an elastic job (``ElasticJob`` in driver.py): when the
 driver next runs host discovery, and what holds a pending change back from becoming the next
 generation, with its deadline. One wait at a time, its moves checked like the job's phases
-(elastic_phases.py): ``check_wait_move`` refuses a move the table does not list.
+(phases.py): ``check_wait_move`` refuses a move the table does not list.
 
     NONE ──a member reports the generation broken──► SETTLING ──BROKEN_SETTLE_S later──► NONE
     NONE ──fewer than --min-np ready members───────► BELOW_MIN_NP ──enough are ready──► NONE
@@ -63,7 +63,7 @@ def check_wait_move(current, new):
     if new not in WAIT_MOVES[current]:
         allowed = ", ".join(sorted(w.name for w in WAIT_MOVES[current]))
         raise WaitError(f"elastic job's re-formation timers: no move from {current.name} to {new.name} "
-                        f"(allowed: {allowed}); see tfring/runner/elastic_timers.py")
+                        f"(allowed: {allowed}); see tfring/_elastic/timers.py")
     return new
 
 

@@ -1,4 +1,4 @@
-"""The phases of an elastic job (``ElasticJob`` in elastic_driver.py) and the moves between
+"""The phases of an elastic job (``ElasticJob`` in driver.py) and the moves between
 them, checked: the job is in exactly one phase, and ``check_move`` refuses a move the table
 does not list.
 
@@ -71,5 +71,5 @@ def check_move(current, new):
     if new not in MOVES[current]:
         allowed = ", ".join(sorted(p.name for p in MOVES[current])) or "none (final)"
         raise PhaseError(f"elastic job: no move from {current.name} to {new.name} (allowed: {allowed}); "
-                         "see tfring/runner/elastic_phases.py")
+                         "see tfring/_elastic/phases.py")
     return new

@@ -16,8 +16,8 @@ Thread-safety: one training thread per process, like the collectives it calls.
 import copy
 
 from tfring import basics
-from tfring.elastic import worker
-from tfring.elastic.exceptions import HostsUpdatedInterrupt
+from tfring._elastic import worker
+from tfring._elastic.exceptions import HostsUpdatedInterrupt
 
 
 class State:

@@ -1,7 +1,7 @@
 """The elastic ``run`` wrapper: train, and when the job loses or gains a member, re-form
 it and go on from the last commit (Horovod's ``hvd.elastic.run``).
 
-    @run_fn(reset=...)                        # tfring.tensorflow.elastic.run binds reset
+    @run_fn(reset=...)                        # tf_state.run (hvd.elastic.run) binds reset
     def train(state): ...                     # called with the synced state
 
 Loop: sync the state from rank 0, call the function. When it raises
@@ -20,8 +20,8 @@ import functools
 import sys
 
 from tfring import _core, basics, errors
-from tfring.elastic import worker
-from tfring.elastic.exceptions import HostsUpdatedInterrupt, describe
+from tfring._elastic import worker
+from tfring._elastic.exceptions import HostsUpdatedInterrupt, describe
 
 
 def _say(text):

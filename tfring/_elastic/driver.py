@@ -44,10 +44,10 @@ Policy:
 - Every SIGTERM the driver sends is followed by SIGKILL after the grace period.
 - SIGINT/SIGTERM/SIGHUP go to every worker (SIGKILL after the grace period); exit 128+N.
 
-Every wait is bounded. The job's phases are elastic_phases.py's; when discovery runs and
+Every wait is bounded. The job's phases are phases.py's; when discovery runs and
 what holds a change back from becoming the next generation (a broken generation settling,
 below ``--min-np``, a growth waiting for the current generation), with their deadlines, are
-elastic_timers.py's: the driver asks them. Main thread only; one waiter thread per worker
+timers.py's: the driver asks them. Main thread only; one waiter thread per worker
 reports its exit through a queue.
 """
 
@@ -58,10 +58,10 @@ import signal
 import threading
 import time
 
-from tfring.elastic import protocol
+from tfring._elastic import protocol
+from tfring._elastic.phases import Phase, check_move
+from tfring._elastic.timers import ReformationTimers
 from tfring.runner.discovery import FixedDiscovery
-from tfring.runner.elastic_phases import Phase, check_move
-from tfring.runner.elastic_timers import ReformationTimers
 from tfring.runner.hosts import slots_of
 from tfring.runner.signals import signal_name
 from tfring.runner.stopped import stop_signal
@@ -140,8 +140,125 @@ class ElasticSettings:
     ready_timeout_s: float  # a started worker not ready by then is killed
 
 
+class GenerationStore:
+    """The driver's side of protocol.py: every key it reads or writes in the job's store
+    (``store``, a ``_core.StoreClient``), and nothing else: no policy, no processes. Main
+    thread only, like the job."""
+
+    def __init__(self, store):
+        self.client = store
+
+    def ready(self, wid):
+        """The worker called ``init()`` and waits for a generation."""
+        return bool(self.client.add(protocol.ready_key(wid), 0))
+
+    def left(self, wid):
+        """The worker found itself left out of the newest generation and left."""
+        return bool(self.client.add(protocol.left_key(wid), 0))
+
+    def joins(self, wid):
+        """How many generations the worker has joined (its rendezvous succeeded)."""
+        return self.client.add(protocol.joined_key(wid), 0)
+
+    def joined(self, wid):
+        """The worker has joined a generation."""
+        return self.joins(wid) > 0
+
+    def broken(self, generation):
+        """A member reported ``generation`` broken."""
+        return bool(self.client.add(protocol.broken_key(generation), 0))
+
+    def broken_by(self, generation, wid):
+        """The worker itself reported ``generation`` broken."""
+        return bool(self.client.add(protocol.broken_by_key(generation, wid), 0))
+
+    def lost(self, generation, rank):
+        """Rank 0 of ``generation`` reported ``rank`` lost."""
+        return bool(self.client.add(protocol.lost_key(generation, rank), 0))
+
+    def publish(self, generation, assignments):
+        """Writes each ``(wid, slot)`` assignment of ``generation``, then raises the current
+        generation to it. Raises RuntimeError when the store's counter disagrees (another
+        driver on the same store)."""
+        for wid, slot in assignments:
+            self.client.set(protocol.assignment_key(generation, wid),
+                            protocol.Assignment(generation, slot).encode())
+        published = self.client.add(protocol.CURRENT, 1)
+        if published != generation:
+            raise RuntimeError(f"the elastic store's generation is {published}, expected {generation}: is "
+                               "another driver using this store?")
+
+    def end(self, reason, finished=False):
+        """Tells every worker that the job ended and why (``finished``: it succeeded)."""
+        if finished:
+            self.client.add(protocol.FINISHED, 1)
+        self.client.set(protocol.END_REASON, reason.encode())
+        self.client.add(protocol.ENDED, 1)
+
+
+class Membership:
+    """The job's workers and generations: which workers are live, which may be in the next
+    generation and in what order, the size of each generation, the free slots. Reads no
+    store and starts or signals no process. Main thread only, like the job."""
+
+    def __init__(self):
+        self.workers = []  # every ElasticWorker started, in start order
+        self.generation = 0  # the latest published generation (0: none yet)
+        self.sizes = {}  # generation -> size
+        self._next_wid = 0
+
+    def size_of(self, generation):
+        return self.sizes.get(generation, "?")
+
+    def new_wid(self):
+        wid = f"w{self._next_wid}"
+        self._next_wid += 1
+        return wid
+
+    def live(self):
+        return [w for w in self.workers if w.returncode is None and not w.removed]
+
+    def members(self):
+        """Live workers that can be in the next generation, current members first (in rank
+        order, so the lowest surviving rank becomes rank 0), then the newly ready ones."""
+        # Not one that was sent SIGKILL (stopped too long) and has not been reaped yet.
+        ready = [w for w in self.live() if w.ready and not _frozen(w) and w.killed_at is None]
+        return sorted(ready, key=lambda w: (w.rank is None, w.rank if w.rank is not None else int(w.wid[1:])))
+
+    def current(self):
+        """The members of the latest generation."""
+        return [w for w in self.workers if w.generation == self.generation and w.rank is not None]
+
+    def pending(self):
+        return [w for w in self.live() if not w.ready]
+
+    def running(self):
+        return [w for w in self.workers if w.returncode is None]
+
+    def free_slots(self, hosts, blacklist, now):
+        """``[host, ...]``, one entry per free slot on a usable host of ``hosts``, in their order."""
+        used = {}
+        for w in self.live():
+            used[w.host] = used.get(w.host, 0) + 1
+        free = []
+        for h in hosts:
+            if not blacklist.blocked(h.name, now):
+                free += [h.name] * max(0, h.slots - used.get(h.name, 0))
+        return free
+
+    def record(self, generation, members):
+        """``generation`` was published with ``members``, ranked in their order."""
+        self.generation = generation
+        self.sizes[generation] = len(members)
+        for rank, w in enumerate(members):
+            w.generation, w.rank = generation, rank
+
+
 class ElasticJob:
-    """The workers of one elastic job.
+    """The workers of one elastic job: the driver's policy and its process supervision
+    (start, exits, signals, stops). What the workers and generations are is its
+    ``membership`` (Membership); what it reads and writes in the store goes through
+    ``keys`` (GenerationStore).
 
     Args:
       output: ``Output`` copying worker output (labelled by worker id) and printing messages.
@@ -154,23 +271,21 @@ class ElasticJob:
       tails: the ``OutputTails`` observing ``output`` (shown when the script fails before
         ``init()``); None: none are shown.
       clock: ``() -> seconds``, monotonic: every time the driver reads, its re-formation
-        timers' (elastic_timers.py) included.
+        timers' (timers.py) included.
     """
 
     def __init__(self, output, store, discovery, blacklist, start_worker, settings, verbose=False, tails=None,
                  clock=time.monotonic):
         self.output = output
         self.tails = tails
-        self.store = store
+        self.store = store  # the client, for GenerationStore and tests
+        self.keys = GenerationStore(store)  # the protocol's keys: the store's only reader and writer here
+        self.membership = Membership()
         self.discovery = discovery
         self.blacklist = blacklist
         self._start_worker = start_worker
         self.cfg = settings
         self.verbose = verbose
-        self.workers = []
-        self.generation = 0
-        self._sizes = {}  # generation -> size
-        self._next_wid = 0
         self._exits = queue.Queue()
         self._hosts = []  # the latest discovered [Host]
         self._change = "start"  # why a new generation is needed (None: none is)
@@ -178,7 +293,7 @@ class ElasticJob:
         # When to discover, and what holds a change back (broken settle, --min-np, growth)
         self.timers = ReformationTimers(settings.elastic_timeout_s, settings.discovery_interval_s,
                                         settings.ready_timeout_s, clock)
-        self.phase = Phase.STARTING  # the job's state machine: elastic_phases.py
+        self.phase = Phase.STARTING  # the job's state machine: phases.py
         self.end_reason = None  # ENDING: why
         self.first_signal = None  # SIGNALLED: the signal
         self.failure_after_finish = None  # FAILING_AFTER_FINISH: the worker that failed
@@ -189,7 +304,7 @@ class ElasticJob:
         self._next_stopped_check = 0.0
         self._joins_at_publish = {}  # wid -> its joined count when the current generation was published
 
-    # ---- phases (elastic_phases.py) ---------------------------------------------------
+    # ---- phases (phases.py) ---------------------------------------------------
     @property
     def finishing(self):
         """A worker finished training: no more generations (FINISHING, FAILING_AFTER_FINISH)."""
@@ -198,36 +313,8 @@ class ElasticJob:
     def _move(self, phase):
         self.phase = check_move(self.phase, phase)
 
-    # ---- bookkeeping ------------------------------------------------------------------
-    def _size_of(self, generation):
-        return self._sizes.get(generation, "?")
-
-    def _live(self):
-        return [w for w in self.workers if w.returncode is None and not w.removed]
-
-    def _members(self):
-        """Live workers that can be in the next generation, current members first (in rank
-        order, so the lowest surviving rank becomes rank 0), then the newly ready ones."""
-        # Not one that was sent SIGKILL (stopped too long) and has not been reaped yet.
-        ready = [w for w in self._live() if w.ready and not _frozen(w) and w.killed_at is None]
-        return sorted(ready, key=lambda w: (w.rank is None, w.rank if w.rank is not None else int(w.wid[1:])))
-
-    def _pending(self):
-        return [w for w in self._live() if not w.ready]
-
-    def _running(self):
-        return [w for w in self.workers if w.returncode is None]
-
-    def _free_slots(self, now):
-        """``[host, ...]``, one entry per free slot on a usable host, in discovery order."""
-        used = {}
-        for w in self._live():
-            used[w.host] = used.get(w.host, 0) + 1
-        free = []
-        for h in self._hosts:
-            if not self.blacklist.blocked(h.name, now):
-                free += [h.name] * max(0, h.slots - used.get(h.name, 0))
-        return free
+    def _describe(self, worker):
+        return worker.describe(self.membership.size_of)
 
     # ---- events -----------------------------------------------------------------------
     def _wait(self, worker):
@@ -236,7 +323,7 @@ class ElasticJob:
     def _on_exit(self, worker, code):
         worker.returncode = code
         if self.verbose:
-            self.output.message(f"{worker.describe(self._size_of)} {describe_exit(code)} "
+            self.output.message(f"{self._describe(worker)} {describe_exit(code)} "
                                 f"after {self._clock() - worker.started:.2f} s")
         if self.phase.ending:
             return
@@ -247,13 +334,13 @@ class ElasticJob:
         if code == 0:
             if not self.finishing:
                 self._move(Phase.FINISHING)
-                self.output.message(f"{worker.describe(self._size_of)} finished; no more re-formations, "
+                self.output.message(f"{self._describe(worker)} finished; no more re-formations, "
                                     "waiting for the other workers to finish")
                 self._tell_workers(f"{worker.wid} finished training; the job re-forms no more", finished=True)
                 self._dismiss_late_joiners()
             return
         if worker.rank is None:  # never in a generation: the job goes on without it
-            worker.ready = worker.ready or bool(self.store.add(protocol.ready_key(worker.wid), 0))
+            worker.ready = worker.ready or self.keys.ready(worker.wid)
             if not worker.ready and self._script_fails():
                 return
             self._lost(worker, describe_exit(code) + ("" if worker.ready else " before calling init()"))
@@ -262,7 +349,7 @@ class ElasticJob:
             if self.failure_after_finish is None:
                 self._move(Phase.FAILING_AFTER_FINISH)
                 self.failure_after_finish = worker
-                self.output.message(f"{worker.describe(self._size_of)} {describe_exit(code)} after another "
+                self.output.message(f"{self._describe(worker)} {describe_exit(code)} after another "
                                     "worker had finished; stopping the others")
                 self._stop_all(signal.SIGTERM)
             return
@@ -275,12 +362,12 @@ class ElasticJob:
         out of a generation and leaves). A late joiner's exit never counts."""
         if not worker.unlisted or worker.late or code == 0 or worker.kill_at is not None:
             return False
-        return not self.store.add(protocol.left_key(worker.wid), 0)
+        return not self.keys.left(worker.wid)
 
     def _lost(self, worker, how):
         wait = self.blacklist.record_failure(worker.host, self._clock())
         out = "for the rest of the job" if wait == float("inf") else f"for {wait:g} s"
-        self.output.message(f"lost {worker.describe(self._size_of)}: it {how}; host {worker.host} "
+        self.output.message(f"lost {self._describe(worker)}: it {how}; host {worker.host} "
                             f"blacklisted {out}")
         if worker.rank is not None:  # a worker not yet in a generation holds up no one
             self._change = f"lost rank {worker.rank} on host {worker.host}"
@@ -290,20 +377,20 @@ class ElasticJob:
         no generation has formed, and every worker started so far has exited with one same
         code from 1 to 127 without having called ``init()`` (module docstring). ``ready``
         is up to date for every exited worker (``_on_exit`` reads the store)."""
-        codes = {w.returncode for w in self.workers}
-        if self.generation or len(codes) != 1 or any(w.ready for w in self.workers):
+        codes = {w.returncode for w in self.membership.workers}
+        if self.membership.generation or len(codes) != 1 or any(w.ready for w in self.membership.workers):
             return False
         code = codes.pop()
         if code is None or not 0 < code < 128:
             return False
-        failed = ", ".join(f"{w.wid} on {w.host}" for w in self.workers[:NAMED_WORKERS])
-        if len(self.workers) > NAMED_WORKERS:
-            failed += f" and {len(self.workers) - NAMED_WORKERS} more"
+        failed = ", ".join(f"{w.wid} on {w.host}" for w in self.membership.workers[:NAMED_WORKERS])
+        if len(self.membership.workers) > NAMED_WORKERS:
+            failed += f" and {len(self.membership.workers) - NAMED_WORKERS} more"
         self.end_code = code
         self._end(f"every worker started so far ({failed}) exited with code {code} before calling init(), "
                   "and no generation has formed: the script fails before init(), which no other host can "
                   "change, so the job does not wait for hosts (--elastic-timeout)")
-        self._show_last_lines(self.workers)
+        self._show_last_lines(self.membership.workers)
         return True
 
     def _show_last_lines(self, failed):
@@ -324,10 +411,6 @@ class ElasticJob:
             if last != first[-1:]:
                 self.output.message(f"worker {w.wid} ended with: {last[0] if last else '(no output)'}")
 
-    def _joined(self, w):
-        """True once ``w`` has joined a generation (its rendezvous succeeded)."""
-        return self.store.add(protocol.joined_key(w.wid), 0) > 0
-
     def _dismiss_late_joiners(self):
         """Once the job finishes, a worker that never joined a generation has nothing to
         join: still starting, waiting for a generation, or in the rendezvous of one that the
@@ -336,10 +419,10 @@ class ElasticJob:
         not left ``END_NOTICE_S`` later (it was importing, or blocked in the rendezvous)
         gets SIGTERM. Its exit does not count either way."""
         now = self._clock()
-        for w in self._live():
-            if w.rank is None or not self._joined(w):
+        for w in self.membership.live():
+            if w.rank is None or not self.keys.joined(w.wid):
                 w.removed, w.late, w.leave_by = True, True, now + END_NOTICE_S
-                self.output.message(f"{w.describe(self._size_of)} had not joined the job when it finished; it "
+                self.output.message(f"{self._describe(w)} had not joined the job when it finished; it "
                                     "leaves without training")
 
     def _watch_stopped(self, now):
@@ -348,7 +431,7 @@ class ElasticJob:
         if not self.cfg.stopped_limit_s or now < self._next_stopped_check:
             return
         self._next_stopped_check = now + STOPPED_CHECK_S
-        for w in self._live():
+        for w in self.membership.live():
             if hasattr(w.proc, "signal_group"):
                 continue  # remote: its peers' heartbeats notice it
             signum = stop_signal(w.pid)
@@ -357,7 +440,7 @@ class ElasticJob:
                 continue
             since = self._stopped_since.setdefault(w.wid, now)
             if now - since >= self.cfg.stopped_limit_s:
-                self.output.message(f"{w.describe(self._size_of)} has been stopped by {signal_name(signum)} "
+                self.output.message(f"{self._describe(w)} has been stopped by {signal_name(signum)} "
                                     f"for {now - since:.1f} s; killing it")
                 signal_and_resume(w, signal.SIGKILL)
                 w.killed_at = now
@@ -368,14 +451,14 @@ class ElasticJob:
             return
         self._hosts = self.discovery.hosts()
         listed = {h.name for h in self._hosts}
-        for w in self._live():
+        for w in self.membership.live():
             if w.host not in listed:
                 self._remove(w)
-        for w in self.workers:  # listed again before anything was done about it: it stays
+        for w in self.membership.workers:  # listed again before anything was done about it: it stays
             if w.removed and w.returncode is None and w.leave_by is None and w.kill_at is None \
                     and w.rank is not None and w.host in listed:
                 w.removed = w.unlisted = False
-                self.output.message(f"host {w.host} is listed again; {w.describe(self._size_of)} stays")
+                self.output.message(f"host {w.host} is listed again; {self._describe(w)} stays")
 
     def _remove(self, w):
         """Leaves ``w`` (whose host is no longer listed) out of the next generation. A member
@@ -386,31 +469,31 @@ class ElasticJob:
         w.removed = w.unlisted = True
         where = f"host {w.host} is no longer listed by the {self.discovery.describe()}"
         if w.rank is None:
-            self.output.message(f"{where}; stopping {w.describe(self._size_of)}")
+            self.output.message(f"{where}; stopping {self._describe(w)}")
             self._terminate(w)
             return
-        self.output.message(f"{where}; {w.describe(self._size_of)} leaves at the job's next commit once a "
+        self.output.message(f"{where}; {self._describe(w)} leaves at the job's next commit once a "
                             "generation without it is published")
         self._change = f"host {w.host} removed"
 
     def _stop_leavers(self, now):
         """SIGTERM to removed workers that have not left by their time; SIGKILL to any
         worker still running ``grace_period_s`` after its SIGTERM."""
-        for w in self.workers:
+        for w in self.membership.workers:
             if w.returncode is not None:
                 continue
             if w.leave_by is not None and now >= w.leave_by:
                 w.leave_by = None
-                if w.late and w.rank is not None and self._joined(w):
+                if w.late and w.rank is not None and self.keys.joined(w.wid):
                     w.removed = w.late = False  # it joined after all (before its peer finished): a member
                     continue
                 if not w.late or self.verbose:
-                    self.output.message(f"{w.describe(self._size_of)} has not left; stopping it")
+                    self.output.message(f"{self._describe(w)} has not left; stopping it")
                 self._terminate(w)
             elif w.kill_at is not None and now >= w.kill_at:
                 w.kill_at = float("inf")
                 if self.verbose or not self.phase.ending:
-                    self.output.message(f"{w.describe(self._size_of)} is still running {self.cfg.grace_period_s:g} s "
+                    self.output.message(f"{self._describe(w)} is still running {self.cfg.grace_period_s:g} s "
                                         "after SIGTERM; killing it")
                 signal_and_resume(w, signal.SIGKILL)
                 w.killed_at = now
@@ -422,9 +505,9 @@ class ElasticJob:
     def _check_broken(self):
         """A member that found the running generation broken (it lost a peer, or the
         rendezvous failed) asks for a new one, whether or not a process exited."""
-        if self.generation and not self.finishing and self._change is None \
-                and self.store.add(protocol.broken_key(self.generation), 0):
-            self._change = f"a worker found generation {self.generation} broken"
+        if self.membership.generation and not self.finishing and self._change is None \
+                and self.keys.broken(self.membership.generation):
+            self._change = f"a worker found generation {self.membership.generation} broken"
             self._force = True
             # Let an exit that caused it arrive first, so the next generation leaves the
             # dead worker out instead of waiting for it in a rendezvous.
@@ -438,15 +521,15 @@ class ElasticJob:
         blacklisted, they are left out of the next generation (which they could only hold
         up until its rendezvous times out) and stopped if still running ``ready_timeout_s``
         after it is published. On a partition the side of rank 0 (and of the store) goes on."""
-        g = self.generation
+        g = self.membership.generation
         # Local workers are looked at directly: a stopped one is left out (_members) and
         # killed after the stopped limit (_watch_stopped); only remote ones are judged here.
-        members = [w for w in self._live() if w.generation == g and w.rank not in (None, 0)
+        members = [w for w in self.membership.live() if w.generation == g and w.rank not in (None, 0)
                    and hasattr(w.proc, "signal_group")]
-        lost = [w for w in members if self.store.add(protocol.lost_key(g, w.rank), 0)]
+        lost = [w for w in members if self.keys.lost(g, w.rank)]
         hosts = {w.host: w.rank for w in lost}
         silent = [w for w in members if w not in lost and w.host in hosts
-                  and not self.store.add(protocol.broken_by_key(g, w.wid), 0)]
+                  and not self.keys.broken_by(g, w.wid)]
         for w in lost + silent:
             w.removed = True
             why = (f"was reported lost by rank 0 of generation {g}" if w in lost else
@@ -456,12 +539,12 @@ class ElasticJob:
 
     def _check_ready(self, now):
         """Marks started workers that became ready; kills one not ready in time."""
-        for w in self._pending():
-            if self.store.add(protocol.ready_key(w.wid), 0):
+        for w in self.membership.pending():
+            if self.keys.ready(w.wid):
                 w.ready = True
                 self._change = self._change or f"worker {w.wid} on host {w.host} is ready"
             elif now - w.started > self.cfg.ready_timeout_s:
-                self.output.message(f"{w.describe(self._size_of)} did not call init() within "
+                self.output.message(f"{self._describe(w)} did not call init() within "
                                     f"{self.cfg.ready_timeout_s:g} s (TFRING_START_TIMEOUT_S); killing it")
                 signal_and_resume(w, signal.SIGKILL)
                 w.started = float("inf")  # reported once; its exit counts as a loss
@@ -471,39 +554,39 @@ class ElasticJob:
         if not self.phase.forms_generations:
             return
         limit = self.cfg.max_np if self.cfg.max_np is not None else float("inf")
-        if self.generation == 0 and self.cfg.initial_np is not None:
+        if self.membership.generation == 0 and self.cfg.initial_np is not None:
             limit = min(limit, self.cfg.initial_np)
-        free = self._free_slots(now)
-        for host in free[: max(0, int(min(limit, len(self._live()) + len(free))) - len(self._live()))]:
-            wid = f"w{self._next_wid}"
-            self._next_wid += 1
-            self._spawn(wid, host)
+        free = self.membership.free_slots(self._hosts, self.blacklist, now)
+        live = len(self.membership.live())
+        for host in free[: max(0, int(min(limit, live + len(free))) - live)]:
+            self._spawn(self.membership.new_wid(), host)
 
     # ---- generations ------------------------------------------------------------------
     def _form_generation(self):
         """Publishes the next generation when a change is pending and nothing holds it back:
-        the timers (elastic_timers.py) answer for the waits, the members and
+        the timers (timers.py) answer for the waits, the members and
         ``--reset-limit`` are checked here."""
         if self._change is None or not self.phase.forms_generations or not self.timers.may_form():
             return
-        if self.generation == 0 and self._pending():
+        if self.membership.generation == 0 and self.membership.pending():
             return  # the first generation waits for every first worker (bounded by ready_timeout_s)
         if self._force:
             self._leave_out_lost()
-        members = self._members()
+        members = self.membership.members()
         if len(members) < self.cfg.min_np:
             self._below_min_np(len(members))
             return
         self.timers.enough_workers()
-        if (not self._force and self.generation > 0 and all(w.generation == self.generation for w in members)
-                and len(members) == self._sizes.get(self.generation)):
+        g = self.membership.generation
+        if (not self._force and g > 0 and all(w.generation == g for w in members)
+                and len(members) == self.membership.sizes.get(g)):
             self._change = None  # the same membership: nothing to re-form
             self.timers.no_growth_hold()
             return
         if self._hold_growth(members):
             return
-        if self.cfg.reset_limit is not None and self.generation > self.cfg.reset_limit:
-            self._end(f"the job re-formed {self.generation - 1} time(s) and may not again "
+        if self.cfg.reset_limit is not None and self.membership.generation > self.cfg.reset_limit:
+            self._end(f"the job re-formed {self.membership.generation - 1} time(s) and may not again "
                       f"(--reset-limit {self.cfg.reset_limit})")
             return
         self._publish(members, self._change)
@@ -518,19 +601,21 @@ class ElasticJob:
         - for ``GROW_SETTLE_S`` while other started workers are not ready yet (the slots of
           a host that came back start together): one re-formation takes them all.
         The timers keep the time (HOLDING_GROWTH); this says what holds."""
-        current = [w for w in self.workers if w.generation == self.generation and w.rank is not None]
-        if self._force or self.generation == 0 or not set(map(id, current)) <= set(map(id, members)):
+        current = self.membership.current()
+        if self._force or self.membership.generation == 0 \
+                or not set(map(id, current)) <= set(map(id, members)):
             self.timers.no_growth_hold()
             return False
-        formed = all(self.store.add(protocol.joined_key(w.wid), 0) > self._joins_at_publish.get(w.wid, 0)
+        formed = all(self.keys.joins(w.wid) > self._joins_at_publish.get(w.wid, 0)
                      for w in current)
-        return self.timers.hold_growth(formed, starting=bool(self._pending()))
+        return self.timers.hold_growth(formed, starting=bool(self.membership.pending()))
 
     def _below_min_np(self, ready):
         if self.timers.below_min_np():
             self.output.message(f"{ready} worker(s) ready, below --min-np {self.cfg.min_np}; waiting up to "
                                 f"{self.cfg.elastic_timeout_s:g} s (--elastic-timeout) for more")
-        possible = len(self._live()) + len(self._free_slots(self._clock()))
+        free = self.membership.free_slots(self._hosts, self.blacklist, self._clock())
+        possible = len(self.membership.live()) + len(free)
         if possible < self.cfg.min_np and self.blacklist.permanent() and isinstance(self.discovery, FixedDiscovery):
             self._end(f"{possible} worker(s) can ever run on the hosts left ({self.discovery.describe()}, the others "
                       f"blacklisted), fewer than --min-np {self.cfg.min_np}")
@@ -540,24 +625,17 @@ class ElasticJob:
 
     def _publish(self, members, reason):
         """Writes generation g's assignments, then raises the current generation to g."""
-        g = self.generation + 1
-        for w, slot in zip(members, slots_of([w.host for w in members])):
-            self.store.set(protocol.assignment_key(g, w.wid), protocol.Assignment(g, slot).encode())
-        published = self.store.add(protocol.CURRENT, 1)
-        if published != g:
-            raise RuntimeError(f"the elastic store's generation is {published}, expected {g}: is another "
-                               "driver using this store?")
+        g = self.membership.generation + 1
+        self.keys.publish(g, [(w.wid, slot) for w, slot in zip(members, slots_of([w.host for w in members]))])
         now = self._clock()
-        for w in self.workers:  # removed members leave at the next commit; SIGTERM if they have not
+        # Removed members leave at the next commit; SIGTERM if they have not.
+        for w in self.membership.workers:
             if w.removed and w.returncode is None and w.rank is not None and w.leave_by is None \
                     and w.kill_at is None:
                 w.leave_by = now + self.cfg.ready_timeout_s
         self._move(Phase.RUNNING)
-        self.generation = g
-        self._sizes[g] = len(members)
-        self._joins_at_publish = {w.wid: self.store.add(protocol.joined_key(w.wid), 0) for w in members}
-        for rank, w in enumerate(members):
-            w.generation, w.rank = g, rank
+        self.membership.record(g, members)
+        self._joins_at_publish = {w.wid: self.keys.joins(w.wid) for w in members}
         self._change = None
         self._force = False
         plan = ", ".join(f"{w.rank}={w.wid}@{w.host}" for w in members)
@@ -572,12 +650,12 @@ class ElasticJob:
             self._change = f"worker {wid} could not start on {host}"
             return
         w = ElasticWorker(wid, host, proc, self._clock())
-        self.workers.append(w)
+        self.membership.workers.append(w)
         self.output.attach(wid, "stdout", proc.stdout)
         self.output.attach(wid, "stderr", proc.stderr)
         threading.Thread(target=self._wait, args=(w,), daemon=True, name=f"tfringrun-wait-{wid}").start()
         if self.verbose:
-            self.output.message(f"{w.describe(self._size_of)} started")
+            self.output.message(f"{self._describe(w)} started")
 
     def _end(self, reason):
         """Ends the job: tells the workers why (through the store), then stops them after
@@ -592,17 +670,14 @@ class ElasticJob:
         """Workers waiting for a generation raise JobEndedError with ``reason``; with
         ``finished`` (the job succeeded), those that never joined one exit 0 instead."""
         try:
-            if finished:
-                self.store.add(protocol.FINISHED, 1)
-            self.store.set(protocol.END_REASON, reason.encode())
-            self.store.add(protocol.ENDED, 1)
+            self.keys.end(reason, finished)
         except Exception as e:  # noqa: BLE001 - the store is ours; report and go on
             self.output.message(f"could not tell the workers through the store: {e}")
 
     def _stop_all(self, signum):
         """``signum`` to every running worker; SIGKILL follows after the grace period."""
         deadline = self._clock() + self.cfg.grace_period_s
-        for w in self._running():
+        for w in self.membership.running():
             signal_and_resume(w, signum)
             w.kill_at = min(w.kill_at or deadline, deadline)
 
@@ -614,7 +689,7 @@ class ElasticJob:
                 self._on_signal(signum)
             now = self._clock()
             ending = self.phase.ending
-            if not self._running() and (ending or self.finishing):
+            if not self.membership.running() and (ending or self.finishing):
                 break
             try:
                 self._on_exit(*self._exits.get(timeout=TICK_S))
@@ -647,7 +722,8 @@ class ElasticJob:
 
     def _gave_up(self, now):
         """True (and says so) when a worker survived SIGKILL for ``KILL_WAIT_S``."""
-        stuck = [w for w in self._running() if w.killed_at is not None and now - w.killed_at > KILL_WAIT_S]
+        stuck = [w for w in self.membership.running()
+                 if w.killed_at is not None and now - w.killed_at > KILL_WAIT_S]
         if stuck:
             self.output.message(", ".join(w.wid for w in stuck) + f" still running {KILL_WAIT_S:g} s after SIGKILL; "
                                 "giving up")
@@ -656,18 +732,19 @@ class ElasticJob:
     def _on_signal(self, signum):
         if self.phase.ending:
             self.output.message(f"got {signal_name(signum)} again; killing every worker now")
-            for w in self._running():
+            for w in self.membership.running():
                 signal_and_resume(w, signal.SIGKILL)
                 w.killed_at = w.killed_at or self._clock()
             return
         self._move(Phase.SIGNALLED)
         self.first_signal = signum
-        self.output.message(f"got {signal_name(signum)}; passing it on to {len(self._running())} worker(s), "
+        running = len(self.membership.running())
+        self.output.message(f"got {signal_name(signum)}; passing it on to {running} worker(s), "
                             f"SIGKILL in {self.cfg.grace_period_s:g} s")
         self._stop_all(signum)
 
     def _reap_leftovers(self):
-        for w in self.workers:
+        for w in self.membership.workers:
             if not hasattr(w.proc, "signal_group"):
                 killpg(w.pid, signal.SIGKILL)
 

@@ -1,6 +1,7 @@
-"""``tfringrun`` for an elastic job: builds the driver (elastic_driver.py) from the command
-line, serves the store, and runs it. launch.py calls ``launch_elastic`` when any elastic
-flag is given.
+"""``tfringrun`` for an elastic job: builds the driver (driver.py) from the command
+line, serves the store, and runs it. tfringrun (tfring/runner/launch.py) calls
+``launch_elastic`` when any elastic flag is given, through the provider ``elastic_launch``
+(tfring/_bootstrap/providers.py): the elastic package is the layer above the launcher.
 
 Each worker gets TFRING_STORE_ADDR, TFRING_SECRET, the job's settings and
 TFRING_ELASTIC_WORKER (its id) and TFRING_ELASTIC_HOST (its host); its rank comes from the store at ``init()``, so no
@@ -11,13 +12,13 @@ TFRING_RANK... or HOROVOD_RANK... variables are set, and workers are not bound t
 import os
 
 from tfring import _core, errors
-from tfring.elastic import protocol
+from tfring._elastic import protocol
+from tfring._elastic.driver import ElasticJob, ElasticSettings, OutputTails
 from tfring.runner import discovery as discovery_lib
 from tfring.runner import hosts as hosts_lib
 from tfring.runner import jobenv, network, remote, spawn
 from tfring.runner import settings as settings_lib
 from tfring.runner import store_hook as store_hook_lib
-from tfring.runner.elastic_driver import ElasticJob, ElasticSettings, OutputTails
 from tfring.runner.output import Output
 from tfring.runner.rendezvous import Store
 from tfring.runner.signals import SignalRelay
