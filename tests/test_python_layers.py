@@ -36,19 +36,10 @@ LAYERS = [
 ]
 # Upward imports known and not yet removed: (file, imported module) -> what to do. An entry
 # that no longer occurs fails the test, so this list only shrinks.
-KNOWN = {
-    ("tfring/tensorflow/data/compute_worker.py", "tfring.runner.jobenv"):
-        "being written by another engineer: read the store address with tfring._bootstrap.launch_env",
-    ("tfring/tensorflow/data/compute_worker.py", "tfring.runner.rendezvous"):
-        "its main() serves a store like a launcher: a module of the launcher's layer (or a provider)",
-}
+KNOWN = {}
 # Import circles known and not yet broken: the modules of the circle -> why. A circle that
 # no longer occurs fails the test, so this list only shrinks.
-KNOWN_CIRCLES = {
-    frozenset({"tfring.tensorflow.data.compute_service", "tfring.tensorflow.data.compute_worker"}):
-        "being rewritten by another engineer (the service starts its workers, a worker reads the "
-        "service's settings): break it there",
-}
+KNOWN_CIRCLES = {}
 # The only modules that import by a computed name: the facades' binding, the providers'
 # table, and the private TF/Keras API gateway (TensorFlow's modules, not tfring's).
 DYNAMIC_IMPORTERS = {"tfring/_api/binding.py", "tfring/_bootstrap/providers.py", "tfring/_private_api.py"}

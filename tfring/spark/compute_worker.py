@@ -35,7 +35,7 @@ def _compute_rank(config, timeout, nic):
     if nic:
         from tfring._bootstrap.network import interface_address
 
-        os.environ["TFRING_BIND_ADDR"] = interface_address(nic)  # compute_worker.this_host()
+        os.environ["TFRING_BIND_ADDR"] = interface_address(nic)  # compute_rank.this_host()
     from tfring.tensorflow.data.compute_service import compute_worker_fn
 
     compute_worker_fn(config, timeout)

@@ -197,9 +197,9 @@ def compute_worker_fn(compute_config, timeout=None):
     ``dispatcher_side='compute'``, the group's dispatcher on its first rank), registers
     them, and serves until ``ComputeClient.shutdown()``. Rank and size come from tfringrun
     (TFRING_RANK / TFRING_SIZE)."""
-    from tfring.tensorflow.data import compute_worker
+    from tfring.tensorflow.data import compute_rank
 
-    index = compute_worker.rank_and_size()[0]
+    index = compute_rank.rank_and_size()[0]
     group = index // compute_config.workers_per_dispatcher
     compute = compute_config.compute_client()
     dispatcher = None
@@ -211,7 +211,7 @@ def compute_worker_fn(compute_config, timeout=None):
             address = compute.wait_for_dispatcher_registration(group, compute_config.timeout)
         except TimeoutError as e:
             raise TimeoutError(_gave_up(compute_config, index, group)) from e
-        host = compute_worker.this_host()
+        host = compute_rank.this_host()
         worker = tf.data.experimental.service.WorkerServer(tf.data.experimental.service.WorkerConfig(
             dispatcher_address=address.split("://", 1)[-1], worker_address=f"{host}:%port%",
             heartbeat_interval_ms=1000, dispatcher_timeout_ms=int(timeout * 1000) if timeout else None))

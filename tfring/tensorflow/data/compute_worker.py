@@ -18,21 +18,15 @@ import argparse
 import contextlib
 import json
 import os
-import socket
 import sys
+
+from tfring.tensorflow.data.compute_rank import rank_and_size, this_host
 
 CONFIG_KEY = "tfring.compute/config"
 
 
-def rank_and_size():
-    """This compute rank and the job size, from tfringrun's environment (0 and 1 alone)."""
-    return int(os.environ.get("TFRING_RANK", "0")), int(os.environ.get("TFRING_SIZE", "1"))
 
 
-def this_host():
-    """The address training ranks use to reach this host's tf.data servers: TFRING_BIND_ADDR
-    when set (``tfringrun --bind-addr`` / ``--network-interface``), else this host's name's."""
-    return os.environ.get("TFRING_BIND_ADDR") or socket.gethostbyname(socket.getfqdn())
 
 
 def _launcher_store():
@@ -40,10 +34,10 @@ def _launcher_store():
     if "TFRING_STORE_ADDR" not in os.environ:
         return None
     from tfring import _core
-    from tfring.runner import jobenv
+    from tfring._bootstrap import launch_env
 
-    host, port = jobenv.split_store_address(os.environ["TFRING_STORE_ADDR"])
-    return _core.StoreClient(host, port, os.environ[jobenv.SECRET], 30.0)
+    host, port = launch_env.split_store_address(os.environ[launch_env.STORE_ADDR])
+    return _core.StoreClient(host, port, os.environ[launch_env.SECRET], 30.0)
 
 
 @contextlib.contextmanager
@@ -54,13 +48,13 @@ def serve_registry(configfile, dispatchers, workers, dispatcher_side, timeout, a
     body raised, records why next to the file (``compute_client.record_stop``); then stops
     the registry and removes the file. Compute rank 0 under tfringrun and the Spark driver
     of ``tfring.spark.compute_worker`` both use it."""
-    from tfring.runner import jobenv
-    from tfring.runner.rendezvous import Store
+    from tfring._bootstrap import launch_env
+    from tfring._bootstrap.store import Store
     from tfring.tensorflow.data.compute_client import clear_stop, record_stop
     from tfring.tensorflow.data.compute_service import TfDataServiceConfig
 
     registry = Store(host="0.0.0.0", advertise=advertise)
-    address = jobenv.split_store_address(registry.address)
+    address = launch_env.split_store_address(registry.address)
     try:
         config = TfDataServiceConfig(dispatchers=dispatchers, workers_per_dispatcher=workers // dispatchers,
                                      dispatcher_side=dispatcher_side, addresses={"store": [address]},
