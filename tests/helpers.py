@@ -128,10 +128,11 @@ FORK_SERVER_ENV = "TFRING_TEST_FORK_SERVER"
 _IMPORTS_TF = re.compile(r"^\s*(import|from)\s+(tensorflow|keras|tfring\.(tensorflow|keras))\b", re.MULTILINE)
 
 
-def rank_python(script_text, env=None, fork=None):
+def rank_python(script_text="", env=None, fork=None):
     """The command that starts a rank's Python: ``[python]``, or the fork server's client
     (tests/fork_server.py: TensorFlow and Keras imported once per pytest process) for a
-    script that imports them, when the suite's server runs. ``fork=False`` (or
+    script that imports them (``script_text``; ``fork=True``: whatever it imports), when
+    the suite's server runs. ``fork=False`` (or
     ``TFRING_TEST_FORK_SERVER=""`` in ``env``) keeps a fresh process: for a test of what
     only a fresh process shows (the launcher watching the rank's own process state: a
     SIGSTOPped rank; ``os.getppid()``; TensorFlow settings read at import)."""

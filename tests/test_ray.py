@@ -80,7 +80,7 @@ def test_trainer_fit_equals_tfringrun_and_ranks_are_rays(local_ray, tmp_path):
     import sys
 
     launched = subprocess.run(
-        [sys.executable, "-m", "tfring.runner.launch", "-np", "2", *rank_python("import tensorflow"),
+        [sys.executable, "-m", "tfring.runner.launch", "-np", "2", *rank_python(fork=True),
          os.path.join(WORKERS, "ray_fns.py"), str(on_tfringrun)],
         env=job_env(), cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert launched.returncode == 0, launched.stdout + launched.stderr
