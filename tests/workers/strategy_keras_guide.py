@@ -140,6 +140,10 @@ def write_filepath(filepath, task_type, task_id):
 task_type, task_id = strategy.cluster_resolver.task_type, strategy.cluster_resolver.task_id
 assert (task_type, task_id) == ("worker", rank), (task_type, task_id)
 model_path = os.path.join(out_dir, "tutorial", "keras-model.keras")
+# The tutorial saves into '/tmp', which exists; its folder exists here too before anyone saves
+# (without this line rank 0's save depended on rank 1's makedirs of workertemp_1 winning a race,
+# and failed with FileNotFoundError as one process would when it lost).
+os.makedirs(os.path.dirname(model_path), exist_ok=True)
 if rank == 0:  # the chief's file system is slow: the others must not read before it is complete
     atomic.before_rename = lambda path: time.sleep(2)
 second.save(write_filepath(model_path, task_type, task_id))
