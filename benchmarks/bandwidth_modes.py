@@ -1,0 +1,146 @@
+"""Large-allreduce bus bandwidth per launch, tfring against Open MPI, launches alternating:
+the distribution over launches, not one run's median (this VM has per-launch modes).
+
+Each round starts one tfring job and one Open MPI job (np ranks, float32 sum of --bytes).
+The tfring job measures, in the same processes:
+  numpy      the NumPy API into a preallocated output (tfring.allreduce(x, out=y))
+  tf         one hvd.allreduce of a tf.function's argument, minus an empty tf.function
+             (the op's own cost; the output is allocated by TensorFlow per call)
+and reports its shared-memory links' send/receive seconds (tfring.stats()['links']).
+The Open MPI job is benchmarks/impl_mpi.py (Allreduce into a preallocated output).
+
+Pass/fail per path against the large-allreduce target: the slowest tfring launch >= 0.9x
+Open MPI's median launch and >= 0.8x tfring's own fastest launch.
+
+    python benchmarks/bandwidth_modes.py --launches 12 [--np 2] [--bytes 16777216]
+        [--env TFRING_SHM_CMA=auto ...]   # writes lab/results/bandwidth_modes_np2.json
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+CALLS = 40
+
+
+def _busbw(nbytes, n, seconds):
+    return nbytes * 2 * (n - 1) / n / seconds / 1e9 if seconds > 0 else 0.0
+
+
+def worker(args):
+    """One tfring job: the NumPy and tf.function paths, medians of CALLS calls each."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import numpy as np
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    import tfring
+    import tfring.tensorflow as hvd
+
+    hvd.init()
+    n, count = hvd.size(), args.bytes // 4
+    x = tf.ones([count], tf.float32)
+    host, out = np.ones(count, np.float32), np.empty(count, np.float32)
+    empty = tf.function(lambda t: t)
+    reduce = tf.function(lambda t: hvd.allreduce(t, op=hvd.Sum, name="modes.tf"))
+    calls = {"empty": lambda: empty(x), "tf": lambda: reduce(x),
+             "numpy": lambda: tfring.allreduce(host, op=tfring.Sum, name="modes.np", out=out)}
+    medians = {}
+    for name, call in calls.items():
+        for _ in range(5):
+            call()
+        hvd.broadcast(tf.constant(0), 0, name=f"modes.sync.{name}")
+        times = []
+        for _ in range(CALLS):
+            t = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - t)
+        medians[name] = statistics.median(times)
+    links = [link for link in tfring.stats().get("links", {}).values() if link.get("shared_memory")]
+    if hvd.rank() == 0:
+        with open(args.json, "w") as f:
+            json.dump({"numpy": _busbw(args.bytes, n, medians["numpy"]),
+                       "tf": _busbw(args.bytes, n, medians["tf"] - medians["empty"]),
+                       "links": links}, f)
+
+
+def _launch(cmd, env):
+    """Runs one job; its output is shown only when it fails."""
+    proc = subprocess.run(cmd, check=False, env=env, timeout=600, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed with exit code {proc.returncode}:\n{proc.stdout[-4000:]}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--np", type=int, default=2)
+    parser.add_argument("--launches", type=int, default=12)
+    parser.add_argument("--bytes", type=int, default=16 << 20)
+    parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the tfring jobs")
+    parser.add_argument("--no-mpi", action="store_true", help="tfring only")
+    parser.add_argument("--json", help="output (default lab/results/bandwidth_modes_np<N>.json)")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        return worker(args)
+    env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2")
+    tfring_env = dict(env, **dict(item.split("=", 1) for item in args.env))
+    mpirun = shutil.which("mpirun", path=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""))
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for launch in range(args.launches):
+            row = {"launch": launch + 1}
+            target = os.path.join(scratch, f"tfring.{launch}.json")
+            _launch([sys.executable, "-m", "tfring.runner.launch", "-np", str(args.np), sys.executable,
+                     os.path.abspath(__file__), "--worker", "--bytes", str(args.bytes), "--json", target], tfring_env)
+            with open(target) as f:
+                row.update(json.load(f))
+            if mpirun and not args.no_mpi:
+                target = os.path.join(scratch, f"mpi.{launch}.json")
+                _launch([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(args.np), sys.executable,
+                         os.path.join(HERE, "impl_mpi.py"), "--min-bytes", str(args.bytes), "--max-bytes",
+                         str(args.bytes), "--json", target], env)
+                with open(target) as f:
+                    row["openmpi"] = json.load(f)["results"][0]["busbw_GBps"]
+            shm = row.get("links", [])
+            print(f"launch {launch + 1:>2}: tfring numpy {row['numpy']:5.2f}  tf {row['tf']:5.2f}  "
+                  f"Open MPI {row.get('openmpi', 0.0):5.2f} GB/s  (shm send/recv s: "
+                  f"{sum(x.get('send_seconds', 0.0) for x in shm):.3f}/{sum(x.get('recv_seconds', 0.0) for x in shm):.3f})",
+                  flush=True)
+            rows.append(row)
+    verdict = {}
+    mpi = [r["openmpi"] for r in rows if "openmpi" in r]
+    for path in ("numpy", "tf"):
+        values = [r[path] for r in rows]
+        verdict[path] = {"min": min(values), "median": statistics.median(values), "max": max(values),
+                         "vs_own_fastest": min(values) / max(values)}
+        if mpi:
+            verdict[path]["vs_openmpi_median"] = min(values) / statistics.median(mpi)
+        ok = verdict[path]["vs_own_fastest"] >= 0.8 and verdict[path].get("vs_openmpi_median", 1.0) >= 0.9
+        verdict[path]["meets_target"] = ok
+        print(f"{path:>6}: slowest {min(values):.2f}, median {statistics.median(values):.2f}, fastest "
+              f"{max(values):.2f} GB/s; slowest/fastest {verdict[path]['vs_own_fastest']:.2f}"
+              + (f", slowest/Open MPI median {verdict[path]['vs_openmpi_median']:.2f}" if mpi else "")
+              + (" (target met)" if ok else " (target missed)"))
+    if mpi:
+        print(f"Open MPI: {min(mpi):.2f} .. {max(mpi):.2f} GB/s, median {statistics.median(mpi):.2f}")
+    out = args.json or os.path.join(ROOT, "lab", "results", f"bandwidth_modes_np{args.np}.json")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
+        json.dump({"np": args.np, "bytes": args.bytes, "host": platform.node(), "date": time.strftime("%Y-%m-%d %H:%M"),
+                   "env": args.env, "launches": rows, "verdict": verdict}, f, indent=1)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
