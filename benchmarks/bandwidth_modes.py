@@ -6,7 +6,9 @@ The tfring job measures, in the same processes:
   numpy      the NumPy API into a preallocated output (tfring.allreduce(x, out=y))
   tf         one hvd.allreduce of a tf.function's argument, minus an empty tf.function
              (the op's own cost; the output is allocated by TensorFlow per call)
-and reports its shared-memory links' send/receive seconds (tfring.stats()['links']).
+and reports its shared-memory links' send/receive seconds (tfring.stats()['links']). Before
+each round, lab/core_to_core.cc measures the one-way cache-line latency between CPUs 0 and 1
+(a VM's mode can be where its virtual CPUs sit on the host).
 The Open MPI job is benchmarks/impl_mpi.py (Allreduce into a preallocated output).
 
 Pass/fail per path against the large-allreduce target: the slowest tfring launch >= 0.9x
@@ -74,6 +76,19 @@ def worker(args):
                        "links": links}, f)
 
 
+def _core_to_core_ns():
+    """One-way cache-line latency between CPUs 0 and 1 (lab/core_to_core.cc, built into
+    build/ on first use), or None without a compiler or a second CPU."""
+    binary = os.path.join(ROOT, "build", "core_to_core")
+    source = os.path.join(ROOT, "lab", "core_to_core.cc")
+    if (os.cpu_count() or 1) < 2 or not shutil.which("g++"):
+        return None
+    if not os.path.exists(binary) or os.path.getmtime(binary) < os.path.getmtime(source):
+        os.makedirs(os.path.dirname(binary), exist_ok=True)
+        subprocess.run(["g++", "-O2", "-pthread", source, "-o", binary], check=True, timeout=120)
+    return float(subprocess.run([binary, "0", "1"], check=True, capture_output=True, text=True, timeout=60).stdout)
+
+
 def _launch(cmd, env):
     """Runs one job; its output is shown only when it fails."""
     proc = subprocess.run(cmd, check=False, env=env, timeout=600, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -99,7 +114,7 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         for launch in range(args.launches):
-            row = {"launch": launch + 1}
+            row = {"launch": launch + 1, "core_to_core_ns": _core_to_core_ns()}
             target = os.path.join(scratch, f"tfring.{launch}.json")
             _launch([sys.executable, "-m", "tfring.runner.launch", "-np", str(args.np), sys.executable,
                      os.path.abspath(__file__), "--worker", "--bytes", str(args.bytes), "--json", target], tfring_env)
@@ -115,7 +130,8 @@ def main():
             shm = row.get("links", [])
             print(f"launch {launch + 1:>2}: tfring numpy {row['numpy']:5.2f}  tf {row['tf']:5.2f}  "
                   f"Open MPI {row.get('openmpi', 0.0):5.2f} GB/s  (shm send/recv s: "
-                  f"{sum(x.get('send_seconds', 0.0) for x in shm):.3f}/{sum(x.get('recv_seconds', 0.0) for x in shm):.3f})",
+                  f"{sum(x.get('send_seconds', 0.0) for x in shm):.3f}/{sum(x.get('recv_seconds', 0.0) for x in shm):.3f}; "
+                  f"core to core {row['core_to_core_ns'] or 0:.0f} ns)",
                   flush=True)
             rows.append(row)
     verdict = {}
