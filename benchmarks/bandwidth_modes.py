@@ -15,7 +15,8 @@ Pass/fail per path against the large-allreduce target: the slowest tfring launch
 Open MPI's median launch and >= 0.8x tfring's own fastest launch.
 
     python benchmarks/bandwidth_modes.py --launches 12 [--np 2] [--bytes 16777216]
-        [--env TFRING_SHM_CMA=auto ...]   # writes lab/results/bandwidth_modes_np2.json
+        [--variant ring --variant cma:TFRING_SHM_CMA=auto ...]   # alternating variants
+    # writes lab/results/bandwidth_modes_np2.json
 """
 
 import argparse
@@ -96,12 +97,52 @@ def _launch(cmd, env):
         sys.exit(f"{' '.join(cmd)} failed with exit code {proc.returncode}:\n{proc.stdout[-4000:]}")
 
 
+def _parse_variants(specs):
+    """--variant NAME[:VAR=VALUE,VAR=VALUE] -> [(name, {VAR: VALUE})]; default one variant."""
+    variants = []
+    for spec in specs or ["default"]:
+        name, _, settings = spec.partition(":")
+        variants.append((name, dict(item.split("=", 1) for item in settings.split(",") if item)))
+    return variants
+
+
+def _tfring_round(args, env, target):
+    _launch([sys.executable, "-m", "tfring.runner.launch", "-np", str(args.np), sys.executable,
+             os.path.abspath(__file__), "--worker", "--bytes", str(args.bytes), "--json", target], env)
+    with open(target) as f:
+        return json.load(f)
+
+
+def _mpi_round(args, env, mpirun, target):
+    _launch([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(args.np), sys.executable,
+             os.path.join(HERE, "impl_mpi.py"), "--min-bytes", str(args.bytes), "--max-bytes", str(args.bytes),
+             "--json", target], env)
+    with open(target) as f:
+        return json.load(f)["results"][0]["busbw_GBps"]
+
+
+def _verdict(rows, mpi):
+    """Per path: the distribution over launches and the target (slowest >= 0.9x Open MPI's
+    median launch and >= 0.8x the fastest)."""
+    verdict = {}
+    for path in ("numpy", "tf"):
+        values = [r[path] for r in rows]
+        v = {"min": min(values), "median": statistics.median(values), "max": max(values),
+             "vs_own_fastest": min(values) / max(values)}
+        if mpi:
+            v["vs_openmpi_median"] = min(values) / statistics.median(mpi)
+        v["meets_target"] = v["vs_own_fastest"] >= 0.8 and v.get("vs_openmpi_median", 1.0) >= 0.9
+        verdict[path] = v
+    return verdict
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--np", type=int, default=2)
-    parser.add_argument("--launches", type=int, default=12)
+    parser.add_argument("--launches", type=int, default=12, help="rounds; each runs every variant and Open MPI")
     parser.add_argument("--bytes", type=int, default=16 << 20)
-    parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the tfring jobs")
+    parser.add_argument("--variant", action="append",
+                        help="NAME[:VAR=VALUE,...] settings of one tfring variant (repeat to alternate several)")
     parser.add_argument("--no-mpi", action="store_true", help="tfring only")
     parser.add_argument("--json", help="output (default lab/results/bandwidth_modes_np<N>.json)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -109,52 +150,40 @@ def main():
     if args.worker:
         return worker(args)
     env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2")
-    tfring_env = dict(env, **dict(item.split("=", 1) for item in args.env))
-    mpirun = shutil.which("mpirun", path=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""))
-    rows = []
+    variants = _parse_variants(args.variant)
+    mpirun = None if args.no_mpi else shutil.which(
+        "mpirun", path=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""))
+    rows = {name: [] for name, _ in variants}
+    mpi = []
     with tempfile.TemporaryDirectory() as scratch:
-        for launch in range(args.launches):
-            row = {"launch": launch + 1, "core_to_core_ns": _core_to_core_ns()}
-            target = os.path.join(scratch, f"tfring.{launch}.json")
-            _launch([sys.executable, "-m", "tfring.runner.launch", "-np", str(args.np), sys.executable,
-                     os.path.abspath(__file__), "--worker", "--bytes", str(args.bytes), "--json", target], tfring_env)
-            with open(target) as f:
-                row.update(json.load(f))
-            if mpirun and not args.no_mpi:
-                target = os.path.join(scratch, f"mpi.{launch}.json")
-                _launch([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(args.np), sys.executable,
-                         os.path.join(HERE, "impl_mpi.py"), "--min-bytes", str(args.bytes), "--max-bytes",
-                         str(args.bytes), "--json", target], env)
-                with open(target) as f:
-                    row["openmpi"] = json.load(f)["results"][0]["busbw_GBps"]
-            shm = row.get("links", [])
-            print(f"launch {launch + 1:>2}: tfring numpy {row['numpy']:5.2f}  tf {row['tf']:5.2f}  "
-                  f"Open MPI {row.get('openmpi', 0.0):5.2f} GB/s  (shm send/recv s: "
-                  f"{sum(x.get('send_seconds', 0.0) for x in shm):.3f}/{sum(x.get('recv_seconds', 0.0) for x in shm):.3f}; "
-                  f"core to core {row['core_to_core_ns'] or 0:.0f} ns)",
-                  flush=True)
-            rows.append(row)
-    verdict = {}
-    mpi = [r["openmpi"] for r in rows if "openmpi" in r]
-    for path in ("numpy", "tf"):
-        values = [r[path] for r in rows]
-        verdict[path] = {"min": min(values), "median": statistics.median(values), "max": max(values),
-                         "vs_own_fastest": min(values) / max(values)}
-        if mpi:
-            verdict[path]["vs_openmpi_median"] = min(values) / statistics.median(mpi)
-        ok = verdict[path]["vs_own_fastest"] >= 0.8 and verdict[path].get("vs_openmpi_median", 1.0) >= 0.9
-        verdict[path]["meets_target"] = ok
-        print(f"{path:>6}: slowest {min(values):.2f}, median {statistics.median(values):.2f}, fastest "
-              f"{max(values):.2f} GB/s; slowest/fastest {verdict[path]['vs_own_fastest']:.2f}"
-              + (f", slowest/Open MPI median {verdict[path]['vs_openmpi_median']:.2f}" if mpi else "")
-              + (" (target met)" if ok else " (target missed)"))
+        for launch in range(args.launches):  # alternating: the machine's drift hits every variant
+            for name, settings in variants:
+                row = {"launch": launch + 1, "core_to_core_ns": _core_to_core_ns()}
+                row.update(_tfring_round(args, dict(env, **settings), os.path.join(scratch, f"{name}.{launch}.json")))
+                shm = row.get("links", [])
+                print(f"launch {launch + 1:>2} {name:>12}: numpy {row['numpy']:5.2f}  tf {row['tf']:5.2f} GB/s  "
+                      f"(shm send/recv s {sum(x.get('send_seconds', 0.0) for x in shm):.3f}/"
+                      f"{sum(x.get('recv_seconds', 0.0) for x in shm):.3f}; core to core "
+                      f"{row['core_to_core_ns'] or 0:.0f} ns)", flush=True)
+                rows[name].append(row)
+            if mpirun:
+                mpi.append(_mpi_round(args, env, mpirun, os.path.join(scratch, f"mpi.{launch}.json")))
+                print(f"launch {launch + 1:>2} {'Open MPI':>12}: {mpi[-1]:5.2f} GB/s", flush=True)
+    verdicts = {name: _verdict(rows[name], mpi) for name, _ in variants}
+    for name, verdict in verdicts.items():
+        for path, v in verdict.items():
+            print(f"{name:>12} {path:>6}: slowest {v['min']:.2f}, median {v['median']:.2f}, fastest {v['max']:.2f} "
+                  f"GB/s; slowest/fastest {v['vs_own_fastest']:.2f}"
+                  + (f", slowest/Open MPI median {v['vs_openmpi_median']:.2f}" if mpi else "")
+                  + (" (target met)" if v["meets_target"] else " (target missed)"))
     if mpi:
         print(f"Open MPI: {min(mpi):.2f} .. {max(mpi):.2f} GB/s, median {statistics.median(mpi):.2f}")
     out = args.json or os.path.join(ROOT, "lab", "results", f"bandwidth_modes_np{args.np}.json")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
         json.dump({"np": args.np, "bytes": args.bytes, "host": platform.node(), "date": time.strftime("%Y-%m-%d %H:%M"),
-                   "env": args.env, "launches": rows, "verdict": verdict}, f, indent=1)
+                   "variants": {name: settings for name, settings in variants}, "launches": rows, "openmpi": mpi,
+                   "verdict": verdicts}, f, indent=1)
     print(f"wrote {out}")
 
 
