@@ -14,8 +14,8 @@ import pytest
 
 from tfring._elastic import protocol
 from tfring._elastic.driver import ElasticJob, ElasticSettings, ElasticWorker
-from tfring.runner import discovery
-from tfring.runner.hosts import Host
+from tfring._runner import discovery
+from tfring._runner.hosts import Host
 
 HOSTS = ["h0", "h1", "h2"]
 KILLED = -9  # a local worker killed by SIGKILL (a remote one reports 137: an exit code)

@@ -9,7 +9,7 @@ import pytest
 from tests.test_elastic_departures import _DictStore  # the driver's store calls, in memory
 from tfring._elastic.driver import ElasticJob, ElasticSettings, ElasticWorker
 from tfring._elastic.phases import MOVES, Phase, PhaseError, check_move
-from tfring.runner import discovery
+from tfring._runner import discovery
 
 
 class _Proc:

@@ -12,10 +12,10 @@ import time
 import pytest
 
 from tests.helpers import LAUNCHER, REPO_ROOT, format_job_output, job_env, rank_output, run_job
-from tfring.runner import args as args_lib
-from tfring.runner import hosts, settings
-from tfring.runner.blame import Blame
-from tfring.runner.supervisor import Failure
+from tfring._runner import args as args_lib
+from tfring._runner import hosts, settings
+from tfring._runner.blame import Blame
+from tfring._runner.supervisor import Failure
 
 # ---------------------------------------------------------------- no processes
 
@@ -98,7 +98,7 @@ def test_every_option_is_documented():
 
 
 def test_oversubscription_warning_and_the_log_level_that_hides_it():
-    from tfring.runner import binding
+    from tfring._runner import binding
 
     assert binding.oversubscription_warning(2, 2) is None and binding.oversubscription_warning(1, 4) is None
     text = binding.oversubscription_warning(4, 2)
@@ -112,7 +112,7 @@ def test_oversubscription_warning_and_the_log_level_that_hides_it():
 
 
 def test_tracebacks_keep_each_ranks_last_uncaught_error():
-    from tfring.runner.tracebacks import Tracebacks
+    from tfring._runner.tracebacks import Tracebacks
 
     seen = Tracebacks()
     for line in ["Traceback (most recent call last):\n", '  File "x.py", line 1, in <module>\n',
@@ -413,7 +413,7 @@ def test_one_warning_when_the_ranks_outnumber_the_cpus():
 @pytest.mark.multiprocess
 @pytest.mark.timeout(60)
 def test_oversubscription_warning_follows_the_cpu_count_and_log_level(monkeypatch, capfd):
-    from tfring.runner import binding, launch
+    from tfring._runner import binding, launch
 
     monkeypatch.setattr(binding, "cpu_count", lambda: 1)
     command = ["--", sys.executable, "-c", "print('ran')"]

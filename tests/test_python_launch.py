@@ -18,7 +18,7 @@ import pytest
 
 import tfring
 from tests.helpers import job_env
-from tfring.runner.function_job import RankError
+from tfring._runner.function_job import RankError
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.timeout(110)]
 
@@ -76,7 +76,7 @@ def test_mpi_options_are_refused():
 
 
 def test_more_ranks_than_cpus_warns_once(monkeypatch, capfd):
-    from tfring.runner import binding
+    from tfring._runner import binding
 
     monkeypatch.setattr(binding, "cpu_count", lambda: 2)  # the launcher runs in this process
     assert tfring.run(_rank_times, args=(1,), np=3) == [0, 1, 2]
@@ -103,7 +103,7 @@ def mapped():
 
 SOURCE_SCRIPT = MAP_FUNCTION + """
 import tfring
-from tfring.runner.function_job import RankError
+from tfring._runner.function_job import RankError
 
 def fails():
     raise LookupError("no shard " + "for this rank")
@@ -144,7 +144,7 @@ def test_pack_sends_the_source_of_a_cell_under_the_callers_name():
     import inspect
     import linecache
 
-    from tfring.runner import function_job
+    from tfring._runner import function_job
 
     path = "/nonexistent/ipykernel_0/4242.py"
     linecache.cache[path] = (len(CELL), None, CELL.splitlines(keepends=True), path)

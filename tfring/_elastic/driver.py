@@ -61,11 +61,11 @@ import time
 from tfring._elastic import protocol
 from tfring._elastic.phases import Phase, check_move
 from tfring._elastic.timers import ReformationTimers
-from tfring.runner.discovery import FixedDiscovery
-from tfring.runner.hosts import slots_of
-from tfring.runner.signals import signal_name
-from tfring.runner.stopped import stop_signal
-from tfring.runner.supervisor import describe_exit, exit_status, killpg, signal_and_resume
+from tfring._runner.discovery import FixedDiscovery
+from tfring._runner.hosts import slots_of
+from tfring._runner.signals import signal_name
+from tfring._runner.stopped import stop_signal
+from tfring._runner.supervisor import describe_exit, exit_status, killpg, signal_and_resume
 
 TICK_S = 0.05
 END_NOTICE_S = 1.0  # between telling the workers why the job ends and SIGTERM

@@ -1,5 +1,5 @@
 """``tfringrun`` for an elastic job: builds the driver (driver.py) from the command
-line, serves the store, and runs it. tfringrun (tfring/runner/launch.py) calls
+line, serves the store, and runs it. tfringrun (tfring/_runner/launch.py) calls
 ``launch_elastic`` when any elastic flag is given, through the provider ``elastic_launch``
 (tfring/_bootstrap/providers.py): the elastic package is the layer above the launcher.
 
@@ -11,17 +11,18 @@ TFRING_RANK... or HOROVOD_RANK... variables are set, and workers are not bound t
 
 import os
 
-from tfring import _core, errors
+from tfring import _core
+from tfring import _errors as errors
 from tfring._elastic import protocol
 from tfring._elastic.driver import ElasticJob, ElasticSettings, OutputTails
-from tfring.runner import discovery as discovery_lib
-from tfring.runner import hosts as hosts_lib
-from tfring.runner import jobenv, network, remote, spawn
-from tfring.runner import settings as settings_lib
-from tfring.runner import store_hook as store_hook_lib
-from tfring.runner.output import Output
-from tfring.runner.rendezvous import Store
-from tfring.runner.signals import SignalRelay
+from tfring._runner import discovery as discovery_lib
+from tfring._runner import hosts as hosts_lib
+from tfring._runner import jobenv, network, remote, spawn
+from tfring._runner import settings as settings_lib
+from tfring._runner import store_hook as store_hook_lib
+from tfring._runner.output import Output
+from tfring._runner.rendezvous import Store
+from tfring._runner.signals import SignalRelay
 
 STORE_STOP_S = 5.0
 DRAIN_OUTPUT_S = 2.0
