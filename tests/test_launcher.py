@@ -72,6 +72,26 @@ def test_command_line_keeps_the_worker_command_untouched():
             args_lib.parse(bad)
 
 
+def test_options_from_python_are_the_command_lines_namespace():
+    """tfring.run's way in (args.options): the namespace tfringrun's command line gives,
+    the same conversions and the same refusals, without a command line."""
+    command = ["python", "x.py", "-np", "5"]
+    static = args_lib.options(command, num_proc=2, hosts=None, start_timeout=30, verbose=True, ssh_port="22")
+    assert vars(static) == vars(args_lib.parse(["-np", "2", "--start-timeout", "30", "-v", "--ssh-port", "22",
+                                                "--", *command]))
+    elastic = args_lib.options(command, min_np=1, max_np=3, blacklist_cooldown_range=(1, 2), slots=2)
+    assert vars(elastic) == vars(args_lib.parse(["--min-np", "1", "--max-np", "3", "--blacklist-cooldown-range",
+                                                 "1", "2", "--slots", "2", *command]))
+    with pytest.raises(args_lib.UsageError, match="--max-np 2 is below --min-np 3"):
+        args_lib.options(command, min_np=3, max_np=2)
+    with pytest.raises(args_lib.UsageError, match="argument -np/--num-proc: invalid value: 'two'"):
+        args_lib.options(command, num_proc="two")
+    with pytest.raises(args_lib.UsageError, match="give the number of processes"):
+        args_lib.options(command)
+    with pytest.raises(TypeError, match="no launcher option 'nproc'"):
+        args_lib.options(command, nproc=2)
+
+
 def test_setting_flags_come_from_the_core_table():
     table = settings.table()
     text = args_lib.build_parser().format_help()
@@ -419,7 +439,7 @@ def test_oversubscription_warning_follows_the_cpu_count_and_log_level(monkeypatc
     command = ["--", sys.executable, "-c", "print('ran')"]
     for argv, warned in [(["-np", "2"], True), (["-np", "1"], False),
                          (["-np", "2", "--log-level", "warning,cpu=error"], False)]:
-        assert launch.launch(argv + command, environ=job_env()) == 0
+        assert launch.launch_job(args_lib.parse(argv + command), environ=job_env()) == 0
         out, err = capfd.readouterr()
         assert out.count("ran") == int(argv[1]), err
         assert err.count("tfringrun: warning: 2 ranks on this host, which has 1 CPU for them") == int(warned), err

@@ -55,6 +55,20 @@ def test_a_rank_exception_names_the_rank_with_its_traceback():
     assert isinstance(info.value.__cause__, ValueError)
 
 
+def test_run_starts_the_job_without_a_command_line(monkeypatch):
+    """tfring.run calls the launcher's Python API (args.options, launch.launch_job): it
+    neither builds nor parses a tfringrun command line."""
+    from tfring._runner import args
+
+    def no_command_line(argv):
+        raise AssertionError(f"tfring.run parsed a command line: {argv}")
+
+    monkeypatch.setattr(args, "parse", no_command_line)
+    assert tfring.run(_rank_times, args=(7,), np=2) == [0, 7]
+    with pytest.raises(ValueError, match="tfring.run: --max-np 1 is below --min-np 2"):
+        tfring.run(_rank_times, args=(7,), min_np=2, max_np=1)
+
+
 def test_unpicklable_argument_is_named():
     with pytest.raises(TypeError, match=r"cannot send kwargs\['lock'\] \(lock\)"):
         tfring.run(_rank_times, kwargs={"lock": threading.Lock()}, np=2)

@@ -106,6 +106,49 @@ def parse(argv):
         ns.command = ns.command[1:]
     if ns.check_build:
         return ns
+    return check(ns)
+
+
+def options(command, **flags):
+    """The launcher's options for Python callers (``tfring.run``), without a command line:
+    the namespace ``parse`` returns for ``command`` and ``flags``, each named by its
+    namespace attribute (``num_proc=2``, ``hosts="a:2,b:2"``, ``start_timeout=30``, ...) and
+    converted as the parser converts its flag's text; ``None`` leaves a default.
+
+    Raises:
+      TypeError: a name that is no launcher option.
+      UsageError: a value the command line would refuse (the same message).
+    """
+    parser = build_parser()
+    ns = parser.parse_args([])
+    actions = {action.dest: action for action in parser._actions}  # argparse has no public table
+    for dest, value in flags.items():
+        action = actions.get(dest)
+        if action is None or dest in ("help", "command", "check_build"):
+            raise TypeError(f"no launcher option {dest!r}")
+        if value is None:
+            continue
+        if action.nargs == 0:  # a switch (-v)
+            value = bool(value)
+        else:
+            convert = action.type or str
+            try:
+                value = [convert(v) for v in value] if action.nargs else convert(value)
+            except (TypeError, ValueError):
+                raise UsageError(f"argument {'/'.join(action.option_strings)}: invalid value: {value!r}") from None
+            if action.choices is not None and value not in action.choices:
+                raise UsageError(f"argument {'/'.join(action.option_strings)}: invalid choice: {value!r}")
+        setattr(ns, dest, value)
+    ns.command = list(command)
+    return check(ns)
+
+
+def check(ns):
+    """Checks a parsed namespace as a whole (what argparse cannot); returns it.
+
+    Raises:
+      UsageError: no command, no number of processes, or a value out of range.
+    """
     if not ns.command:
         raise UsageError("no command given: tfringrun -np N [--] command [args...]")
     if ns.num_proc is None and ns.hosts is None and ns.hostfile is None and not is_elastic(ns):

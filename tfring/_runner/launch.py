@@ -90,22 +90,29 @@ def _warn_if_oversubscribed(output, slots, place, job_settings):
         output.message(text)
 
 
-def launch(argv=None, environ=None, store_hook=None):
-    """Runs tfringrun with ``argv`` (default: sys.argv[1:]). Returns the exit code.
-
-    For callers in Python (``tfring.run``): ``environ`` replaces ``os.environ`` as the base
-    of every worker's environment and settings; ``store_hook(store)`` returns a context
-    manager entered once the job's store serves (before any worker starts) and exited
-    after every worker has ended, before the store stops. Blocks until the job ends; run
-    it on the main thread (it handles SIGINT/SIGTERM/SIGHUP while it runs).
-    """
-    environ = os.environ if environ is None else environ
+def launch(argv=None):
+    """Runs tfringrun with ``argv`` (default: sys.argv[1:]). Returns the exit code."""
     try:
         ns = args_lib.parse(sys.argv[1:] if argv is None else list(argv))
     except args_lib.UsageError as e:
         return _error(f"{e} (see tfringrun --help)")
     if ns.check_build:
         return check_build()
+    return launch_job(ns)
+
+
+def launch_job(ns, environ=None, store_hook=None):
+    """Runs the job of ``ns`` (``args.parse``'s namespace, or ``args.options``' for callers
+    in Python: ``tfring.run``) to its end. Returns the exit code; a plan the launcher
+    refuses is printed and returns 2 before anything starts.
+
+    ``environ`` replaces ``os.environ`` as the base of every worker's environment and
+    settings (static jobs); ``store_hook(store)`` returns a context manager entered once
+    the job's store serves (before any worker starts) and exited after every worker has
+    ended, before the store stops. Blocks until the job ends; run it on the main thread (it
+    handles SIGINT/SIGTERM/SIGHUP while it runs).
+    """
+    environ = os.environ if environ is None else environ
     if args_lib.is_elastic(ns):
         # The elastic driver is the layer above the launcher (tfring/_elastic/launch.py).
         return providers.get("elastic_launch")(ns, _error, store_hook)

@@ -3,7 +3,9 @@ with ``horovod.run``'s signature where it applies.
 
 The job is exactly a ``tfringrun`` job (same slot plan, CPU binding, authenticated store,
 output with rank prefixes, fail-fast and signal policy: launch.py and supervisor.py) whose
-command is ``<executable> -m tfring._runner.function_worker``; fn and its arguments travel by
+command is ``<executable> -m tfring._runner.function_worker``, started through the
+launcher's Python API (``args.options`` and ``launch.launch_job``: no command line is built
+or parsed); fn and its arguments travel by
 cloudpickle through the job's store, so a function defined in a notebook cell works.
 
 Blocking: returns when every rank has ended. Run it on the main thread (the launcher
@@ -16,30 +18,19 @@ import os
 import sys
 import threading
 
+from tfring._runner import args as args_lib
 from tfring._runner import function_job, jobenv
 
 INTERRUPTED = (129, 130, 143)  # the launcher got SIGHUP / SIGINT / SIGTERM
 
 
-def _argv(np, min_np, max_np, slots, reset_limit, cooldown_range, hosts, hostfile, start_timeout, ssh_port,
-          ssh_identity_file, output_filename, verbose, network_interface, executable):
-    argv = []
-    if cooldown_range is not None:
-        argv += ["--blacklist-cooldown-range", *(str(v) for v in cooldown_range)]
-    if np is not None:
-        argv += ["-np", str(int(np))]
-    for flag, value in (("--min-np", min_np), ("--max-np", max_np), ("--slots", slots),
-                        ("--reset-limit", reset_limit), ("--start-timeout", start_timeout),
-                        ("--ssh-port", ssh_port), ("--ssh-identity-file", ssh_identity_file),
-                        ("--output-filename", output_filename), ("--network-interface", network_interface),
-                        ("--hostfile", hostfile)):
-        if value is not None:
-            argv += [flag, str(value)]
-    if hosts is not None:
-        argv += ["-H", hosts if isinstance(hosts, str) else ",".join(hosts)]
-    if verbose:
-        argv.append("-v")
-    return argv + ["--", executable or sys.executable, "-m", "tfring._runner.function_worker"]
+def _options(np, min_np, max_np, slots, reset_limit, cooldown_range, hosts, start_timeout, executable, **flags):
+    """The launcher's options for ``run``'s arguments (``args.options``: no command line)."""
+    return args_lib.options(
+        [executable or sys.executable, "-m", "tfring._runner.function_worker"],
+        num_proc=np, min_np=min_np, max_np=max_np, slots=slots, reset_limit=reset_limit,
+        blacklist_cooldown_range=cooldown_range, start_timeout=start_timeout,
+        hosts=hosts if hosts is None or isinstance(hosts, str) else ",".join(hosts), **flags)
 
 
 def _worker_environ(env):
@@ -91,14 +82,13 @@ def run(fn, args=(), kwargs=None, np=1, min_np=None, max_np=None, slots=None, re
     Raises:
       TypeError: fn or an argument cannot be pickled (names which).
       ValueError: a bad option (the launcher's message).
-      tfring._runner.function_job.RankError: a rank's fn raised (the first rank to fail; its
+      tfring.spark.RankError: a rank's fn raised (the first rank to fail; its
         exception is the ``__cause__``, its traceback is in the message).
       RuntimeError: the job failed without a Python exception (a rank was killed); or not
         called from the main thread.
       KeyboardInterrupt: the caller was interrupted; every rank was stopped.
     """
     from tfring import _core
-    from tfring._runner import args as args_lib
     from tfring._runner import launch
 
     if threading.current_thread() is not threading.main_thread():
@@ -111,10 +101,10 @@ def run(fn, args=(), kwargs=None, np=1, min_np=None, max_np=None, slots=None, re
     if elastic and env is not None:
         raise ValueError("tfring.run: env is not supported for elastic jobs (min_np / max_np); set the "
                          "variables in os.environ instead")
-    argv = _argv(np, min_np, max_np, slots, reset_limit, cooldown_range, hosts, hostfile, start_timeout, ssh_port,
-                 ssh_identity_file, output_filename, verbose, network_interface, executable)
     try:
-        ns = args_lib.parse(argv)
+        ns = _options(np, min_np, max_np, slots, reset_limit, cooldown_range, hosts, start_timeout, executable,
+                      hostfile=hostfile, ssh_port=ssh_port, ssh_identity_file=ssh_identity_file,
+                      output_filename=output_filename, verbose=verbose, network_interface=network_interface)
     except args_lib.UsageError as e:
         raise ValueError(f"tfring.run: {e}") from None
     payload = function_job.pack(fn, args, kwargs)
@@ -134,7 +124,7 @@ def run(fn, args=(), kwargs=None, np=1, min_np=None, max_np=None, slots=None, re
         saved = os.environ.get("PYTHONPATH")
         os.environ["PYTHONPATH"] = environ["PYTHONPATH"]
     try:
-        code = launch.launch(argv, environ=None if elastic else environ, store_hook=publish)
+        code = launch.launch_job(ns, environ=None if elastic else environ, store_hook=publish)
     finally:
         if elastic:
             os.environ.pop("PYTHONPATH") if saved is None else os.environ.__setitem__("PYTHONPATH", saved)
