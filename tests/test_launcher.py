@@ -92,6 +92,29 @@ def test_options_from_python_are_the_command_lines_namespace():
         args_lib.options(command, nproc=2)
 
 
+def test_one_supervision_loop_and_one_store_block_serve_both_launchers():
+    """tfringrun's static job (supervisor.Job) and its elastic one (ElasticJob) run the same
+    loop (supervision_loop.supervise) and serve their store through the same block
+    (store_hook.serving): no other launcher module takes the relay's signals, waits on an
+    exit queue or stops a launch's store. Reads the sources (calls, not comments)."""
+    import ast
+
+    callers = {}
+    for folder in ("_runner", "_elastic"):
+        for name in sorted(os.listdir(os.path.join(REPO_ROOT, "tfring", folder))):
+            if name.endswith(".py"):
+                with open(os.path.join(REPO_ROOT, "tfring", folder, name), encoding="utf-8") as f:
+                    tree = ast.parse(f.read())
+                for node in ast.walk(tree):
+                    if isinstance(node, ast.Call):
+                        callers.setdefault(ast.unparse(node.func), set()).add(f"{folder}/{name}")
+    assert callers["relay.take"] == {"_runner/supervision_loop.py"}
+    assert callers["queue.Queue"] == {"_runner/supervision_loop.py"}
+    assert callers["store.stop"] == {"_runner/store_hook.py"}
+    assert callers["supervise"] == {"_elastic/driver.py", "_runner/supervisor.py"}
+    assert callers["store_hook_lib.serving"] == {"_elastic/launch.py", "_runner/launch.py"}
+
+
 def test_setting_flags_come_from_the_core_table():
     table = settings.table()
     text = args_lib.build_parser().format_help()

@@ -20,7 +20,8 @@ Modules, one concept each:
   rendezvous  the public API for other launchers: Store, rank_identities
   binding     which CPUs each local rank runs on (--bind-to)
   stopped     is a worker stopped (frozen) by a signal
-  store_hook  a Python caller's hook into the launcher's store (tfring.run)
+  store_hook  the launch's store (serving) and a Python caller's hook into it (tfring.run)
+  supervision_loop  the one loop both launchers run: signals, exits, ticks
   python_launch    tfring.run(fn, np=N): a tfringrun job from Python and notebooks
   function_job     fn to the ranks and results back through the store (tfring.run, tfring.spark)
   function_worker  one rank of such a job: python -m tfring._runner.function_worker

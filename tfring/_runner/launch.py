@@ -15,7 +15,6 @@ import os
 import sys
 
 from tfring import _core
-from tfring import _errors as errors
 from tfring._bootstrap import providers
 from tfring._runner import args as args_lib
 from tfring._runner import binding, jobenv, placement
@@ -24,14 +23,11 @@ from tfring._runner import settings as settings_lib
 from tfring._runner import store_hook as store_hook_lib
 from tfring._runner.blame import Blame
 from tfring._runner.output import Output
-from tfring._runner.rendezvous import Store
 from tfring._runner.signals import SignalRelay
 from tfring._runner.supervisor import Job
 from tfring._runner.tracebacks import Tracebacks
 
 USAGE_ERROR = 2
-DRAIN_OUTPUT_S = 2.0
-STORE_STOP_S = 5.0
 
 
 def _error(text):
@@ -128,48 +124,34 @@ def launch_job(ns, environ=None, store_hook=None):
     except ValueError as e:
         return _error(str(e))
 
-    bind = place.store_bind
     with SignalRelay() as relay:
         try:
-            store = Store(bind, 0)
-        except errors.TfringError as e:
-            return _error(f"cannot serve the job's store on {bind}: {e}")
-        store_addr, secret = store.address, store.secret
-        job = Job(output, blame, ns.grace_period_s, verbose=ns.verbose,
-                  stopped_limit_s=settings_lib.float_value(job_settings, "TFRING_PEER_TIMEOUT_S")
-                  if len(slots) > 1 else None, tracebacks=tracebacks)
-        leave_hook = store_hook_lib.enter(store_hook, store, lambda: (store.stop(STORE_STOP_S),
-                                                                      output.close(timeout=DRAIN_OUTPUT_S)))
-        try:
-            _warn_if_oversubscribed(output, slots, place, job_settings)
-            if ns.verbose:
-                output.message(f"store at {store_addr} (the job secret is in TFRING_SECRET, never shown)")
-                output.message(jobenv.describe(job_settings))
-                output.message("command: " + " ".join(ns.command))
-                for s in slots:
-                    output.message(f"rank {s.rank}: host {s.host}, local rank {s.local_rank} of "
-                                   f"{s.local_size}, cross rank {s.cross_rank} of {s.cross_size}")
-                for host in place.remote_hosts:
-                    output.message(f"host {host} through: {place.spawners[host].describe()}")
-            for slot in slots:
-                if job.stopping or relay.received:
-                    break
-                env = place.worker_env(environ, slot, job_settings, store_addr, secret)
-                env[binding.ENV] = ns.bind_to
-                if ns.verbose and not place.is_remote(slot):
-                    output.message(f"rank {slot.rank} bound to CPUs "
-                                   f"{binding.describe(binding.cpus_from_env(env))} (--bind-to {ns.bind_to})")
-                job.start(slot, place.spawners[slot.host], ns.command, env)
-            code = job.run(relay)
-        finally:
-            try:
-                leave_hook()
-            finally:
-                store.stop(STORE_STOP_S)
-            left = output.close(timeout=DRAIN_OUTPUT_S)
-            if left and ns.verbose:
-                print(f"tfringrun: {left} output stream(s) still open (kept by a process the "
-                      "workers started); not waiting for them", file=sys.stderr, flush=True)
+            with store_hook_lib.serving(place.store_bind, store_hook, output, ns.verbose) as store:
+                job = Job(output, blame, ns.grace_period_s, verbose=ns.verbose,
+                          stopped_limit_s=settings_lib.float_value(job_settings, "TFRING_PEER_TIMEOUT_S")
+                          if len(slots) > 1 else None, tracebacks=tracebacks)
+                _warn_if_oversubscribed(output, slots, place, job_settings)
+                if ns.verbose:
+                    output.message(f"store at {store.address} (the job secret is in TFRING_SECRET, never shown)")
+                    output.message(jobenv.describe(job_settings))
+                    output.message("command: " + " ".join(ns.command))
+                    for s in slots:
+                        output.message(f"rank {s.rank}: host {s.host}, local rank {s.local_rank} of "
+                                       f"{s.local_size}, cross rank {s.cross_rank} of {s.cross_size}")
+                    for host in place.remote_hosts:
+                        output.message(f"host {host} through: {place.spawners[host].describe()}")
+                for slot in slots:
+                    if job.stopping or relay.received:
+                        break
+                    env = place.worker_env(environ, slot, job_settings, store.address, store.secret)
+                    env[binding.ENV] = ns.bind_to
+                    if ns.verbose and not place.is_remote(slot):
+                        output.message(f"rank {slot.rank} bound to CPUs "
+                                       f"{binding.describe(binding.cpus_from_env(env))} (--bind-to {ns.bind_to})")
+                    job.start(slot, place.spawners[slot.host], ns.command, env)
+                code = job.run(relay)
+        except store_hook_lib.StoreBindError as e:
+            return _error(str(e))
     return code
 
 

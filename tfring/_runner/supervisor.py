@@ -22,24 +22,24 @@ Policy:
 
 Every wait is bounded: if processes survive even SIGKILL for ``KILL_WAIT_S`` the launcher
 says so and exits anyway. Thread-safety: ``start`` and ``run`` from the main thread; one
-waiter thread per worker only reports its exit through a queue.
+waiter thread per worker only reports its exit (supervision_loop.py, the loop the elastic
+driver runs too).
 """
 
 import dataclasses
 import os
-import queue
 import signal
-import threading
 import time
 
 from tfring._runner.signals import signal_name
 from tfring._runner.stopped import stop_signal
+from tfring._runner.supervision_loop import ExitQueue, supervise
 
 DRAIN_S = 1.0
 STOPPED_CHECK_S = 0.25
 OUTPUT_SETTLE_S = 0.5
 KILL_WAIT_S = 5.0
-TICK_S = 0.05
+REAP_POLL_S = 0.05  # how often the leftover process groups are checked
 
 
 def describe_exit(returncode):
@@ -178,7 +178,7 @@ class Job:
         self.first_failure = None  # the Failure blamed, once decided
         self.first_signal = None  # signal received by the launcher before any failure
         self._failures = []  # failures before the decision, in exit order
-        self._exits = queue.Queue()
+        self._exits = ExitQueue()
         self._stopper = _Stopper(grace_period_s)
 
     @property
@@ -198,13 +198,9 @@ class Job:
         self.workers.append(worker)
         self.output.attach(slot.rank, "stdout", proc.stdout)
         self.output.attach(slot.rank, "stderr", proc.stderr)
-        threading.Thread(target=self._wait, args=(worker,), daemon=True,
-                         name=f"tfringrun-wait-rank{slot.rank}").start()
+        self._exits.watch(worker, f"tfringrun-wait-rank{slot.rank}")
         if self.verbose:
             self.output.message(f"rank {slot.rank} started on {slot.host} (pid {proc.pid})")
-
-    def _wait(self, worker):
-        self._exits.put((worker, worker.proc.wait()))
 
     def _running(self):
         return [w for w in self.workers if w.returncode is None]
@@ -300,27 +296,7 @@ class Job:
 
         ``relay`` is the ``SignalRelay`` whose signals are forwarded to the workers.
         """
-        while True:
-            for signum in relay.take():
-                self.on_signal(signum)
-            running = self._running()
-            if not running:
-                break
-            try:
-                self._record(*self._exits.get(timeout=TICK_S))
-                continue
-            except queue.Empty:
-                pass
-            now = time.monotonic()
-            self._watch_stopped(now)
-            signum = self._stopper.due(now)
-            if signum is not None:
-                self._decide()
-                self._signal_groups(self._running(), signum)
-            if self._stopper.gave_up(now):
-                pids = ", ".join(f"rank {w.rank} (pid {w.pid})" for w in running)
-                self.output.message(f"{pids} still running {KILL_WAIT_S:g} s after SIGKILL; giving up")
-                break
+        supervise(relay, self._exits, self)
         self._decide()
         self._reap_leftovers()
         if self.first_failure is not None:
@@ -330,7 +306,25 @@ class Job:
             return 128 + self.first_signal
         return 0
 
-    def _record(self, worker, returncode):
+    # ---- supervision_loop's events (on_signal above) ----------------------------------
+    def over(self):
+        return not self._running()
+
+    def on_tick(self):
+        """Stopped workers, the next scheduled signal; True when workers survived SIGKILL."""
+        now = time.monotonic()
+        self._watch_stopped(now)
+        signum = self._stopper.due(now)
+        if signum is not None:
+            self._decide()
+            self._signal_groups(self._running(), signum)
+        if self._stopper.gave_up(now):
+            pids = ", ".join(f"rank {w.rank} (pid {w.pid})" for w in self._running())
+            self.output.message(f"{pids} still running {KILL_WAIT_S:g} s after SIGKILL; giving up")
+            return True
+        return False
+
+    def on_exit(self, worker, returncode):
         worker.returncode = returncode
         if self.verbose:
             elapsed = time.monotonic() - worker.started
@@ -358,7 +352,7 @@ class Job:
             self.output.message(f"sent SIGTERM to {len(groups)} process group(s) the workers left behind")
         deadline = time.monotonic() + self.grace
         while groups and time.monotonic() < deadline:
-            time.sleep(TICK_S)
+            time.sleep(REAP_POLL_S)
             groups = [g for g in groups if killpg(g, 0)]
         if groups:
             self.output.message(f"killing {len(groups)} process group(s) the workers left behind "
