@@ -91,7 +91,7 @@ def test_the_executors_python_exception_is_read_from_spark_error_text():
     tail, line = driver.python_exception(text)
     assert line == "ModuleNotFoundError: No module named 'tfring'"
     assert tail.splitlines()[-2:] == ['  File "/work/wt-e/tfring/_engines/spark/task.py", line 39, in task',
-                                      "    from tfring.runner import jobenv, rendezvous, spawn"], tail
+                                      "    from tfring._runner import jobenv, rendezvous, spawn"], tail
     assert "\tat " not in tail and "Traceback" not in tail and "SQLSTATE" not in tail
     assert len(tail.splitlines()) == driver.TRACEBACK_LINES
     # a short traceback: its first frame is kept, Spark's prefix is not

@@ -3,7 +3,7 @@
 ``tfring/_distribute`` and below ``tfring/_elastic`` (tests/test_python_layers.py).
 
 Modules, one concept each:
-  args        the command line
+  args        the command line, and the same options from Python (options: tfring.run)
   settings    flags that set the core's TFRING_* settings; validation by the core
   hosts       -H / --hostfile parsing and the slot plan (rank, local and cross ranks)
   jobenv      each worker's environment (identity, store address, secret)
