@@ -225,6 +225,6 @@ setup(
     install_requires=["numpy", "ml_dtypes", "libcst"],
     extras_require={"tf": ["tensorflow-cpu==2.21.0", "tensorboard"], "ray": ["ray[train]>=2.60,<2.61"]},
     entry_points={"console_scripts": ["tfringrun = tfring.runner.launch:main",
-                                    "tfring-migrate = tfring.migrate.cli:main"]},
+                                    "tfring-migrate = tfring.migrate:main"]},
     zip_safe=False,
 )

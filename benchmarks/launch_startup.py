@@ -70,7 +70,7 @@ def spark(runs):
                .config("spark.ui.enabled", "false").getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     sc = session.sparkContext
-    tfring.spark.driver._wait_for_slots(sc, 2, 120)
+    tfring._engines.spark.driver._wait_for_slots(sc, 2, 120)
     started = time.perf_counter() - t
 
     def bare():

@@ -7,7 +7,7 @@ import pytest
 
 import tfring
 from tests.helpers import run_job
-from tfring import errors
+from tfring import _errors as errors
 
 
 def test_bad_algorithm_pin_fails_init_naming_what_is_accepted():

@@ -12,7 +12,7 @@ import pytest
 
 import tfring
 from tests.helpers import run_job
-from tfring import errors
+from tfring import _errors as errors
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKERS = os.path.join(HERE, "workers")
@@ -244,9 +244,9 @@ def test_wildcard_bind_address_advertises_a_reachable_one():
 
 
 GPU_LIBRARY_FROM_INIT = """
-import tfring, tfring.gpu
+import tfring, tfring._basics.gpu
 tfring.init(nccl_library="/nonexistent/from-init/libnccl.so.2")
-print("DETAIL", tfring.gpu.gpu_info()["detail"])
+print("DETAIL", tfring._basics.gpu.gpu_info()["detail"])
 """
 
 
@@ -297,7 +297,7 @@ def test_root_api_options_are_keyword_only():
 REINIT_SCRIPT = r"""
 import numpy as np
 import tfring
-from tfring import errors
+from tfring import _errors as errors
 
 tfring.init()
 r = tfring.rank()

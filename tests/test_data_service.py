@@ -28,7 +28,7 @@ def _read_share(config):
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     import tfring
-    from tfring.tensorflow.data.compute_service import send_to_data_service  # noqa: F401 - adds the method
+    from tfring._tensorflow.data.compute_service import send_to_data_service  # noqa: F401 - adds the method
 
     tfring.init()
     ds = tf.data.Dataset.range(40).send_to_data_service(config, tfring.rank(), tfring.size(), reuse_dataset=True)
@@ -54,7 +54,7 @@ def compute_job(tmp_path):
 
 def test_shares_then_the_example_trains_identical_weights(compute_job, monkeypatch):
     import tfring
-    from tfring.tensorflow.data.compute_service import TfDataServiceConfig
+    from tfring._tensorflow.data.compute_service import TfDataServiceConfig
 
     proc, config_file = compute_job
     config = TfDataServiceConfig.read(str(config_file), wait_for_file_creation=True, timeout=90)
@@ -86,7 +86,7 @@ def _closed_port():
 
 
 def test_unreachable_registry_names_the_config_file_and_why_the_compute_job_stopped(tmp_path):
-    from tfring.tensorflow.data.compute_service import TfDataServiceConfig
+    from tfring._tensorflow.data.compute_service import TfDataServiceConfig
 
     # a config file whose registry is not there (a compute job killed without cleaning up)
     stale = tmp_path / "stale.json"

@@ -208,7 +208,7 @@ def test_custom_loop_with_tensorflow_keras_state_survives_a_lost_worker(tmp_path
 
 
 def test_elastic_flags_are_checked_before_anything_starts():
-    from tfring.runner import args
+    from tfring._runner import args
 
     for argv, message in ((["--min-np", "3", "--max-np", "2", "python", "x.py"], "--max-np 2 is below --min-np 3"),
                           (["-np", "1", "--min-np", "2", "python", "x.py"], "-np 1 must lie between"),

@@ -14,8 +14,8 @@ import pytest
 
 from tfring._elastic import protocol
 from tfring._elastic.driver import ElasticJob, ElasticSettings, ElasticWorker
-from tfring.runner import discovery
-from tfring.runner.hosts import Host
+from tfring._runner import discovery
+from tfring._runner.hosts import Host
 
 HOSTS = ["h0", "h1", "h2"]
 KILLED = -9  # a local worker killed by SIGKILL (a remote one reports 137: an exit code)
@@ -100,7 +100,7 @@ def test_a_worker_killed_with_its_host_is_lost_whichever_the_driver_learns_first
     job, messages, listed = _job()
     w2 = job.membership.workers[2]
     if order == "exit, then unlisted":
-        job._on_exit(w2, KILLED)
+        job.on_exit(w2, KILLED)
         _unlist(job, listed, "h2")
     else:
         _unlist(job, listed, "h2")
@@ -108,7 +108,7 @@ def test_a_worker_killed_with_its_host_is_lost_whichever_the_driver_learns_first
         if "published" in order:
             job._form_generation()
             assert job.membership.generation == 2 and "generation 2: 2 worker(s)" in messages[-1], messages
-        job._on_exit(w2, KILLED)
+        job.on_exit(w2, KILLED)
     lost = _lost_lines(messages)
     assert len(lost) == 1 and lost[0].startswith(LOST_W2), messages
     assert lost[0].endswith("host h2 blacklisted for the rest of the job"), messages
@@ -123,7 +123,7 @@ def test_a_worker_that_left_its_unlisted_host_is_not_lost():
     _unlist(job, listed, "h2")
     job._form_generation()
     job.store.add(protocol.left_key("w2"), 1)
-    job._on_exit(w2, 1)
+    job.on_exit(w2, 1)
     assert _lost_lines(messages) == [] and not job.blacklist.blocked("h2", 3.0), messages
 
 
@@ -136,7 +136,7 @@ def test_a_worker_the_driver_stopped_after_its_host_was_unlisted_is_not_lost():
     job._form_generation()
     job._stop_leavers(w2.leave_by + 1.0)
     assert w2.kill_at is not None and any("has not left; stopping it" in m for m in messages), messages
-    job._on_exit(w2, KILLED)
+    job.on_exit(w2, KILLED)
     assert _lost_lines(messages) == [], messages
 
 
@@ -147,5 +147,5 @@ def test_a_worker_whose_host_is_listed_again_before_it_left_stays_a_member():
     listed.names.append("h2")
     _rediscover(job)
     assert not w2.removed and not w2.unlisted, messages
-    job._on_exit(w2, KILLED)  # then it dies: an ordinary lost member
+    job.on_exit(w2, KILLED)  # then it dies: an ordinary lost member
     assert len(_lost_lines(messages)) == 1, messages

@@ -9,7 +9,7 @@ import pytest
 from tests.test_elastic_departures import _DictStore  # the driver's store calls, in memory
 from tfring._elastic.driver import ElasticJob, ElasticSettings, ElasticWorker
 from tfring._elastic.phases import MOVES, Phase, PhaseError, check_move
-from tfring.runner import discovery
+from tfring._runner import discovery
 
 
 class _Proc:
@@ -56,9 +56,9 @@ def test_a_move_the_table_does_not_list_raises_naming_it():
 def test_a_finished_worker_then_a_failure_move_the_job_to_finishing_then_failing():
     job, messages = _job(0, 3)
     job.phase = Phase.RUNNING
-    job._on_exit(job.membership.workers[0], 0)
+    job.on_exit(job.membership.workers[0], 0)
     assert job.phase is Phase.FINISHING and job.finishing
-    job._on_exit(job.membership.workers[1], 3)
+    job.on_exit(job.membership.workers[1], 3)
     assert job.phase is Phase.FAILING_AFTER_FINISH and job.failure_after_finish is job.membership.workers[1]
     assert job.finishing and not job.phase.ending
     assert any("after another worker had finished" in m for m in messages), messages
@@ -68,16 +68,16 @@ def test_ending_and_signals_are_final():
     job, messages = _job()
     job._end("a test ends it")
     assert job.phase is Phase.ENDING and job.end_reason == "a test ends it" and job.phase.ending
-    job._on_signal(signal.SIGTERM)  # a signal while ending: every worker killed at once, no move
+    job.on_signal(signal.SIGTERM)  # a signal while ending: every worker killed at once, no move
     assert job.phase is Phase.ENDING and job.first_signal is None
     with pytest.raises(PhaseError):
         job._end("ended twice")  # the driver never does: its callers check the phase first
 
     job, messages = _job(generation=0)
     assert job.phase is Phase.STARTING
-    job._on_signal(signal.SIGINT)
+    job.on_signal(signal.SIGINT)
     assert job.phase is Phase.SIGNALLED and job.first_signal == signal.SIGINT
-    job._on_signal(signal.SIGTERM)
+    job.on_signal(signal.SIGTERM)
     assert job.phase is Phase.SIGNALLED and job.first_signal == signal.SIGINT
     assert any("again; killing every worker now" in m for m in messages), messages
 

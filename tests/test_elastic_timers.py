@@ -143,8 +143,8 @@ def test_the_driver_re_forms_a_broken_generation_only_once_it_settled():
 
 def test_the_driver_waits_below_min_np_for_the_elastic_timeout_then_ends_the_job():
     job, messages, _ = _job()  # --min-np 2, hosts from a discovery script
-    job._on_exit(job.membership.workers[1], -9)
-    job._on_exit(job.membership.workers[2], -9)
+    job.on_exit(job.membership.workers[1], -9)
+    job.on_exit(job.membership.workers[2], -9)
     job._form_generation()
     assert job.timers.wait is Wait.BELOW_MIN_NP
     assert "1 worker(s) ready, below --min-np 2; waiting up to 30 s" in messages[-1], messages

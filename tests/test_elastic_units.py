@@ -10,13 +10,14 @@ import time
 
 import pytest
 
-from tfring import _core, errors
+from tfring import _core
+from tfring import _errors as errors
 from tfring._elastic import protocol
 from tfring._elastic import worker as elastic_worker
 from tfring._elastic.exceptions import JobEndedError
+from tfring._runner import discovery
+from tfring._runner.hosts import Host, slots_of
 from tfring.elastic import ObjectState, run_fn
-from tfring.runner import discovery
-from tfring.runner.hosts import Host, slots_of
 
 SECRET = "ab" * 32
 
@@ -198,7 +199,7 @@ class _Driver:
         import subprocess
 
         from tfring._elastic.driver import ElasticJob, OutputTails
-        from tfring.runner.output import Output
+        from tfring._runner.output import Output
 
         self.server = _core.StoreServer("127.0.0.1", 0, SECRET)
         self.store = _core.StoreClient("127.0.0.1", self.server.port, SECRET, 5.0)

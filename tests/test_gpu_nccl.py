@@ -24,7 +24,8 @@ import numpy as np
 import pytest
 
 import tfring
-from tfring import _core, errors
+from tfring import _core
+from tfring import _errors as errors
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORE_LIB = os.path.join(ROOT, "tfring", "libtfring_core.so")
@@ -36,7 +37,7 @@ def _gpu_available():
 
 
 _AVAILABLE, _DETAIL = _gpu_available()
-_SKIP_REASON = "no usable GPU/NCCL here (tfring.gpu.gpu_info() says why)"
+_SKIP_REASON = "no usable GPU/NCCL here (tfring._basics.gpu.gpu_info() says why)"
 
 
 # ------------------------------------------------------------------------------ build
@@ -83,7 +84,7 @@ def test_abi_declarations_match_vendor_headers():
 
 _ABSENT_SCRIPT = r"""
 import numpy as np, tfring
-from tfring import errors
+from tfring import _errors as errors
 
 class FakeGpuArray:
     # Looks like a CuPy array on GPU 0 (host memory behind it; never touched).
@@ -109,8 +110,8 @@ for op, call in calls.items():
         print("NO-ERROR", op)
     except errors.UnimplementedError as e:
         print("UNIMPLEMENTED", op, str(e).replace("\n", " | "))
-import tfring.gpu
-print("INFO", tfring.gpu.gpu_info()["available"])
+import tfring._basics.gpu
+print("INFO", tfring._basics.gpu.gpu_info()["available"])
 print("CPU", tfring.allreduce(np.ones(3, np.float32), op=tfring.Sum).tolist())
 tfring.shutdown()
 """
@@ -133,9 +134,9 @@ def test_gpu_requests_fail_cleanly_without_nccl(tmp_path):
 
 
 def test_gpu_info_reports_what_is_missing():
-    import tfring.gpu
+    import tfring._basics.gpu
 
-    info = tfring.gpu.gpu_info()
+    info = tfring._basics.gpu.gpu_info()
     assert set(info) == {"built", "available", "detail"}
     if not info["available"]:
         assert "NCCL" in info["detail"] or "CUDA" in info["detail"]
@@ -145,10 +146,10 @@ def test_pin_gpu_is_a_no_op_without_gpus():
     tf = pytest.importorskip("tensorflow")
     if tf.config.list_physical_devices("GPU"):
         pytest.skip("this machine has GPUs")
-    import tfring.gpu
+    import tfring._basics.gpu
 
-    assert tfring.gpu.pin_gpu() is None
-    assert tfring.gpu.load_tf_gpu_kernels(tf) is None
+    assert tfring._basics.gpu.pin_gpu() is None
+    assert tfring._basics.gpu.load_tf_gpu_kernels(tf) is None
 
 
 # ------------------------------------------------------------------------------ one GPU
@@ -307,7 +308,8 @@ def test_one_gpu_tests_pass_on_fake_gpu_libraries(fake_gpu_env):
 
 _FAULT_SCRIPT = r"""
 import time, numpy as np, tfring
-from tfring import _core, errors
+from tfring import _core
+from tfring import _errors as errors
 tfring.init()
 start = time.monotonic()
 try:

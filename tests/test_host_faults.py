@@ -21,8 +21,8 @@ import pytest
 
 from tests.helpers import format_job_output, rank_output, run_launcher
 from tests.host_lab import HOSTS, LOOP, RANKS_PER_HOST
-from tfring.runner.blame import Blame
-from tfring.runner.supervisor import Failure
+from tfring._runner.blame import Blame
+from tfring._runner.supervisor import Failure
 from tools.hostlab import elastic_job, host_faults, netns
 
 pytestmark = pytest.mark.multiprocess

@@ -11,7 +11,7 @@ NUMPY_SCRIPT = r"""
 import time
 import numpy as np
 import tfring
-from tfring import errors
+from tfring import _errors as errors
 
 tfring.init()
 r, n = tfring.rank(), tfring.size()

@@ -17,8 +17,8 @@ import tfring
 import tfring.keras as hvd
 from tests.helpers import one_tf_thread_each
 from tfring._api import exports
-from tfring.keras import model_preparation
-from tfring.keras.callbacks import checkpoint
+from tfring._keras import model_preparation
+from tfring._keras.callbacks import checkpoint
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -249,7 +249,7 @@ def test_jit_compile_auto_resolves_as_in_plain_keras(monkeypatch):
 def test_jit_compile_stays_on_where_tf_sees_a_gpu_with_the_xla_cuda_handlers(monkeypatch):
     from keras.src.trainers import trainer
 
-    from tfring.tensorflow import xla
+    from tfring._tensorflow import xla
 
     monkeypatch.setattr(trainer.Trainer, "_resolve_auto_jit_compile", lambda self: True)
     monkeypatch.setattr(xla, "_tf_sees_gpu", lambda: True)
@@ -265,7 +265,7 @@ def test_jit_compile_stays_on_where_tf_sees_a_gpu_with_the_xla_cuda_handlers(mon
 def test_jit_compile_is_turned_off_once_where_tf_sees_a_gpu_without_the_handlers(monkeypatch):
     from keras.src.trainers import trainer
 
-    from tfring.tensorflow import xla
+    from tfring._tensorflow import xla
 
     monkeypatch.setattr(trainer.Trainer, "_resolve_auto_jit_compile", lambda self: True)
     monkeypatch.setattr(xla, "lowered_here", lambda: False)  # a GPU without tfring's XLA CUDA handlers

@@ -12,10 +12,10 @@ import time
 import pytest
 
 from tests.helpers import LAUNCHER, REPO_ROOT, format_job_output, job_env, rank_output, run_job
-from tfring.runner import args as args_lib
-from tfring.runner import hosts, settings
-from tfring.runner.blame import Blame
-from tfring.runner.supervisor import Failure
+from tfring._runner import args as args_lib
+from tfring._runner import hosts, settings
+from tfring._runner.blame import Blame
+from tfring._runner.supervisor import Failure
 
 # ---------------------------------------------------------------- no processes
 
@@ -72,6 +72,49 @@ def test_command_line_keeps_the_worker_command_untouched():
             args_lib.parse(bad)
 
 
+def test_options_from_python_are_the_command_lines_namespace():
+    """tfring.run's way in (args.options): the namespace tfringrun's command line gives,
+    the same conversions and the same refusals, without a command line."""
+    command = ["python", "x.py", "-np", "5"]
+    static = args_lib.options(command, num_proc=2, hosts=None, start_timeout=30, verbose=True, ssh_port="22")
+    assert vars(static) == vars(args_lib.parse(["-np", "2", "--start-timeout", "30", "-v", "--ssh-port", "22",
+                                                "--", *command]))
+    elastic = args_lib.options(command, min_np=1, max_np=3, blacklist_cooldown_range=(1, 2), slots=2)
+    assert vars(elastic) == vars(args_lib.parse(["--min-np", "1", "--max-np", "3", "--blacklist-cooldown-range",
+                                                 "1", "2", "--slots", "2", *command]))
+    with pytest.raises(args_lib.UsageError, match="--max-np 2 is below --min-np 3"):
+        args_lib.options(command, min_np=3, max_np=2)
+    with pytest.raises(args_lib.UsageError, match="argument -np/--num-proc: invalid value: 'two'"):
+        args_lib.options(command, num_proc="two")
+    with pytest.raises(args_lib.UsageError, match="give the number of processes"):
+        args_lib.options(command)
+    with pytest.raises(TypeError, match="no launcher option 'nproc'"):
+        args_lib.options(command, nproc=2)
+
+
+def test_one_supervision_loop_and_one_store_block_serve_both_launchers():
+    """tfringrun's static job (supervisor.Job) and its elastic one (ElasticJob) run the same
+    loop (supervision_loop.supervise) and serve their store through the same block
+    (store_hook.serving): no other launcher module takes the relay's signals, waits on an
+    exit queue or stops a launch's store. Reads the sources (calls, not comments)."""
+    import ast
+
+    callers = {}
+    for folder in ("_runner", "_elastic"):
+        for name in sorted(os.listdir(os.path.join(REPO_ROOT, "tfring", folder))):
+            if name.endswith(".py"):
+                with open(os.path.join(REPO_ROOT, "tfring", folder, name), encoding="utf-8") as f:
+                    tree = ast.parse(f.read())
+                for node in ast.walk(tree):
+                    if isinstance(node, ast.Call):
+                        callers.setdefault(ast.unparse(node.func), set()).add(f"{folder}/{name}")
+    assert callers["relay.take"] == {"_runner/supervision_loop.py"}
+    assert callers["queue.Queue"] == {"_runner/supervision_loop.py"}
+    assert callers["store.stop"] == {"_runner/store_hook.py"}
+    assert callers["supervise"] == {"_elastic/driver.py", "_runner/supervisor.py"}
+    assert callers["store_hook_lib.serving"] == {"_elastic/launch.py", "_runner/launch.py"}
+
+
 def test_setting_flags_come_from_the_core_table():
     table = settings.table()
     text = args_lib.build_parser().format_help()
@@ -98,7 +141,7 @@ def test_every_option_is_documented():
 
 
 def test_oversubscription_warning_and_the_log_level_that_hides_it():
-    from tfring.runner import binding
+    from tfring._runner import binding
 
     assert binding.oversubscription_warning(2, 2) is None and binding.oversubscription_warning(1, 4) is None
     text = binding.oversubscription_warning(4, 2)
@@ -112,7 +155,7 @@ def test_oversubscription_warning_and_the_log_level_that_hides_it():
 
 
 def test_tracebacks_keep_each_ranks_last_uncaught_error():
-    from tfring.runner.tracebacks import Tracebacks
+    from tfring._runner.tracebacks import Tracebacks
 
     seen = Tracebacks()
     for line in ["Traceback (most recent call last):\n", '  File "x.py", line 1, in <module>\n',
@@ -413,13 +456,13 @@ def test_one_warning_when_the_ranks_outnumber_the_cpus():
 @pytest.mark.multiprocess
 @pytest.mark.timeout(60)
 def test_oversubscription_warning_follows_the_cpu_count_and_log_level(monkeypatch, capfd):
-    from tfring.runner import binding, launch
+    from tfring._runner import binding, launch
 
     monkeypatch.setattr(binding, "cpu_count", lambda: 1)
     command = ["--", sys.executable, "-c", "print('ran')"]
     for argv, warned in [(["-np", "2"], True), (["-np", "1"], False),
                          (["-np", "2", "--log-level", "warning,cpu=error"], False)]:
-        assert launch.launch(argv + command, environ=job_env()) == 0
+        assert launch.launch_job(args_lib.parse(argv + command), environ=job_env()) == 0
         out, err = capfd.readouterr()
         assert out.count("ran") == int(argv[1]), err
         assert err.count("tfringrun: warning: 2 ranks on this host, which has 1 CPU for them") == int(warned), err

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from tests.helpers import rank_output, run_job
-from tfring.runner import binding
+from tfring._runner import binding
 
 
 def topo(cpus, core=None, socket=None, node=None):

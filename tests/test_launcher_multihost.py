@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from tests.helpers import LAUNCHER, REPO_ROOT, job_env, rank_output, run_job
-from tfring.runner import args as args_lib
-from tfring.runner import hosts, network, placement, remote, remote_boot
-from tfring.runner import settings as settings_lib
+from tfring._runner import args as args_lib
+from tfring._runner import hosts, network, placement, remote, remote_boot
+from tfring._runner import settings as settings_lib
 from tools.hostlab import netns
 
 FAKE_SSH = f"{sys.executable} {os.path.join(REPO_ROOT, 'tests', 'fake_ssh.py')} {{host}} {{command}}"
@@ -57,7 +57,7 @@ def test_remote_command_template():
     spawner = remote.RemoteSpawner("n1", remote.template_words("ip netns exec {host} sh -c {command}"), 5.0,
                                    python="/venv/bin/python", cwd="/my dir")
     assert spawner.argv == ["ip", "netns", "exec", "n1", "sh", "-c",
-                            "cd '/my dir' 2>/dev/null; exec /venv/bin/python -m tfring.runner.remote_boot"]
+                            "cd '/my dir' 2>/dev/null; exec /venv/bin/python -m tfring._runner.remote_boot"]
     with pytest.raises(ValueError, match="must contain the word {command}"):
         remote.template_words("ssh {host}")
     with pytest.raises(ValueError, match="built-in ssh command only"):
@@ -135,7 +135,7 @@ def _check_job(stdout, np_, host_of_rank, bind_of_rank):
     for r, res in results.items():
         assert res["sum"] == expected, res
         assert res["secret_in_argv"] == [], f"the job secret is in the command line of {res['secret_in_argv']}"
-        assert "tfring.runner.remote_boot" in res["parent"], res  # started through the bootstrap
+        assert "tfring._runner.remote_boot" in res["parent"], res  # started through the bootstrap
         assert res["bind"] == bind_of_rank[r]
         assert res["cwd"] == REPO_ROOT
     assert {res["host"] for res in results.values()} >= set(host_of_rank.values()) - {None}

@@ -23,7 +23,7 @@ def migrated(tmp_path_factory):
     folder = tmp_path_factory.mktemp("migrated")
     for name in os.listdir(INPUTS):
         shutil.copy(os.path.join(INPUTS, name), folder / name)
-    result = subprocess.run([sys.executable, "-m", "tfring.migrate.cli", "--write", "."], cwd=folder,
+    result = subprocess.run([sys.executable, "-m", "tfring._migrate.cli", "--write", "."], cwd=folder,
                             env=job_env(), capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, f"manual edits left or an error:\n{result.stderr}"
     assert "changed 5 of 5 file(s); 0 manual edit(s) left" in result.stderr, result.stderr

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from tests.helpers import REPO_ROOT, job_env
-from tfring.migrate import cli, python_source, rules, text_rules
+from tfring._migrate import cli, python_source, rules, text_rules
 
 
 def migrate(source):
@@ -325,7 +325,7 @@ def test_backend_get_and_set_value_become_variable_methods():
 def test_tf1_name_table_matches_the_installed_tensorflow():
     import tensorflow as tf
 
-    from tfring.migrate import tf1_names
+    from tfring._migrate import tf1_names
 
     def only_v1(v1, v2):
         return {n for n in dir(v1) if not n.startswith("_") and not hasattr(v2, n)}
@@ -372,7 +372,7 @@ def test_launcher_lines(line, expected, left):
 
 
 def test_every_rewritten_launcher_option_exists_in_tfringrun():
-    from tfring.runner import args as launcher_args
+    from tfring._runner import args as launcher_args
 
     known = set()
     for action in launcher_args.build_parser()._actions:
@@ -401,7 +401,7 @@ def test_the_migration_guide_lists_every_variable_and_option():
 # ---- the command ------------------------------------------------------------------------
 
 def run_cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "tfring.migrate.cli", *args], cwd=cwd, env=job_env(),
+    return subprocess.run([sys.executable, "-m", "tfring._migrate.cli", *args], cwd=cwd, env=job_env(),
                           capture_output=True, text=True, timeout=60, check=False)
 
 
@@ -450,11 +450,11 @@ def test_cli_refuses_a_file_that_is_not_python_and_writes_nothing(tmp_path):
 def test_cli_is_installed_as_a_command():
     assert cli.build_parser().prog == "tfring-migrate"
     with open(os.path.join(REPO_ROOT, "setup.py")) as f:
-        assert "tfring-migrate = tfring.migrate.cli:main" in f.read()
+        assert "tfring-migrate = tfring.migrate:main" in f.read()
 
 
 def test_init_warns_about_horovod_settings_tfring_ignores():
-    from tfring import horovod_settings
+    from tfring._basics import horovod_settings
 
     environ = {"HOROVOD_FUSION_THRESHOLD": "1", "HOROVOD_AUTOTUNE": "1", "HOROVOD_RANK": "0",
                "HOROVOD_CYCLE_TIME": "2", "TFRING_CYCLE_TIME_MS": "2"}
@@ -510,7 +510,7 @@ def test_horovod_modules_tfring_lacks_are_listed_not_rewritten():
         import horovod.tensorflow.mpi_ops
         """)
     new, notes = python_source.rewrite(source)
-    assert new == source.replace("import horovod.tensorflow.mpi_ops", "import tfring.tensorflow.mpi_ops")
+    assert new == source.replace("import horovod.tensorflow.mpi_ops", "import tfring.tensorflow")
     by_line = {n.line: n for n in notes}
     assert [n.line for n in manual(notes)] == [1, 2, 3, 4, 5]
     for line in (1, 2, 3):
@@ -666,7 +666,7 @@ NOTEBOOK_CELLS = (
 def test_notebook_code_cells_are_rewritten_and_ipython_lines_kept(monkeypatch, reader):
     import json
 
-    from tfring.migrate import notebook
+    from tfring._migrate import notebook
 
     if reader == "json":
         monkeypatch.setattr(notebook, "_nbformat", lambda: None)

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from tests.helpers import rank_output, run_job
-from tfring import monitoring
+from tfring._basics import monitoring
 
 WORKERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workers")
 

@@ -13,9 +13,11 @@ import sys
 import pytest
 
 from tests.helpers import REPO_ROOT, job_env
-from tfring import _core, environment_discovery, errors
-from tfring.environment_discovery import Identity, from_environment, tasks_per_node
-from tfring.runner import jobenv
+from tfring import _core
+from tfring import _errors as errors
+from tfring._basics import environment_discovery
+from tfring._basics.environment_discovery import Identity, from_environment, tasks_per_node
+from tfring._runner import jobenv
 
 # ---------------------------------------------------------------- no processes
 

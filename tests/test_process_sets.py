@@ -13,7 +13,8 @@ NUMPY_SCRIPT = r"""
 import copy
 import numpy as np
 import tfring
-from tfring import errors, process_sets
+from tfring import _errors as errors
+from tfring._basics import process_sets
 
 evens, one, low = tfring.ProcessSet([2, 0]), tfring.ProcessSet([1]), tfring.ProcessSet([0, 1])
 tfring.init(process_sets=[evens, one, low])
@@ -268,7 +269,7 @@ def test_tf_values_gradients_tape_and_keras_optimizer_on_a_set():
 
 BAD_ADD_SCRIPT = """
 import tfring
-from tfring import process_sets
+from tfring._basics import process_sets
 tfring.init()
 mine = [0, 7] if tfring.rank() == 1 else [0]             # rank 1 asks for a rank the job lacks
 try:

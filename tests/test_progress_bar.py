@@ -14,7 +14,7 @@ import time
 import pytest
 
 from tests.helpers import LAUNCHER, REPO_ROOT, job_env, rank_output, run_job
-from tfring.runner.output import _split_pieces
+from tfring._runner.output import _split_pieces
 
 FIT = """
 import time, numpy as np, tensorflow as tf

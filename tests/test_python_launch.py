@@ -18,7 +18,7 @@ import pytest
 
 import tfring
 from tests.helpers import job_env
-from tfring.runner.function_job import RankError
+from tfring._runner.function_job import RankError
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.timeout(110)]
 
@@ -55,6 +55,20 @@ def test_a_rank_exception_names_the_rank_with_its_traceback():
     assert isinstance(info.value.__cause__, ValueError)
 
 
+def test_run_starts_the_job_without_a_command_line(monkeypatch):
+    """tfring.run calls the launcher's Python API (args.options, launch.launch_job): it
+    neither builds nor parses a tfringrun command line."""
+    from tfring._runner import args
+
+    def no_command_line(argv):
+        raise AssertionError(f"tfring.run parsed a command line: {argv}")
+
+    monkeypatch.setattr(args, "parse", no_command_line)
+    assert tfring.run(_rank_times, args=(7,), np=2) == [0, 7]
+    with pytest.raises(ValueError, match="tfring.run: --max-np 1 is below --min-np 2"):
+        tfring.run(_rank_times, args=(7,), min_np=2, max_np=1)
+
+
 def test_unpicklable_argument_is_named():
     with pytest.raises(TypeError, match=r"cannot send kwargs\['lock'\] \(lock\)"):
         tfring.run(_rank_times, kwargs={"lock": threading.Lock()}, np=2)
@@ -76,7 +90,7 @@ def test_mpi_options_are_refused():
 
 
 def test_more_ranks_than_cpus_warns_once(monkeypatch, capfd):
-    from tfring.runner import binding
+    from tfring._runner import binding
 
     monkeypatch.setattr(binding, "cpu_count", lambda: 2)  # the launcher runs in this process
     assert tfring.run(_rank_times, args=(1,), np=3) == [0, 1, 2]
@@ -103,7 +117,7 @@ def mapped():
 
 SOURCE_SCRIPT = MAP_FUNCTION + """
 import tfring
-from tfring.runner.function_job import RankError
+from tfring._runner.function_job import RankError
 
 def fails():
     raise LookupError("no shard " + "for this rank")
@@ -144,7 +158,7 @@ def test_pack_sends_the_source_of_a_cell_under_the_callers_name():
     import inspect
     import linecache
 
-    from tfring.runner import function_job
+    from tfring._runner import function_job
 
     path = "/nonexistent/ipykernel_0/4242.py"
     linecache.cache[path] = (len(CELL), None, CELL.splitlines(keepends=True), path)

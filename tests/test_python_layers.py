@@ -18,21 +18,24 @@ from tfring._bootstrap import providers
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Lowest first: (layer, module prefixes). A module's layer is that of its longest prefix.
+# The implementation lives in private folders, one per layer; everything outside them is a
+# face (the last layer), checked by test_every_public_module_is_a_face.
 LAYERS = [
-    ("base", ["tfring._core", "tfring.errors"]),
+    ("base", ["tfring._core", "tfring._errors"]),
     ("bootstrap", ["tfring._bootstrap"]),
-    ("core", ["tfring"]),  # tfring/*.py: basics, NumPy collectives, process sets, settings, GPU, the API tables
-    ("tensorflow", ["tfring.tensorflow"]),
-    ("saving", ["tfring.saving"]),
-    ("keras", ["tfring.keras"]),
-    ("distribute", ["tfring.distribute"]),
-    ("launcher", ["tfring.runner"]),
-    # All of elastic training (tfring/_elastic): the driver uses the launcher; tfringrun hands
-    # it an elastic job through the provider elastic_launch. Its faces hold no imports but
-    # their binding: tfring.elastic here, hvd.elastic (tfring.tensorflow.elastic,
-    # tfring.keras.elastic) in their framework's layer.
-    ("elastic", ["tfring._elastic", "tfring.elastic"]),
-    ("engines and tools", ["tfring.ray", "tfring.spark", "tfring.migrate"]),
+    # basics, NumPy collectives, process sets, settings, GPU; the API tables; TF's private names
+    ("core", ["tfring._basics", "tfring._api", "tfring._interrupts", "tfring._private_api"]),
+    ("tensorflow", ["tfring._tensorflow"]),
+    ("saving", ["tfring._saving"]),
+    ("keras", ["tfring._keras"]),
+    ("distribute", ["tfring._distribute"]),
+    ("launcher", ["tfring._runner"]),
+    # All of elastic training: the driver uses the launcher; tfringrun hands it an elastic
+    # job through the provider elastic_launch.
+    ("elastic", ["tfring._elastic"]),
+    ("engines", ["tfring._engines"]),  # Spark, Ray, the tf.data service's launcher side
+    ("tools", ["tfring._migrate"]),
+    ("faces", ["tfring"]),  # the public packages and modules: bindings and entry points only
 ]
 # Upward imports known and not yet removed: (file, imported module) -> what to do. An entry
 # that no longer occurs fails the test, so this list only shrinks.
@@ -125,21 +128,23 @@ def test_imports_run_one_way():
 def test_the_check_catches_an_upward_import():
     """The lower layers' former upward imports (issue 39) would fail the check."""
     sources = {
-        "tfring.basics": "def init():\n    from tfring._elastic import worker\n",
-        "tfring.tensorflow.tf1": "def wrap():\n    from tfring import keras as tfring_keras\n",
-        "tfring.tensorflow.grad_reduction": "from tfring._elastic import worker as elastic_worker\n",
-        "tfring.environment_discovery": "def store():\n    from tfring.runner import jobenv, network\n",
-        "tfring.runner.launch": "def main():\n    from tfring._elastic.launch import launch_elastic\n",
-        "tfring._elastic.driver": "from tfring import basics\nfrom tfring.runner import supervisor\n",  # downward
+        "tfring._basics.basics": "def init():\n    from tfring._elastic import worker\n",
+        "tfring._tensorflow.tf1": "def wrap():\n    from tfring import keras as tfring_keras\n",
+        "tfring._tensorflow.grad_reduction": "from tfring._elastic import worker as elastic_worker\n",
+        "tfring._basics.environment_discovery": "def store():\n    from tfring._runner import jobenv, network\n",
+        "tfring._runner.launch": "def main():\n    from tfring._elastic.launch import launch_elastic\n",
+        "tfring._elastic.driver": "from tfring._basics import basics\nfrom tfring._runner import supervisor\n",  # downward
+        "tfring._keras.saving": "from tfring import errors\n",  # a face, from the implementation
     }
     modules = [(name, name, False, ast.parse(text)) for name, text in sources.items()]
     assert sorted((relpath, target) for relpath, _, target, _ in find_upward_imports(modules)) == [
-        ("tfring.basics", "tfring._elastic.worker"),
-        ("tfring.environment_discovery", "tfring.runner.jobenv"),
-        ("tfring.environment_discovery", "tfring.runner.network"),
-        ("tfring.runner.launch", "tfring._elastic.launch"),
-        ("tfring.tensorflow.grad_reduction", "tfring._elastic.worker"),
-        ("tfring.tensorflow.tf1", "tfring.keras"),
+        ("tfring._basics.basics", "tfring._elastic.worker"),
+        ("tfring._basics.environment_discovery", "tfring._runner.jobenv"),
+        ("tfring._basics.environment_discovery", "tfring._runner.network"),
+        ("tfring._keras.saving", "tfring.errors"),
+        ("tfring._runner.launch", "tfring._elastic.launch"),
+        ("tfring._tensorflow.grad_reduction", "tfring._elastic.worker"),
+        ("tfring._tensorflow.tf1", "tfring.keras"),
     ]
 
 
@@ -238,19 +243,95 @@ def test_no_import_circle_in_tfring():
 def test_the_check_finds_an_import_circle():
     """The former circles (issue 48) and one through a function's import."""
     sources = {
-        "tfring.keras.saving": "def load_model():\n    from tfring.keras.distributed_optimizer import X\n",
-        "tfring.keras.distributed_optimizer": "from tfring.keras.saving import register_serialization_alias\n",
-        "tfring.distribute.strategy": "from tfring.distribute import keras_integration\n",
-        "tfring.distribute.keras_integration": "def f():\n    from tfring.distribute.strategy import RingStrategy\n",
-        "tfring.keras.model_preparation": "def f():\n    from tfring.keras import progress\n",
-        "tfring.keras.progress": "from tfring.keras import step_agreement\n",
-        "tfring.keras.step_agreement": "from tfring.keras.model_preparation import is_distributed\n",
-        "tfring.keras.optimizer_mark": "",
-        "tfring.keras.loss_scale_optimizer": "from tfring.keras.optimizer_mark import is_distributed\n",
+        "tfring._keras.saving": "def load_model():\n    from tfring._keras.distributed_optimizer import X\n",
+        "tfring._keras.distributed_optimizer": "from tfring._keras.saving import register_serialization_alias\n",
+        "tfring._distribute.strategy": "from tfring._distribute import keras_integration\n",
+        "tfring._distribute.keras_integration": "def f():\n    from tfring._distribute.strategy import RingStrategy\n",
+        "tfring._keras.model_preparation": "def f():\n    from tfring._keras import progress\n",
+        "tfring._keras.progress": "from tfring._keras import step_agreement\n",
+        "tfring._keras.step_agreement": "from tfring._keras.model_preparation import is_distributed\n",
+        "tfring._keras.optimizer_mark": "",
+        "tfring._keras.loss_scale_optimizer": "from tfring._keras.optimizer_mark import is_distributed\n",
     }
     modules = [(name, name, False, ast.parse(text)) for name, text in sources.items()]
     assert sorted(sorted(c) for c in import_circles(import_graph(modules))) == [
-        ["tfring.distribute.keras_integration", "tfring.distribute.strategy"],
-        ["tfring.keras.distributed_optimizer", "tfring.keras.saving"],
-        ["tfring.keras.model_preparation", "tfring.keras.progress", "tfring.keras.step_agreement"],
+        ["tfring._distribute.keras_integration", "tfring._distribute.strategy"],
+        ["tfring._keras.distributed_optimizer", "tfring._keras.saving"],
+        ["tfring._keras.model_preparation", "tfring._keras.progress", "tfring._keras.step_agreement"],
     ]
+
+
+# At most this many modules outside tfring's private (``_``-prefixed) folders and modules.
+MAX_PUBLIC_MODULES = 25
+# A face's imports beyond the binding, each for a side effect the package promises.
+FACE_SIDE_EFFECTS = {"tfring.tensorflow": {"tfring._tensorflow.gradients"}}  # registers the ops' gradients
+
+
+def public_modules():
+    """``[(relpath, name, tree)]`` of the modules no part of whose name starts with ``_``."""
+    return [(relpath, name, tree) for relpath, name, _, tree in _modules()
+            if not any(part.startswith("_") for part in name.split(".")[1:])]
+
+
+def _is_main_block(node):
+    test = getattr(node, "test", None)
+    return (isinstance(node, ast.If) and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__")
+
+
+def face_problems(name, tree):
+    """Why module ``name`` is not a face, or ``[]``. A face is a docstring-only package, or
+    binds its names from its export table (``__getattr__, __dir__ = _bind(globals())``) with
+    no other import than the binding's (and FACE_SIDE_EFFECTS); an entry point may end with
+    an ``if __name__ == "__main__":`` block that runs its private module's main."""
+    from tfring._api import exports
+
+    body = [node for node in tree.body
+            if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))]  # the docstring
+    if not body:
+        return []
+    problems = [] if name in exports.TABLES else [f"{name}: no table in tfring/_api/exports.py"]
+    binds = False
+    for node in body:
+        if isinstance(node, ast.ImportFrom) and node.module == "tfring._api.binding":
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            targets = ({f"{node.module}.{a.name}" for a in node.names} if isinstance(node, ast.ImportFrom)
+                       else {a.name for a in node.names})
+            if targets <= FACE_SIDE_EFFECTS.get(name, set()):
+                continue
+            problems.append(f"{name}:{node.lineno}: imports {sorted(targets)} (bind names through the table)")
+        elif isinstance(node, ast.Assign) and "_bind(globals())" in ast.unparse(node.value):
+            binds = True
+        elif isinstance(node, ast.Assign) and isinstance(node.value, (ast.Constant, ast.Tuple)):
+            continue  # a constant the table lists as Defined
+        elif not _is_main_block(node):
+            problems.append(f"{name}:{node.lineno}: {type(node).__name__} (faces hold no code)")
+    return problems + ([] if binds else [f"{name}: does not bind its names (_bind(globals()))"])
+
+
+def test_at_most_25_public_modules():
+    names = sorted(name for _, name, _ in public_modules())
+    assert len(names) <= MAX_PUBLIC_MODULES, (f"{len(names)} modules outside tfring's private folders (at most "
+                                              f"{MAX_PUBLIC_MODULES}; implementation goes in tfring/_<layer>/):\n"
+                                              + "\n".join(names))
+
+
+def test_every_public_module_is_a_face():
+    problems = [p for _, name, tree in public_modules() for p in face_problems(name, tree)]
+    assert problems == [], "public modules that are not faces:\n" + "\n".join(problems)
+
+
+def test_the_face_check_catches_code_in_a_face():
+    """The former public modules with code (tfring/monitoring.py before the move) would fail."""
+    code = ('"""Metrics."""\nfrom tfring._basics import basics\n\n'
+            "def interval_metrics(before, after):\n    return {}\n")
+    face = ('"""Metrics."""\nfrom tfring._api.binding import bind as _bind\n\n'
+            "__getattr__, __dir__ = _bind(globals())\n")
+    assert face_problems("tfring.monitoring", ast.parse(face)) == []
+    assert face_problems("tfring.monitoring", ast.parse(code)) == [
+        "tfring.monitoring:2: imports ['tfring._basics.basics'] (bind names through the table)",
+        "tfring.monitoring:4: FunctionDef (faces hold no code)",
+        "tfring.monitoring: does not bind its names (_bind(globals()))",
+    ]
+    assert face_problems("tfring.no_table", ast.parse(face)) == ["tfring.no_table: no table in tfring/_api/exports.py"]

@@ -21,7 +21,8 @@ from ray.train import FailureConfig, RunConfig, ScalingConfig
 
 from tests.helpers import REPO_ROOT, job_env, rank_python
 from tests.workers import ray_fns
-from tfring.ray import RayExecutor, TfringConfig, TfringTrainer, job
+from tfring._engines.ray import job
+from tfring.ray import RayExecutor, TfringConfig, TfringTrainer
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.timeout(240)]
 WORKERS = os.path.join(REPO_ROOT, "tests", "workers")
@@ -243,7 +244,7 @@ def test_horovods_ray_example_runs_after_tfring_migrate(tmp_path):
         ray.shutdown()
     script = tmp_path / "horovod_ray_tf2_mnist.py"
     shutil.copy(os.path.join(REPO_ROOT, "tests", "migrate_inputs", script.name), script)
-    migrated = subprocess.run([sys.executable, "-m", "tfring.migrate.cli", "--write", str(script)], cwd=tmp_path,
+    migrated = subprocess.run([sys.executable, "-m", "tfring._migrate.cli", "--write", str(script)], cwd=tmp_path,
                               env=job_env(), capture_output=True, text=True, timeout=60, check=False)
     assert migrated.returncode == 0 and "0 manual edit(s) left" in migrated.stderr, migrated.stderr
     source = script.read_text()

@@ -1,4 +1,4 @@
-"""Which rank writes a coordinated save (tfring/saving/coordination.py), without TensorFlow:
+"""Which rank writes a coordinated save (tfring/_saving/coordination.py), without TensorFlow:
 two real ranks under tfringrun, the saves made through ``coordinated_save`` and
 ``atomic_write_directory`` as the Keras/TF hooks make them."""
 
@@ -9,7 +9,8 @@ from tests.helpers import run_job
 SAVES = r"""
 import os, sys, time
 import tfring
-from tfring.saving import coordination, atomic_write_directory
+from tfring.saving import atomic_write_directory
+from tfring._saving import coordination
 
 tfring.init()
 rank, out = tfring.rank(), sys.argv[1]
@@ -111,7 +112,8 @@ def test_a_waiting_rank_raises_the_writers_class_with_its_message():
     """Issue 40: what a waiting rank raises for the writer's failure (writer_error.py)."""
     import pytest
 
-    from tfring.saving import SaveAbortedError, writer_error
+    from tfring._saving import writer_error
+    from tfring.saving import SaveAbortedError
 
     for writer_exc in (ValueError("Received: filepath=/tmp/tf_save."), FileNotFoundError(2, "No such file", "/x"),
                        RuntimeError("runtime")):

@@ -54,4 +54,4 @@ def test_keras_backup_and_restore_has_the_attributes_save_hooks_reads(tmp_path):
 
     cb = keras.callbacks.BackupAndRestore(str(tmp_path))
     missing = [a for a in _private_api.KERAS_BACKUP_ATTRIBUTES if not hasattr(cb, a)]
-    assert not missing, f"Keras BackupAndRestore lost {missing}: update tfring/distribute/save_hooks.py"
+    assert not missing, f"Keras BackupAndRestore lost {missing}: update tfring/_distribute/save_hooks.py"

@@ -21,7 +21,7 @@ import venv
 import numpy as np
 import pytest
 
-from tfring.runner.function_job import RankError
+from tfring._runner.function_job import RankError
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -83,15 +83,15 @@ SAMPLE = os.path.join(REPO, "tests", "data", "spark_no_tfring_error.txt")
 def test_the_executors_python_exception_is_read_from_spark_error_text():
     """driver.python_exception on a recorded py4j error text of the test above (pyspark
     4.3.0: Py4JJavaError, the Java stack trace with the PythonException and its causes)."""
-    from tfring.spark import driver
+    from tfring._engines.spark import driver
 
     with open(SAMPLE) as f:
         text = f.read()
     assert "[PYTHON_EXCEPTION]" in text and " SQLSTATE: 38000" in text  # Spark 4's wrapping, left out
     tail, line = driver.python_exception(text)
     assert line == "ModuleNotFoundError: No module named 'tfring'"
-    assert tail.splitlines()[-2:] == ['  File "/work/wt-e/tfring/spark/task.py", line 39, in task',
-                                      "    from tfring.runner import jobenv, rendezvous, spawn"], tail
+    assert tail.splitlines()[-2:] == ['  File "/work/wt-e/tfring/_engines/spark/task.py", line 39, in task',
+                                      "    from tfring._runner import jobenv, rendezvous, spawn"], tail
     assert "\tat " not in tail and "Traceback" not in tail and "SQLSTATE" not in tail
     assert len(tail.splitlines()) == driver.TRACEBACK_LINES
     # a short traceback: its first frame is kept, Spark's prefix is not
@@ -110,7 +110,7 @@ def test_the_executors_python_exception_is_read_from_spark_error_text():
 
 
 def test_compute_worker_arguments_follow_horovods(capsys):
-    from tfring.spark import compute_worker
+    from tfring._engines.spark import compute_worker
 
     ns = compute_worker.parse(["/tmp/c.json", "--dispatchers", "2", "--dispatchers-nic", "eth0",
                                "--dispatcher-side", "training"])
@@ -223,8 +223,8 @@ def test_compute_worker_on_spark_serves_the_data_service_example(spark, tmp_path
     barrier tasks (this driver serves the registry and writes the config file), and the
     data-service example's training job (2 tfring.run ranks) reading from it; the example's
     shutdown() ends the stage, and the file goes."""
-    from tfring.spark import compute_worker
-    from tfring.tensorflow.data.compute_service import TfDataServiceConfig
+    from tfring._engines.spark import compute_worker
+    from tfring._tensorflow.data.compute_service import TfDataServiceConfig
 
     config_file = tmp_path / "compute.json"
     example = subprocess.Popen([sys.executable, os.path.join(REPO, "examples", "tensorflow2_data_service.py"),

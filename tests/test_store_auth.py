@@ -11,7 +11,8 @@ import time
 import pytest
 
 from tests import store_protocol
-from tfring import _core, errors
+from tfring import _core
+from tfring import _errors as errors
 
 HOST = "127.0.0.1"
 

@@ -19,7 +19,7 @@ def test_resolver_answers_like_tf_for_a_cluster_of_workers(rank):
     import tensorflow as tf
     from tensorflow.python.distribute import multi_worker_util
 
-    from tfring.distribute.cluster_resolver import RingClusterResolver
+    from tfring._distribute.cluster_resolver import RingClusterResolver
 
     resolver = RingClusterResolver(rank, 3)
     assert isinstance(resolver, tf.distribute.cluster_resolver.ClusterResolver)
@@ -41,7 +41,7 @@ def test_resolver_answers_like_tf_for_a_cluster_of_workers(rank):
 
 
 def test_resolver_roles_cannot_be_reassigned_and_ranks_are_checked():
-    from tfring.distribute.cluster_resolver import RingClusterResolver
+    from tfring._distribute.cluster_resolver import RingClusterResolver
 
     resolver = RingClusterResolver(1, 2)
     with pytest.raises(AttributeError, match=r"task_id is this process's rank \(1\)"):

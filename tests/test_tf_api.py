@@ -12,7 +12,7 @@ from tensorflow.python.framework import op_def_registry
 import tfring
 import tfring.tensorflow as hvd
 from tfring._api import exports
-from tfring.tensorflow import _loader, naming
+from tfring._tensorflow import _loader, naming
 
 PUBLIC_API = exports.public_names("tfring.tensorflow")  # the one list: tfring/_api/exports.py
 
@@ -211,7 +211,7 @@ def test_ops_are_distributed_communication_ops_so_errors_keep_their_class():
 
 
 def test_gradient_buckets_walk_from_the_last_layer_and_close_at_the_limit():
-    from tfring.tensorflow.grad_reduction import gradient_buckets
+    from tfring._tensorflow.grad_reduction import gradient_buckets
 
     ts = [tf.zeros([256]), tf.zeros([1024]), tf.zeros([10]), tf.zeros([512])]  # 1 KiB, 4 KiB, 40 B, 2 KiB
     assert gradient_buckets(ts, 4096) == [[3, 2], [1], [0]]

@@ -61,7 +61,7 @@ def test_horovod_keras_mnist_style_example_trains_and_differs_from_horovod_only_
     # A Horovod script with this body needs no edit but its import: tfring-migrate makes that
     # one edit and lists nothing for the user.
     (tmp_path / "script.py").write_text(horovod_script)
-    migrated = subprocess.run([sys.executable, "-m", "tfring.migrate.cli", "--write", "script.py"], cwd=tmp_path,
+    migrated = subprocess.run([sys.executable, "-m", "tfring._migrate.cli", "--write", "script.py"], cwd=tmp_path,
                               env=job_env(), capture_output=True, text=True, timeout=60, check=False)
     assert migrated.returncode == 0, migrated.stderr
     assert (tmp_path / "script.py").read_text() == source

@@ -8,10 +8,10 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from tfring import _core
-from tfring import errors as np_errors
-from tfring.tensorflow import errors as tf_errors
-from tfring.tensorflow import mpi_ops
-from tfring.tensorflow._loader import op_library
+from tfring import _errors as np_errors
+from tfring._tensorflow import errors as tf_errors
+from tfring._tensorflow import mpi_ops
+from tfring._tensorflow._loader import op_library
 
 # ARCHITECTURE.md section 3: core error code -> tf.errors class.
 EXPECTED_TF_ERRORS = {

@@ -121,7 +121,7 @@ def test_error_after_the_nccl_stream_is_returned_by_the_next_call(built, tmp_pat
 
 def test_lowered_here_follows_the_cuda_handler_registration(monkeypatch):
     tf = pytest.importorskip("tensorflow")
-    from tfring.tensorflow import xla
+    from tfring._tensorflow import xla
 
     monkeypatch.setattr(xla, "_tf_sees_gpu", lambda: True)
     monkeypatch.setattr(xla, "_cuda_status", "")
@@ -136,8 +136,8 @@ def test_lowered_here_follows_the_cuda_handler_registration(monkeypatch):
 
 def test_cuda_handler_status_here_names_the_missing_library():
     pytest.importorskip("tensorflow")
-    from tfring import gpu
-    from tfring.tensorflow import xla
+    from tfring._basics import gpu
+    from tfring._tensorflow import xla
 
     status = xla.cuda_handler_status()
     library = os.path.join(PKG, gpu.GPU_KERNEL_LIBRARY)

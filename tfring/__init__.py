@@ -6,5 +6,4 @@ NumPy arrays. TensorFlow users import ``tfring.tensorflow`` or ``tfring.keras``.
 
 from tfring._api.binding import bind as _bind
 
-__version__ = "0.1.0"
 __getattr__, __dir__ = _bind(globals())  # the names of tfring in tfring/_api/exports.py

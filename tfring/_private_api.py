@@ -110,13 +110,13 @@ _EXPECTED = [
      "a save's folder created at once on every rank (ModelCheckpoint's check-then-create)"),
     # tfring.tensorflow and tfring.keras
     ("tensorflow.python.framework.func_graph.FuncGraph", _E, None,
-     "tfring.tensorflow.naming: stable negotiation names inside tf.function"),
+     "tfring._tensorflow.naming: stable negotiation names inside tf.function"),
     ("tensorflow.python.framework.auto_control_deps.MUST_RUN_ORDER_INSENSITIVE_STATEFUL_OPS", _E, None,
-     "tfring.tensorflow._loader: collectives inside tf.function run concurrently"),
+     "tfring._tensorflow._loader: collectives inside tf.function run concurrently"),
     ("keras.src.api_export.get_name_from_symbol", _C, ("symbol",),
-     "tfring.keras.serialization: tfring optimizers saved under the Keras class's public name"),
-    ("keras.src.api_export.REGISTERED_OBJS_TO_NAMES", _E, None, "tfring.keras.serialization"),
-    ("keras.src.saving.object_registration.GLOBAL_CUSTOM_NAMES", _E, None, "tfring.keras.serialization"),
+     "tfring._keras.serialization: tfring optimizers saved under the Keras class's public name"),
+    ("keras.src.api_export.REGISTERED_OBJS_TO_NAMES", _E, None, "tfring._keras.serialization"),
+    ("keras.src.saving.object_registration.GLOBAL_CUSTOM_NAMES", _E, None, "tfring._keras.serialization"),
     ("keras.src.optimizers.base_optimizer.BaseOptimizer._get_variable_index", _C, ("self", "variable"),
      "tfring.keras.DistributedOptimizer(backward_passes_per_step > 1): the accumulator slot of a variable"),
 ]
@@ -199,7 +199,7 @@ _NAMES = {
     "OneDeviceExtended": _DIST + "one_device_strategy.OneDeviceExtended",
     "get_distributed_dataset": _DIST + "input_util.get_distributed_dataset",
     "BaseResourceVariable": "tensorflow.python.ops.resource_variable_ops.BaseResourceVariable",
-    # checkpoints, SavedModel and Keras saving (tfring.distribute.save_hooks patches these)
+    # checkpoints, SavedModel and Keras saving (tfring._distribute.save_hooks patches these)
     "Checkpoint": _CKPT + "checkpoint.Checkpoint",
     "TrackableSaver": _CKPT + "checkpoint.TrackableSaver",
     "checkpoint_management": _CKPT + "checkpoint_management",
@@ -249,7 +249,7 @@ def _get(name):
 KERAS_BACKUP_ATTRIBUTES = ("backup_dir", "double_checkpoint", "delete_checkpoint", "_weights_path",
                            "_training_metadata_path", "_prev_weights_path", "_prev_training_metadata_path",
                            "_current_epoch", "_last_batch_seen")
-# a built Keras optimizer, read by tfring.keras.distributed_optimizer (the variables applied,
+# a built Keras optimizer, read by tfring._keras.distributed_optimizer (the variables applied,
 # the step counter) and callbacks.learning_rate (the schedule in an error message);
 KERAS_OPTIMIZER_ATTRIBUTES = ("_trainable_variables", "_iterations", "_learning_rate")
 # a Keras model: jit_compile before "auto" is resolved (model_preparation) and the epoch

@@ -55,7 +55,7 @@ if [ -n "${NCCL_H}" ] && c++ -std=c++17 -fsyntax-only -Icc/core -I/usr/local/cud
      cc/core/backends/nccl/abi_check.cc; then echo "ABI-OK"; else echo "ABI check failed or nccl.h missing"; failed+=(abi); fi
 
 step "gpu_info"
-$PY -c "import tfring.gpu, pprint; pprint.pprint(tfring.gpu.gpu_info())"
+$PY -c "import tfring._basics.gpu, pprint; pprint.pprint(tfring._basics.gpu.gpu_info())"
 
 step "pytest -m gpu tests/test_gpu_nccl.py"
 PYTHONUNBUFFERED=1 timeout 180 $PY -m pytest -q -ra -p no:cacheprovider -m gpu tests/test_gpu_nccl.py \

@@ -114,7 +114,7 @@ def load_check(library):
     import tensorflow as tf
     from tensorflow.python.framework import kernels
 
-    from tfring.tensorflow import _loader
+    from tfring._tensorflow import _loader
 
     ops = [name for name in dir(_loader.op_library()) if not name.startswith("_")]
     tf.load_op_library(os.path.abspath(library))

@@ -168,7 +168,7 @@ void BindStats(py::module_& m) {
 
 // Process sets and the build's facts.
 void BindProcessSetsAndBuild(py::module_& m) {
-  // Process sets: the core's table only; tfring/process_sets.py makes registration collective.
+  // Process sets: the core's table only; tfring/_basics/process_sets.py makes registration collective.
   m.def("add_process_set", [](int32_t id, const std::vector<int32_t>& ranks) {
     Check(Runtime::Global().AddProcessSet(id, ranks));
   }, py::arg("id"), py::arg("ranks"));

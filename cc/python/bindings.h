@@ -1,7 +1,7 @@
 // Shared pieces of the tfring._core bindings: error raising and dtype conversion, and the
 // Bind* functions each of which adds one topic to the module (module.cc calls them).
 //
-// Errors: Raise/Check turn a core Status into the matching tfring.errors class (the GIL
+// Errors: Raise/Check turn a core Status into the matching tfring._errors class (the GIL
 // must be held).
 #pragma once
 

@@ -1,11 +1,11 @@
-// Status -> tfring.errors, and NumPy dtype <-> core DataType.
+// Status -> tfring._errors, and NumPy dtype <-> core DataType.
 #include "bindings.h"
 
 namespace tfring {
 namespace python {
 
 [[noreturn]] void Raise(const Status& st) {
-  py::object exc = py::module_::import("tfring.errors").attr("from_code")(
+  py::object exc = py::module_::import("tfring._errors").attr("from_code")(
       static_cast<int>(st.code()), st.message());
   PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
   throw py::error_already_set();

@@ -13,7 +13,7 @@
 // canonicalizes it with PlatformUtil::CanonicalPlatformName ("cuda"). ("gpu" would mean
 // ROCm on a ROCm build, where this CUDA code must not run.) The handlers have no
 // command-buffer trait, so XLA never captures them into a CUDA graph. The registration's
-// result is kept and reported by tfring_xla_cuda_registration() (tfring.tensorflow.xla
+// result is kept and reported by tfring_xla_cuda_registration() (tfring._tensorflow.xla
 // reads it); the GPU lowerings are registered only when both handlers registered.
 //
 // Buffers: as on the host, the done call takes the start call's results and inputs as
@@ -102,7 +102,7 @@ const std::string& Registration() {
 }  // namespace tf_gpu
 }  // namespace tfring
 
-// For tfring.tensorflow.xla (ctypes): "" when tfring's collectives compile for XLA:GPU here,
+// For tfring._tensorflow.xla (ctypes): "" when tfring's collectives compile for XLA:GPU here,
 // else why not.
 extern "C" __attribute__((visibility("default"))) const char* tfring_xla_cuda_registration() {
   return tfring::tf_gpu::Registration().c_str();

@@ -8,7 +8,7 @@ import numpy as np
 
 import tfring
 from tests.workers.adasum_reference import assert_close, rank_input, tree
-from tfring import errors
+from tfring import _errors as errors
 
 tfring.init()
 r, n = tfring.rank(), tfring.size()

@@ -25,7 +25,8 @@ tf.config.threading.set_inter_op_parallelism_threads(1)
 import keras
 
 import tfring
-from tfring.saving import atomic, local_save
+from tfring._saving import atomic
+from tfring.saving import local_save
 
 out_dir, mode = sys.argv[1], sys.argv[2]
 strategy = tfring.RingStrategy()  # the only line changed from the single-process script

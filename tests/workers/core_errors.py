@@ -4,7 +4,7 @@ message that names the tensor and the ranks, on every rank, and the next op stil
 import numpy as np
 
 import tfring
-from tfring import errors
+from tfring import _errors as errors
 
 tfring.init()
 r, n = tfring.rank(), tfring.size()

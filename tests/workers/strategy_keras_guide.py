@@ -32,7 +32,7 @@ tf.config.threading.set_inter_op_parallelism_threads(1)
 import keras
 
 import tfring
-from tfring.saving import atomic
+from tfring._saving import atomic
 
 out_dir = sys.argv[1]
 checkpoint_dir = os.path.join(out_dir, "ckpt")

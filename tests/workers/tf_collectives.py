@@ -340,7 +340,7 @@ def separate_allreduces(x):
     return [hvd.allreduce(x * k, op=hvd.Sum) for k in range(8)]
 
 
-assert tfring.tensorflow._loader.ops_are_unordered()
+assert tfring._tensorflow._loader.ops_are_unordered()
 before = tfring.stats()["fused_tensors"]
 for _ in range(3):
     outs = separate_allreduces(tf.ones([4]))

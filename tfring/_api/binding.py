@@ -10,6 +10,7 @@ Not thread-safe beyond what Python's import lock gives (as any import).
 """
 
 import importlib
+import os
 
 from tfring._api import exports
 
@@ -21,8 +22,20 @@ def resolve(package, entry, name):
     return getattr(importlib.import_module(entry.module), name)
 
 
+def module_name(namespace):
+    """The dotted name of the module whose ``globals()`` is ``namespace``, also when it runs
+    as ``__main__`` (an entry point: ``python -m tfring.runner.launch``, or spark-submit of
+    tfring/spark/compute_worker.py's file)."""
+    if namespace["__name__"] != "__main__":
+        return namespace["__name__"]
+    if namespace.get("__spec__") is not None:
+        return namespace["__spec__"].name
+    tfring_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return os.path.relpath(os.path.abspath(namespace["__file__"]), tfring_parent)[:-len(".py")].replace(os.sep, ".")
+
+
 def bind(namespace):
-    package = namespace["__name__"]
+    package = module_name(namespace)
     rows = exports.TABLES[package]
     lazy = {}
     for entry in rows:

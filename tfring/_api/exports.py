@@ -45,21 +45,21 @@ class Defined(_Row):
 # The block the three API packages (tfring, tfring.tensorflow, tfring.keras) share: process
 # basics, process sets and reduce ops (the same objects in all three).
 PROCESS = (
-    Names("tfring.basics", "cross_rank cross_size init is_homogeneous is_initialized local_rank local_size "
+    Names("tfring._basics.basics", "cross_rank cross_size init is_homogeneous is_initialized local_rank local_size "
                            "rank shutdown size start_timeline stop_timeline"),
-    Names("tfring.process_sets", "ProcessSet add_process_set global_process_set remove_process_set"),
-    Names("tfring.ops", "Adasum Average Max Min Product Sum"),
+    Names("tfring._basics.process_sets", "ProcessSet add_process_set global_process_set remove_process_set"),
+    Names("tfring._basics.ops", "Adasum Average Max Min Product Sum"),
 )
 # Horovod's build queries, in horovod.tensorflow and horovod.tensorflow.keras.
 CAPABILITIES = (
-    Names("tfring.capabilities", "ccl_built cuda_built ddl_built gloo_built gloo_enabled mpi_built mpi_enabled "
+    Names("tfring._basics.capabilities", "ccl_built cuda_built ddl_built gloo_built gloo_enabled mpi_built mpi_enabled "
                                  "mpi_threads_supported nccl_built rocm_built"),
 )
 # Helpers on TF values that tfring.keras takes from tfring.tensorflow, as horovod.tensorflow.keras.
 TF_VALUES = (
-    Names("tfring.tensorflow.compression", "Compression"),
-    Names("tfring.tensorflow.functions", "allgather_object broadcast_object broadcast_variables"),
-    Names("tfring.gpu", "pin_gpu"),
+    Names("tfring._tensorflow.compression", "Compression"),
+    Names("tfring._tensorflow.functions", "allgather_object broadcast_object broadcast_variables"),
+    Names("tfring._basics.gpu", "pin_gpu"),
 )
 
 # hvd.elastic of tfring.tensorflow and tfring.keras (the Keras one adds KerasState and the
@@ -73,47 +73,48 @@ TF_ELASTIC = (
 TABLES = {
     "tfring": (
         *PROCESS,
-        Names("tfring.basics", "build_info config config_table stats"),
-        Names("tfring.gpu", "gpu_info"),
-        Names("tfring.ops", "allgather allgather_async allreduce allreduce_async alltoall alltoall_async barrier "
+        Names("tfring._basics.basics", "build_info config config_table stats"),
+        Names("tfring._basics.gpu", "gpu_info"),
+        Names("tfring._basics.ops", "allgather allgather_async allreduce allreduce_async alltoall alltoall_async barrier "
                             "broadcast broadcast_async join reducescatter reducescatter_async"),
-        Defined("__version__"),
-        Names("tfring.distribute", "RingStrategy", lazy=True),
+        Names("tfring._basics", "__version__"),
+        Modules("errors"),
+        Names("tfring._distribute.strategy", "RingStrategy", lazy=True),
         Modules("distribute", lazy=True),
-        Names("tfring.runner.python_launch", "run", lazy=True),
+        Names("tfring._runner.python_launch", "run", lazy=True),
     ),
     "tfring.tensorflow": (
         *PROCESS,
         *CAPABILITIES,
         Modules("elastic summary"),
         *TF_VALUES,
-        Names("tfring.tensorflow.compression", "Compressor FP16Compressor NoneCompressor"),
-        Names("tfring.tensorflow.functions", "broadcast_ broadcast_object_fn"),
-        Names("tfring.tensorflow.grad_reduction", "DEFAULT_BUCKET_BYTES bucketed_allreduce"),
-        Names("tfring.tensorflow.gradient_tape", "DistributedGradientTape PartialDistributedGradientTape"),
-        Names("tfring.tensorflow.grouped", "grouped_allgather grouped_reducescatter"),
-        Names("tfring.tensorflow.identity_ops", "cross_rank_op cross_size_op local_rank_op local_size_op "
+        Names("tfring._tensorflow.compression", "Compressor FP16Compressor NoneCompressor"),
+        Names("tfring._tensorflow.functions", "broadcast_ broadcast_object_fn"),
+        Names("tfring._tensorflow.grad_reduction", "DEFAULT_BUCKET_BYTES bucketed_allreduce"),
+        Names("tfring._tensorflow.gradient_tape", "DistributedGradientTape PartialDistributedGradientTape"),
+        Names("tfring._tensorflow.grouped", "grouped_allgather grouped_reducescatter"),
+        Names("tfring._tensorflow.identity_ops", "cross_rank_op cross_size_op local_rank_op local_size_op "
                                                 "process_set_included_op rank_op size_op"),
-        Names("tfring.tensorflow.mpi_ops", "allgather allreduce alltoall barrier broadcast grouped_allreduce join "
+        Names("tfring._tensorflow.mpi_ops", "allgather allreduce alltoall barrier broadcast grouped_allreduce join "
                                            "reducescatter"),
-        Names("tfring.tensorflow.tf1", "BroadcastGlobalVariablesHook DistributedOptimizer "
+        Names("tfring._tensorflow.tf1", "BroadcastGlobalVariablesHook DistributedOptimizer "
                                        "broadcast_global_variables"),
         # horovod.tensorflow has it too; Keras is imported only when it is used.
-        Names("tfring.keras.sync_batch_normalization", "SyncBatchNormalization", lazy=True),
+        Names("tfring._keras.sync_batch_normalization", "SyncBatchNormalization", lazy=True),
     ),
     "tfring.keras": (
         *PROCESS,
         *CAPABILITIES,
         *TF_VALUES,
         Modules("callbacks elastic"),
-        Names("tfring.keras.collectives", "allgather allreduce broadcast broadcast_global_variables reducescatter"),
-        Names("tfring.keras.distributed_optimizer", "DistributedOptimizer PartialDistributedOptimizer "
+        Names("tfring._keras.collectives", "allgather allreduce broadcast broadcast_global_variables reducescatter"),
+        Names("tfring._keras.distributed_optimizer", "DistributedOptimizer PartialDistributedOptimizer "
                                                     "is_distributed"),
-        Names("tfring.keras.loss_scale_optimizer", "LossScaleOptimizer"),
-        Names("tfring.keras.saving", "load_model"),
-        Names("tfring.keras.state", "broadcast_model_state"),
-        Names("tfring.keras.sync_batch_normalization", "SyncBatchNormalization"),
-        Names("tfring.keras.verbosity", "verbose"),
+        Names("tfring._keras.loss_scale_optimizer", "LossScaleOptimizer"),
+        Names("tfring._keras.saving", "load_model"),
+        Names("tfring._keras.state", "broadcast_model_state"),
+        Names("tfring._keras.sync_batch_normalization", "SyncBatchNormalization"),
+        Names("tfring._keras.verbosity", "verbose"),
     ),
     "tfring.tensorflow.elastic": (
         *TF_ELASTIC,
@@ -125,16 +126,16 @@ TABLES = {
                                              "UpdateEpochStateCallback"),
     ),
     "tfring.keras.callbacks": (
-        Names("tfring.keras.callbacks.broadcast_global_variables", "BroadcastGlobalVariablesCallback"),
-        Names("tfring.keras.callbacks.checkpoint", "BackupAndRestore ModelCheckpoint"),
-        Names("tfring.keras.callbacks.learning_rate", "LearningRateScheduleCallback LearningRateWarmupCallback"),
-        Names("tfring.keras.callbacks.metric_average", "MetricAverageCallback"),
-        Names("tfring.keras.callbacks.tensorboard", "TensorBoard"),
-        Names("tfring.keras.callbacks.tfring_metrics", "TfringMetricsCallback"),
+        Names("tfring._keras.callbacks.broadcast_global_variables", "BroadcastGlobalVariablesCallback"),
+        Names("tfring._keras.callbacks.checkpoint", "BackupAndRestore ModelCheckpoint"),
+        Names("tfring._keras.callbacks.learning_rate", "LearningRateScheduleCallback LearningRateWarmupCallback"),
+        Names("tfring._keras.callbacks.metric_average", "MetricAverageCallback"),
+        Names("tfring._keras.callbacks.tensorboard", "TensorBoard"),
+        Names("tfring._keras.callbacks.tfring_metrics", "TfringMetricsCallback"),
     ),
     "tfring.distribute": (
         Names("tfring._private_api", "PrivateApiError"),
-        Names("tfring.distribute.strategy", "RingStrategy"),
+        Names("tfring._distribute.strategy", "RingStrategy"),
     ),
     "tfring.elastic": (
         Names("tfring._elastic.exceptions", "HorovodInternalError HostsUpdatedInterrupt JobEndedError"),
@@ -142,21 +143,55 @@ TABLES = {
         Names("tfring._elastic.state", "ObjectState State"),
     ),
     "tfring.saving": (
-        Names("tfring.saving.atomic", "atomic_write atomic_write_checkpoint atomic_write_directory"),
-        Names("tfring.saving.coordination", "SaveAbortedError coordinated_save local_save"),
+        Names("tfring._saving.atomic", "atomic_write atomic_write_checkpoint atomic_write_directory"),
+        Names("tfring._saving.coordination", "SaveAbortedError coordinated_save local_save"),
     ),
     "tfring.runner": (
-        Names("tfring.runner.rendezvous", "Store rank_identities"),
+        Names("tfring._runner.rendezvous", "Store rank_identities"),
     ),
     "tfring.ray": (
-        Defined("SUPPORTED_RAY"),
-        Names("tfring.ray.executor", "RayExecutor", lazy=True),
-        Names("tfring.ray.train", "TfringConfig TfringTrainer", lazy=True),
+        Names("tfring._engines.ray", "SUPPORTED_RAY"),
+        Names("tfring._engines.ray.executor", "RayExecutor", lazy=True),
+        Names("tfring._engines.ray.train", "TfringConfig TfringTrainer", lazy=True),
     ),
     "tfring.spark": (
-        Names("tfring.runner.function_job", "RankError"),
-        Names("tfring.spark.driver", "run"),
-        Names("tfring.spark.horovod_runner", "TfringRunner"),
+        Names("tfring._runner.function_job", "RankError"),
+        Names("tfring._engines.spark.driver", "run"),
+        Names("tfring._engines.spark.horovod_runner", "TfringRunner"),
+    ),
+    # The faces that are modules: Horovod's module paths, documented module paths and the
+    # entry points run with ``python -m`` (each also runs its entry's main as __main__).
+    "tfring.errors": (
+        Names("tfring._errors", "AbortedError InternalError InvalidArgumentError MismatchError PeerLostError "
+                                "PreconditionError TfringError TimeoutError UnimplementedError from_code"),
+    ),
+    "tfring.monitoring": (
+        Names("tfring._basics.monitoring", "Interval interval_metrics"),
+    ),
+    "tfring.tensorflow.summary": (
+        Names("tfring._tensorflow.summary", "SCALARS write_metrics write_tfring_metrics"),
+    ),
+    "tfring.tensorflow.compression": (
+        Names("tfring._tensorflow.compression", "Compression Compressor FP16Compressor NoneCompressor"),
+    ),
+    "tfring.tensorflow.xla": (
+        Names("tfring._tensorflow.xla", "XlaCompilationError cuda_handler_status in_xla_context"),
+    ),
+    "tfring.tensorflow.data.compute_service": (
+        Names("tfring._tensorflow.data.compute_service", "TfDataServiceConfig compute_worker_fn "
+                                                         "send_to_data_service tf_data_service"),
+    ),
+    "tfring.tensorflow.data.compute_worker": (
+        Names("tfring._engines.data_service.compute_worker", "main"),
+    ),
+    "tfring.spark.compute_worker": (
+        Names("tfring._engines.spark.compute_worker", "main run"),
+    ),
+    "tfring.runner.launch": (
+        Names("tfring._runner.launch", "main"),
+    ),
+    "tfring.migrate": (
+        Names("tfring._migrate.cli", "main"),
     ),
 }
 

@@ -2,7 +2,7 @@
 rank 0 under MPI) hands each worker, as the worker's lower layers read it.
 
 Pure functions of strings and ``os.environ``; thread-safe. The secret travels only in
-the workers' environment, never in argv. ``tfring.runner.jobenv`` and
+the workers' environment, never in argv. ``tfring._runner.jobenv`` and
 ``tfring._elastic.protocol`` re-export these names under their former paths.
 """
 

@@ -2,8 +2,8 @@
 address this machine uses to reach another host.
 
 Used by the launcher (where to serve the store), by the remote bootstrap (which address a
-remote worker binds and advertises) and by ``tfring.environment_discovery`` (where rank 0
-serves the store under mpirun); ``tfring.runner.network`` re-exports it under that path. IPv4 only, Linux only (``SIOCGIFADDR``), no subprocesses.
+remote worker binds and advertises) and by ``tfring._basics.environment_discovery`` (where rank 0
+serves the store under mpirun); ``tfring._runner.network`` re-exports it under that path. IPv4 only, Linux only (``SIOCGIFADDR``), no subprocesses.
 
 Errors are ``ValueError`` with a message meant for the user.
 """

@@ -26,8 +26,8 @@ import importlib
 PROVIDERS = {
     "elastic_join": ("tfring._elastic.worker", "init_core"),
     "elastic_launch": ("tfring._elastic.launch", "launch_elastic"),
-    "keras_optimizer": ("tfring.keras.distributed_optimizer", "DistributedOptimizer"),
-    "horovod_rules": ("tfring.migrate.rules", None),
+    "keras_optimizer": ("tfring._keras.distributed_optimizer", "DistributedOptimizer"),
+    "horovod_rules": ("tfring._migrate.rules", None),
 }
 
 

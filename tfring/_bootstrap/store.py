@@ -1,7 +1,7 @@
 """The job's authenticated key-value store served by this process (``Store``): the launcher's
 rendezvous, and any process that serves a registry the same way (the tf.data compute job's
-rank 0, the Spark driver of ``tfring.spark.compute_worker``). Public as
-``tfring.runner.Store`` (tfring/runner/rendezvous.py); here, below the layers that serve
+rank 0, the Spark driver of ``tfring._engines.spark.compute_worker``). Public as
+``tfring.runner.Store`` (tfring/_runner/rendezvous.py); here, below the layers that serve
 one, so that none of them imports the launcher upward.
 """
 

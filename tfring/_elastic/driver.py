@@ -47,13 +47,13 @@ Policy:
 Every wait is bounded. The job's phases are phases.py's; when discovery runs and
 what holds a change back from becoming the next generation (a broken generation settling,
 below ``--min-np``, a growth waiting for the current generation), with their deadlines, are
-timers.py's: the driver asks them. Main thread only; one waiter thread per worker
-reports its exit through a queue.
+timers.py's: the driver asks them. Main thread only, in the launcher's supervision loop
+(tfring/_runner/supervision_loop.py, the static job's too); one waiter thread per worker
+reports its exit.
 """
 
 import collections
 import dataclasses
-import queue
 import signal
 import threading
 import time
@@ -61,13 +61,13 @@ import time
 from tfring._elastic import protocol
 from tfring._elastic.phases import Phase, check_move
 from tfring._elastic.timers import ReformationTimers
-from tfring.runner.discovery import FixedDiscovery
-from tfring.runner.hosts import slots_of
-from tfring.runner.signals import signal_name
-from tfring.runner.stopped import stop_signal
-from tfring.runner.supervisor import describe_exit, exit_status, killpg, signal_and_resume
+from tfring._runner.discovery import FixedDiscovery
+from tfring._runner.hosts import slots_of
+from tfring._runner.signals import signal_name
+from tfring._runner.stopped import stop_signal
+from tfring._runner.supervision_loop import ExitQueue, supervise
+from tfring._runner.supervisor import describe_exit, exit_status, killpg, signal_and_resume
 
-TICK_S = 0.05
 END_NOTICE_S = 1.0  # between telling the workers why the job ends and SIGTERM
 STOPPED_CHECK_S = 0.25
 KILL_WAIT_S = 5.0
@@ -286,7 +286,7 @@ class ElasticJob:
         self._start_worker = start_worker
         self.cfg = settings
         self.verbose = verbose
-        self._exits = queue.Queue()
+        self._exits = ExitQueue()
         self._hosts = []  # the latest discovered [Host]
         self._change = "start"  # why a new generation is needed (None: none is)
         self._clock = clock
@@ -316,11 +316,8 @@ class ElasticJob:
     def _describe(self, worker):
         return worker.describe(self.membership.size_of)
 
-    # ---- events -----------------------------------------------------------------------
-    def _wait(self, worker):
-        self._exits.put((worker, worker.proc.wait()))
-
-    def _on_exit(self, worker, code):
+    # ---- events (supervision_loop's) ---------------------------------------------------
+    def on_exit(self, worker, code):
         worker.returncode = code
         if self.verbose:
             self.output.message(f"{self._describe(worker)} {describe_exit(code)} "
@@ -376,7 +373,7 @@ class ElasticJob:
         """Ends the job (True) when the script fails before ``init()`` on every worker:
         no generation has formed, and every worker started so far has exited with one same
         code from 1 to 127 without having called ``init()`` (module docstring). ``ready``
-        is up to date for every exited worker (``_on_exit`` reads the store)."""
+        is up to date for every exited worker (``on_exit`` reads the store)."""
         codes = {w.returncode for w in self.membership.workers}
         if self.membership.generation or len(codes) != 1 or any(w.ready for w in self.membership.workers):
             return False
@@ -653,7 +650,7 @@ class ElasticJob:
         self.membership.workers.append(w)
         self.output.attach(wid, "stdout", proc.stdout)
         self.output.attach(wid, "stderr", proc.stderr)
-        threading.Thread(target=self._wait, args=(w,), daemon=True, name=f"tfringrun-wait-{wid}").start()
+        self._exits.watch(w, f"tfringrun-wait-{wid}")
         if self.verbose:
             self.output.message(f"{self._describe(w)} started")
 
@@ -684,33 +681,7 @@ class ElasticJob:
     # ---- main loop ----------------------------------------------------------------------
     def run(self, relay):
         """Supervises until the job ends. Returns the launcher's exit code."""
-        while True:
-            for signum in relay.take():
-                self._on_signal(signum)
-            now = self._clock()
-            ending = self.phase.ending
-            if not self.membership.running() and (ending or self.finishing):
-                break
-            try:
-                self._on_exit(*self._exits.get(timeout=TICK_S))
-                continue
-            except queue.Empty:
-                pass
-            now = self._clock()
-            self._stop_leavers(now)
-            if self._gave_up(now):
-                break
-            if ending:
-                if self._stop_at is not None and now >= self._stop_at:
-                    self._stop_at = None
-                    self._stop_all(signal.SIGTERM)
-                continue
-            self._watch_stopped(now)
-            self._check_ready(now)
-            self._check_broken()
-            self._discover()
-            self._grow(now)
-            self._form_generation()
+        supervise(relay, self._exits, self)
         self._reap_leftovers()
         if self.phase is Phase.ENDING:
             return self.end_code
@@ -719,6 +690,29 @@ class ElasticJob:
         if self.phase is Phase.FAILING_AFTER_FINISH:
             return exit_status(self.failure_after_finish.returncode) or 1
         return 0
+
+    def over(self):
+        return not self.membership.running() and (self.phase.ending or self.finishing)
+
+    def on_tick(self):
+        """Leavers, the end's SIGTERM, and while not ending the policy's checks and the next
+        generation; True when a worker survived SIGKILL."""
+        now = self._clock()
+        self._stop_leavers(now)
+        if self._gave_up(now):
+            return True
+        if self.phase.ending:
+            if self._stop_at is not None and now >= self._stop_at:
+                self._stop_at = None
+                self._stop_all(signal.SIGTERM)
+            return False
+        self._watch_stopped(now)
+        self._check_ready(now)
+        self._check_broken()
+        self._discover()
+        self._grow(now)
+        self._form_generation()
+        return False
 
     def _gave_up(self, now):
         """True (and says so) when a worker survived SIGKILL for ``KILL_WAIT_S``."""
@@ -729,7 +723,7 @@ class ElasticJob:
                                 "giving up")
         return bool(stuck)
 
-    def _on_signal(self, signum):
+    def on_signal(self, signum):
         if self.phase.ending:
             self.output.message(f"got {signal_name(signum)} again; killing every worker now")
             for w in self.membership.running():

@@ -1,6 +1,6 @@
 """Exceptions of elastic training (Horovod's names where Horovod has one)."""
 
-from tfring import errors
+from tfring import _errors as errors
 
 
 def describe(exc):

@@ -1,5 +1,5 @@
 """``tfringrun`` for an elastic job: builds the driver (driver.py) from the command
-line, serves the store, and runs it. tfringrun (tfring/runner/launch.py) calls
+line, serves the store, and runs it. tfringrun (tfring/_runner/launch.py) calls
 ``launch_elastic`` when any elastic flag is given, through the provider ``elastic_launch``
 (tfring/_bootstrap/providers.py): the elastic package is the layer above the launcher.
 
@@ -11,20 +11,17 @@ TFRING_RANK... or HOROVOD_RANK... variables are set, and workers are not bound t
 
 import os
 
-from tfring import _core, errors
+from tfring import _core
 from tfring._elastic import protocol
 from tfring._elastic.driver import ElasticJob, ElasticSettings, OutputTails
-from tfring.runner import discovery as discovery_lib
-from tfring.runner import hosts as hosts_lib
-from tfring.runner import jobenv, network, remote, spawn
-from tfring.runner import settings as settings_lib
-from tfring.runner import store_hook as store_hook_lib
-from tfring.runner.output import Output
-from tfring.runner.rendezvous import Store
-from tfring.runner.signals import SignalRelay
+from tfring._runner import discovery as discovery_lib
+from tfring._runner import hosts as hosts_lib
+from tfring._runner import jobenv, network, remote, spawn
+from tfring._runner import settings as settings_lib
+from tfring._runner import store_hook as store_hook_lib
+from tfring._runner.output import Output
+from tfring._runner.signals import SignalRelay
 
-STORE_STOP_S = 5.0
-DRAIN_OUTPUT_S = 2.0
 TIMEOUT_MARGIN_S = 30.0  # workers wait this much longer than the driver for a generation
 # A generation's rendezvous, unless TFRING_START_TIMEOUT_S is set: a member that died during
 # it costs at most this much before the others join the next generation.
@@ -101,7 +98,7 @@ def _store_bind(ns, first_hosts):
 def launch_elastic(ns, error, store_hook=None):
     """Runs the elastic job of the parsed command line ``ns``; returns the exit code.
     ``error(text)`` reports a usage error and returns its exit code. ``store_hook`` as in
-    ``launch.launch``: entered once the store serves, exited after the job, before the
+    ``launch.launch_job``: entered once the store serves, exited after the job, before the
     store stops."""
     try:
         tails = OutputTails()  # shown when the script fails before init() on every worker
@@ -121,22 +118,13 @@ def launch_elastic(ns, error, store_hook=None):
     blacklist = discovery_lib.Blacklist(tuple(ns.blacklist_cooldown_range) if ns.blacklist_cooldown_range else None)
     with SignalRelay() as relay:
         try:
-            store = Store(bind, 0)
-        except errors.TfringError as e:
-            return error(f"cannot serve the job's store on {bind}: {e}")
-        leave_hook = store_hook_lib.enter(store_hook, store, lambda: (store.stop(STORE_STOP_S),
-                                                                      output.close(timeout=DRAIN_OUTPUT_S)))
-        try:
-            client = _core.StoreClient(*jobenv.split_store_address(store.address), store.secret, 30.0)
-            starter = _Starter(ns, job_settings, store, ns.elastic_timeout + TIMEOUT_MARGIN_S)
-            job = ElasticJob(output, client, found, blacklist, starter, cfg, verbose=ns.verbose, tails=tails)
-            output.message(f"elastic job: --min-np {cfg.min_np}, --max-np {cfg.max_np or 'unlimited'}, "
-                           f"{found.describe()}")
-            code = job.run(relay)
-        finally:
-            try:
-                leave_hook()
-            finally:
-                store.stop(STORE_STOP_S)
-            output.close(timeout=DRAIN_OUTPUT_S)
+            with store_hook_lib.serving(bind, store_hook, output, ns.verbose) as store:
+                client = _core.StoreClient(*jobenv.split_store_address(store.address), store.secret, 30.0)
+                starter = _Starter(ns, job_settings, store, ns.elastic_timeout + TIMEOUT_MARGIN_S)
+                job = ElasticJob(output, client, found, blacklist, starter, cfg, verbose=ns.verbose, tails=tails)
+                output.message(f"elastic job: --min-np {cfg.min_np}, --max-np {cfg.max_np or 'unlimited'}, "
+                               f"{found.describe()}")
+                code = job.run(relay)
+        except store_hook_lib.StoreBindError as e:
+            return error(str(e))
     return code

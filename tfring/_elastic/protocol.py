@@ -45,7 +45,7 @@ import dataclasses
 import json
 
 from tfring._bootstrap import launch_env
-from tfring.runner.hosts import Slot
+from tfring._runner.hosts import Slot
 
 WORKER_ENV = launch_env.ELASTIC_WORKER  # the worker's id, set by the driver; marks an elastic worker
 HOST_ENV = "TFRING_ELASTIC_HOST"  # the host the driver started the worker for

@@ -19,7 +19,9 @@ non-elastic job keeps failing fast. How many times the job may re-form is the dr
 import functools
 import sys
 
-from tfring import _core, basics, errors
+from tfring import _core
+from tfring import _errors as errors
+from tfring._basics import basics
 from tfring._elastic import worker
 from tfring._elastic.exceptions import HostsUpdatedInterrupt, describe
 

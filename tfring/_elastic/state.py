@@ -15,7 +15,7 @@ Thread-safety: one training thread per process, like the collectives it calls.
 
 import copy
 
-from tfring import basics
+from tfring._basics import basics
 from tfring._elastic import worker
 from tfring._elastic.exceptions import HostsUpdatedInterrupt
 

@@ -23,11 +23,11 @@ there (or retraced after a reset) when they depend on the world size. docs/elast
 
 import tensorflow as tf
 
-from tfring import basics
+from tfring._basics import basics
 from tfring._elastic import worker
 from tfring._elastic.run import reset, run_fn
 from tfring._elastic.state import ObjectState as _ObjectStateBase
-from tfring.tensorflow.functions import broadcast_object, broadcast_variables
+from tfring._tensorflow.functions import broadcast_object, broadcast_variables
 
 generation = worker.joined_generation  # hvd.elastic.generation(): the generation this process joined last
 
@@ -131,7 +131,7 @@ class TensorFlowKerasState(TensorFlowState):
         return variables
 
     def on_reset(self):
-        from tfring.keras.model_preparation import drop_compiled_functions
+        from tfring._keras.model_preparation import drop_compiled_functions
 
         drop_compiled_functions(self.model)  # traced with the former job's collectives
         super().on_reset()

@@ -14,11 +14,12 @@ import re
 import sys
 import time
 
-from tfring import _core, errors
+from tfring import _core
+from tfring import _errors as errors
 from tfring._bootstrap import launch_env
 from tfring._elastic import protocol
 from tfring._elastic.exceptions import JobEndedError, describe
-from tfring.runner import blame
+from tfring._runner import blame
 
 POLL_S = 0.05
 DEFAULT_TIMEOUT_S = 630.0

@@ -4,8 +4,10 @@ MultiWorkerMirroredStrategy script to tfring and Keras 3, and lists the rest wit
     tfring-migrate train.py run.sh       # a unified diff, and the manual edits left
     tfring-migrate --write train.py      # change the files in place
 
-Python files are rewritten on their syntax tree (python_source.py, on LibCST), notebooks'
-code cells the same way (notebook.py); shell scripts and other text get the ``horovodrun``,
-``HOROVOD_*`` and Horovod module-name rewrites (text_rules.py; module rules: modules.py).
-The tables of what maps to what are in rules.py; docs/migrating.md explains every edit.
+docs/migrating.md explains every edit. A face for the console script: the implementation
+is tfring/_migrate/.
 """
+
+from tfring._api.binding import bind as _bind
+
+__getattr__, __dir__ = _bind(globals())  # the names of tfring.migrate in tfring/_api/exports.py

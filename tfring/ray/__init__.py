@@ -15,5 +15,4 @@ DeveloperAPI, so another release draws a warning. docs/engines.md has the whole 
 
 from tfring._api.binding import bind as _bind
 
-SUPPORTED_RAY = ("2.60",)  # release series tested in CI (tests/test_ray.py)
 __getattr__, __dir__ = _bind(globals())  # the names of tfring.ray in tfring/_api/exports.py

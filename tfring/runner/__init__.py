@@ -1,27 +1,8 @@
-"""The ``tfringrun`` launcher: ``tfringrun -np N [--] command...``.
+"""The ``tfringrun`` launcher: ``tfringrun -np N [--] command...`` (docs/launcher.md).
 
-Modules, one concept each:
-  args        the command line
-  settings    flags that set the core's TFRING_* settings; validation by the core
-  hosts       -H / --hostfile parsing and the slot plan (rank, local and cross ranks)
-  jobenv      each worker's environment (identity, store address, secret)
-  placement   which spawner each host gets, where the store listens (--network-interface)
-  spawn       starting a worker process on this machine
-  remote      starting a worker on another host (ssh or --remote-command)
-  remote_boot the remote end: reads command, env and secret from stdin, relays signals
-  network     interface and route addresses
-  output      copying worker output with rank prefixes (and to log files)
-  signals     turning signals to the launcher into events
-  blame       which failed rank caused the others to fail
-  supervisor  running the workers to the end: failure policy and exit code
-  launch      main(): wires the above together
-  rendezvous  the public API for other launchers: Store, rank_identities
-  binding     which CPUs each local rank runs on (--bind-to)
-  stopped     is a worker stopped (frozen) by a signal
-  store_hook  a Python caller's hook into the launcher's store (tfring.run)
-  python_launch    tfring.run(fn, np=N): a tfringrun job from Python and notebooks
-  function_job     fn to the ranks and results back through the store (tfring.run, tfring.spark)
-  function_worker  one rank of such a job: python -m tfring.runner.function_worker
+A face: ``Store`` and ``rank_identities``, the API for other launchers, bound from
+tfring/_api/exports.py; ``python -m tfring.runner.launch`` is the console script's module.
+The implementation is tfring/_runner/.
 """
 
 from tfring._api.binding import bind as _bind

@@ -1,14 +1,7 @@
-"""Checkpoints that every rank asks for, written once (by rank 0), atomically.
+"""Checkpoints that every rank asks for, written once (by rank 0), atomically: ``atomic_write``
+and friends, ``coordinated_save``, ``local_save``. See docs/strategy.md, "Checkpoints".
 
-* ``coordination``: who writes, how the other ranks wait (``local_save()`` opts out).
-* ``atomic``: temporary name, fsync, rename (TF checkpoints: index last).
-* ``job_store``: this process's connection to the job's store.
-* ``writer_error``: the writer's failure, raised again (same class, same message) on the
-  ranks that waited for it.
-
-The hooks that route Keras and TensorFlow saves through here are installed by
-``tfring.RingStrategy`` (``tfring.distribute.save_hooks``); ``tfring.keras.callbacks``
-use this package directly. See docs/strategy.md, "Checkpoints".
+A face: the implementation is tfring/_saving/.
 """
 
 from tfring._api.binding import bind as _bind

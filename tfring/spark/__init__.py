@@ -2,13 +2,10 @@
 one barrier stage (``horovod.spark.run``); ``TfringRunner`` has Databricks' HorovodRunner
 shape. Needs pyspark and Java on the driver and the executors; docs/engines.md ("Spark").
 
-Modules: driver (run: slots, store, stage, results, why a stage failed), task (one rank
-per barrier task), horovod_runner (TfringRunner), compute_worker (the tf.data service's
-compute job on the executors: ``python -m tfring.spark.compute_worker CONFIG``).
+A face: the implementation is tfring/_engines/spark/ (``python -m tfring.spark.compute_worker CONFIG`` runs the tf.data service's compute job
+on the executors).
 """
 
-from tfring.runner.function_job import RankError
-from tfring.spark.driver import run
-from tfring.spark.horovod_runner import TfringRunner
+from tfring._api.binding import bind as _bind
 
-__all__ = ["RankError", "TfringRunner", "run"]
+__getattr__, __dir__ = _bind(globals())  # the names of tfring.spark in tfring/_api/exports.py

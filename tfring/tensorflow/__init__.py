@@ -5,6 +5,6 @@ CPU tensors) with gradients; see docs/tensorflow.md for names, errors, XLA and T
 """
 
 from tfring._api.binding import bind as _bind
-from tfring.tensorflow import gradients as _gradients  # noqa: F401 - registers the gradients
+from tfring._tensorflow import gradients as _gradients  # noqa: F401 - registers the gradients
 
 __getattr__, __dir__ = _bind(globals())  # the names of tfring.tensorflow in tfring/_api/exports.py

@@ -36,7 +36,7 @@ const char* ErrorCodeName(ErrorCode code);
 
 // The canonical code (gRPC / absl::StatusCode numbering, as TF statuses and tf.errors
 // classes use) each ErrorCode becomes at a framework boundary: the table above. The TF
-// kernels (ToTfStatus) and tfring.tensorflow.errors both map through it. kOk -> 0; an
+// kernels (ToTfStatus) and tfring._tensorflow.errors both map through it. kOk -> 0; an
 // unknown code -> INTERNAL (13).
 int CanonicalCode(ErrorCode code);
 

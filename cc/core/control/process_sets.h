@@ -4,7 +4,7 @@
 // global set (every rank) and is never stored. Collectives name their set by
 // Request::process_set_id; only the members submit them, and they run on a Group of the
 // members' links (communicator.h). Registration is collective at the Python level
-// (tfring/process_sets.py: every rank registers the same set under the same id and then
+// (tfring/_basics/process_sets.py: every rank registers the same set under the same id and then
 // meets at a global barrier), so the table is identical on every rank before any
 // collective uses a new id.
 // Thread-safety: every method takes the table's own mutex; user threads register, the

@@ -91,7 +91,7 @@ class Runtime {
 
   // Process sets (process_sets.h). Every rank registers the same sets under the same ids,
   // in the same order, and meets the others at a barrier before using a new id (the Python
-  // layer, tfring/process_sets.py, does both). Never block; any thread. kPrecondition
+  // layer, tfring/_basics/process_sets.py, does both). Never block; any thread. kPrecondition
   // before Init; kInvalidArgument for a bad id or list (message names them). Removing a set
   // with collectives in flight on it is the caller's error (they may fail or hang until
   // TFRING_TIMEOUT_S). Shutdown() forgets every set.

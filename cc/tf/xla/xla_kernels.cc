@@ -216,7 +216,7 @@ class AlltoallLowering : public CollectiveLowering {
 // RegisterXlaGpuLowerings(), called by the GPU library once its CUDA handlers registered
 // (cc/tf_gpu/xla_cuda_handlers.cc); without it, TF's auto-clustering keeps tfring's ops out
 // of GPU clusters, and tfring.tensorflow refuses them under jit_compile=True where TF sees
-// a GPU, naming the fix (tfring/tensorflow/xla.py).
+// a GPU, naming the fix (tfring/_tensorflow/xla.py).
 using tensorflow::DEVICE_CPU_XLA_JIT;
 REGISTER_XLA_OP(Name("TfringAllreduce").Device(DEVICE_CPU_XLA_JIT), SameShapeLowering<OpType::kAllreduce>);
 REGISTER_XLA_OP(Name("TfringBroadcast").Device(DEVICE_CPU_XLA_JIT), SameShapeLowering<OpType::kBroadcast>);
