@@ -150,6 +150,7 @@ void BindStats(py::module_& m) {
       e["shared_memory"] = l.shared_memory;
       e["bytes_sent"] = l.bytes_sent;
       e["bytes_received"] = l.bytes_received;
+      e["single_copy_bytes_received"] = l.single_copy_bytes_received;
       e["send_seconds"] = l.send_seconds;
       e["recv_seconds"] = l.recv_seconds;
       links[py::int_(peer)] = e;

@@ -140,6 +140,17 @@ TEST(RosterTest, EntriesRoundTripAndGarbageIsRefused) {
   const std::string bytes = e.Encode();
   for (size_t cut = 0; cut < bytes.size(); ++cut) EXPECT_FALSE(RosterEntry::Decode(bytes.substr(0, cut), &back)) << cut;
   EXPECT_FALSE(RosterEntry::Decode(bytes + "x", &back));
+  // Single-copy: off, auto (takes part) and 1 (required) travel as 0, 1, 2; nothing else.
+  for (const auto& [part, required] : {std::pair{false, false}, {true, false}, {true, true}}) {
+    e.shm_cma = part;
+    e.shm_cma_required = required;
+    ASSERT_TRUE(RosterEntry::Decode(e.Encode(), &back));
+    EXPECT_EQ(back.shm_cma, part);
+    EXPECT_EQ(back.shm_cma_required, required);
+  }
+  std::string three = e.Encode();
+  three.back() = 3;
+  EXPECT_FALSE(RosterEntry::Decode(three, &back));
 }
 
 }  // namespace

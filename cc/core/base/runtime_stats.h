@@ -16,6 +16,7 @@ struct LinkStats {
   bool shared_memory = false;  // the link runs over shared-memory rings (same host)
   int64_t bytes_sent = 0;
   int64_t bytes_received = 0;
+  int64_t single_copy_bytes_received = 0;  // of bytes_received, read from the peer's memory (CMA)
   double send_seconds = 0;  // flow time of the bytes sent
   double recv_seconds = 0;  // flow time of the bytes received
 };

@@ -192,12 +192,12 @@
   X(shm_ring_bytes, "TFRING_SHM_RING_BYTES", kInt, "4194304", 4096, 1LL << 31, kPerRank, \
       "Size of each shared-memory ring (one per direction per local pair); a power of two.", \
       nullptr, nullptr) \
-  X(shm_cma, "TFRING_SHM_CMA", kEnum, "0", 0, 0, kPerRank, \
+  X(shm_cma, "TFRING_SHM_CMA", kEnum, "auto", 0, 0, kPerRank, \
       "Single-copy sends between ranks on the same host: the receiver reads large sends " \
-      "straight from the sender's buffer with process_vm_readv (Cross Memory Attach). 0: " \
-      "never (default: not faster end to end here, see docs/core.md); auto: where a probe at " \
-      "start shows the kernel allows it (else the rings, silently); 1: required (init fails " \
-      "where it is not allowed).", \
+      "straight from the sender's buffer with process_vm_readv (Cross Memory Attach). auto " \
+      "(default): where a probe at start shows the kernel allows it and every rank on the " \
+      "machine has a CPU of its own (else the rings, silently); 0: never; 1: required (init " \
+      "fails where the kernel does not allow it).", \
       "auto|0|1|true|false", nullptr) \
   X(shm_cma_min_bytes, "TFRING_SHM_CMA_MIN_BYTES", kInt, "1048576", 1, 1LL << 40, kPerRank, \
       "Smallest send (one ring step's segment) that goes single-copy under TFRING_SHM_CMA.", \

@@ -96,7 +96,7 @@ std::string RosterEntry::Encode() const {
   w.U32(static_cast<uint32_t>(cpus.size()));
   for (int cpu : cpus) w.I32(cpu);
   w.Str(shm_token);
-  w.U8(shm_cma ? 1 : 0);
+  w.U8(shm_cma ? (shm_cma_required ? 2 : 1) : 0);
   return w.Take();
 }
 
@@ -112,8 +112,9 @@ bool RosterEntry::Decode(const std::string& bytes, RosterEntry* out) {
   for (auto& cpu : out->cpus) cpu = r.I32();
   out->shm_token = r.Str();
   const uint8_t cma = r.U8();
-  out->shm_cma = cma == 1;
-  return r.ok() && r.AtEnd() && cma <= 1;
+  out->shm_cma = cma >= 1;
+  out->shm_cma_required = cma == 2;
+  return r.ok() && r.AtEnd() && cma <= 2;
 }
 
 Status ExchangeRoster(int rank, int size, const RosterEntry& mine, Store& store, Deadline deadline,

@@ -242,6 +242,7 @@ void Executor::CopyLinkStats(std::vector<LinkStats>* links) const {
     LinkStats& l = (*links)[p];
     l.bytes_sent = static_cast<int64_t>(link.bytes_sent());
     l.bytes_received = static_cast<int64_t>(link.bytes_received());
+    l.single_copy_bytes_received = static_cast<int64_t>(link.cma_bytes_received());
     l.send_seconds = static_cast<double>(link.send_flow_ns()) * 1e-9;
     l.recv_seconds = static_cast<double>(link.recv_flow_ns()) * 1e-9;
   }

@@ -56,6 +56,7 @@ Status MeshBootstrap::ExchangeRoster(int port, Store& store, Deadline deadline, 
   mine.cpus = opt.cpus;
   if (opt.shm) mine.shm_token = RandomHex(8);
   mine.shm_cma = opt.shm && opt.cma != CmaMode::kOff;
+  mine.shm_cma_required = opt.shm && opt.cma == CmaMode::kOn;
   TFRING_RETURN_IF_ERROR(tfring::ExchangeRoster(rank, size, mine, store, deadline, roster)
                              .WithContext("tfring init on rank " + std::to_string(rank)));
   // A host id is "hostname/boot id/cross rank" (communicator_options.cc): its first two
