@@ -170,8 +170,12 @@ TEST(TunablesTest, TuningTravelsWithResponsesAndBadValuesAreRejected) {
   ControlMessage m;
   m.kind = ControlKind::kResponses;
   m.responses = Step({"a"}, 8);
-  m.tuning = TunedValuesOf(Load({}).settings());
   ControlMessage back;
+  const size_t untuned = EncodeControl(m).size();
+  ASSERT_TRUE(DecodeControl(EncodeControl(m), 2, &back).ok());
+  EXPECT_TRUE(back.tuning.empty());
+  m.tuning = TunedValuesOf(Load({}).settings());
+  EXPECT_EQ(EncodeControl(m).size(), untuned + 4 + 8 * Tunables().size()) << "not tuning costs no byte";
   ASSERT_TRUE(DecodeControl(EncodeControl(m), 2, &back).ok());
   EXPECT_EQ(back.tuning, m.tuning);
   m.tuning.pop_back();

@@ -236,7 +236,7 @@ std::string EncodeControl(const ControlMessage& m) {
     case ControlKind::kResponses:
       w.U32(static_cast<uint32_t>(m.responses.size()));
       for (const auto& r : m.responses) EncodeResponse(w, r);
-      w.F64s(m.tuning);
+      if (!m.tuning.empty()) w.F64s(m.tuning);  // absent, not empty: no byte when not tuning
       break;
     case ControlKind::kShutdown:
     case ControlKind::kHello:
@@ -293,8 +293,11 @@ Status DecodeControl(const std::string& bytes, int world_size, ControlMessage* m
       for (auto& r : m->responses) {
         if (!DecodeResponse(rd, world_size, &r)) return bad("invalid response");
       }
-      m->tuning = rd.F64s();
-      if (!m->tuning.empty() && m->tuning.size() != Tunables().size()) return bad("invalid tuning");
+      if (!rd.AtEnd()) {
+        m->tuning = rd.F64s();
+        if (!rd.ok()) return bad("truncated or trailing bytes");
+        if (m->tuning.size() != Tunables().size()) return bad("invalid tuning");
+      }
       for (double v : m->tuning) {
         if (!std::isfinite(v) || v < 0) return bad("invalid tuning");
       }
