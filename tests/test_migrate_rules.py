@@ -156,7 +156,7 @@ def test_strings_get_launcher_and_variable_rewrites_and_comments_stay_as_written
         """Run: horovodrun -np 4 -H a:2,b:2 python train.py"""
         import os
         os.environ["HOROVOD_FUSION_THRESHOLD"] = "1"  # or horovodrun --fusion-threshold-mb 1
-        os.environ["HOROVOD_AUTOTUNE"] = "1"
+        os.environ["HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE"] = "0.8"
         print(f"HOROVOD_CYCLE_TIME={x}")
         # this is running via horovodrun; HOROVOD_CYCLE_TIME=2 HOROVOD_AUTOTUNE=1
         ''')
@@ -165,7 +165,7 @@ def test_strings_get_launcher_and_variable_rewrites_and_comments_stay_as_written
         """Run: tfringrun -np 4 -H a:2,b:2 python train.py"""
         import os
         os.environ["TFRING_FUSION_THRESHOLD"] = "1"  # or horovodrun --fusion-threshold-mb 1
-        os.environ["HOROVOD_AUTOTUNE"] = "1"
+        os.environ["HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE"] = "0.8"
         print(f"TFRING_CYCLE_TIME_MS={x}")
         # this is running via horovodrun; HOROVOD_CYCLE_TIME=2 HOROVOD_AUTOTUNE=1
         ''')
@@ -459,8 +459,7 @@ def test_init_warns_about_horovod_settings_tfring_ignores():
     environ = {"HOROVOD_FUSION_THRESHOLD": "1", "HOROVOD_AUTOTUNE": "1", "HOROVOD_RANK": "0",
                "HOROVOD_CYCLE_TIME": "2", "TFRING_CYCLE_TIME_MS": "2"}
     assert horovod_settings.ignored(environ) == [
-        ("HOROVOD_AUTOTUNE", ("no tfring equivalent: tfring has no autotuner: set TFRING_FUSION_THRESHOLD / "
-                              "TFRING_CYCLE_TIME_MS")),
+        ("HOROVOD_AUTOTUNE", "set TFRING_AUTOTUNE instead"),
         ("HOROVOD_FUSION_THRESHOLD", "set TFRING_FUSION_THRESHOLD instead"),
     ], "identity variables and settings already given their tfring name are not reported"
     script = "import tfring, warnings\nwarnings.simplefilter('always')\ntfring.init()\ntfring.shutdown()\n"
@@ -800,3 +799,25 @@ def test_saving_into_an_open_file_is_listed():
     assert [n.line for n in manual(notes)] == [2, 4, 6]
     assert all("take a path, not an open file" in n.message and "model.save('model.keras')" in n.message
                for n in notes)
+
+
+def test_horovod_autotuning_maps_to_tfrings_autotuner():
+    new, notes = python_source.rewrite(textwrap.dedent('''\
+        """Run: horovodrun -np 2 --autotune --autotune-log-file at.csv python train.py"""
+        import os
+        os.environ["HOROVOD_AUTOTUNE"] = "1"
+        os.environ["HOROVOD_AUTOTUNE_LOG"] = "at.csv"
+        os.environ["HOROVOD_AUTOTUNE_WARMUP_SAMPLES"] = "2"
+        os.environ["HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE"] = "5"
+        os.environ["HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES"] = "12"
+        '''))
+    assert new == textwrap.dedent('''\
+        """Run: tfringrun -np 2 --autotune --autotune-log-file at.csv python train.py"""
+        import os
+        os.environ["TFRING_AUTOTUNE"] = "1"
+        os.environ["TFRING_AUTOTUNE_LOG"] = "at.csv"
+        os.environ["TFRING_AUTOTUNE_WARMUP_SAMPLES"] = "2"
+        os.environ["TFRING_AUTOTUNE_STEPS_PER_SAMPLE"] = "5"
+        os.environ["TFRING_AUTOTUNE_MAX_SAMPLES"] = "12"
+        ''')
+    assert manual(notes) == []

@@ -1,5 +1,8 @@
 """Writes docs/configuration.md from the core's own settings table (never retyped).
 
+The table is generated; the sections after it are written by hand and kept from the file
+as it is (everything from the line MANUAL on).
+
     python tools/gen_config_docs.py          # rewrite the file
     python tools/gen_config_docs.py --check  # exit 1 if the file is stale (used by tests)
 """
@@ -13,6 +16,7 @@ sys.path.insert(0, ROOT)
 from tfring import _core
 
 TARGET = os.path.join(ROOT, "docs", "configuration.md")
+MANUAL = "<!-- Written by hand from here on: tools/gen_config_docs.py keeps it. -->\n"
 
 HEADER = """# Configuration
 
@@ -34,7 +38,13 @@ This page is generated from the core's table (`cc/core/base/settings_table.h`) b
 """
 
 
-def render():
+def manual_part(current):
+    """The hand-written sections of the file's text `current` (from MANUAL on), or ""."""
+    at = current.find(MANUAL)
+    return "" if at < 0 else "\n" + current[at:]
+
+
+def render(current=""):
     lines = [HEADER]
     for p in _core.config_table():
         if p["type"] in ("int", "float"):
@@ -48,16 +58,16 @@ def render():
         default = p["default"] if p["default"] != "" else "(empty)"
         alike = p["must_match"]
         lines.append(f"| `{p['name']}` | {p['type']} | `{default}` | {rng} | {alike} | {p['description']} |\n")
-    return "".join(lines)
+    return "".join(lines) + manual_part(current)
 
 
 def main():
-    text = render()
+    current = ""
+    if os.path.exists(TARGET):
+        with open(TARGET) as f:
+            current = f.read()
+    text = render(current)
     if "--check" in sys.argv:
-        current = ""
-        if os.path.exists(TARGET):
-            with open(TARGET) as f:
-                current = f.read()
         if current != text:
             print("docs/configuration.md is stale: run python tools/gen_config_docs.py")
             return 1

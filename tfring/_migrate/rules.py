@@ -266,8 +266,12 @@ ENVIRONMENT = {
     "HOROVOD_STALL_CHECK_DISABLE": None,
     "HOROVOD_HIERARCHICAL_ALLREDUCE": "TFRING_HIERARCHICAL_ALLREDUCE",
     "HOROVOD_HIERARCHICAL_ALLGATHER": "TFRING_HIERARCHICAL_ALLGATHER",
-    "HOROVOD_AUTOTUNE": None,
-    "HOROVOD_AUTOTUNE_LOG": None,
+    "HOROVOD_AUTOTUNE": "TFRING_AUTOTUNE",
+    "HOROVOD_AUTOTUNE_LOG": "TFRING_AUTOTUNE_LOG",
+    "HOROVOD_AUTOTUNE_WARMUP_SAMPLES": "TFRING_AUTOTUNE_WARMUP_SAMPLES",
+    "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE": "TFRING_AUTOTUNE_STEPS_PER_SAMPLE",
+    "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES": "TFRING_AUTOTUNE_MAX_SAMPLES",
+    "HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE": None,
     "HOROVOD_GPU_OPERATIONS": None,
     "HOROVOD_CPU_OPERATIONS": None,
     "HOROVOD_CONTROLLER": None,
@@ -279,8 +283,9 @@ ENVIRONMENT = {
 }
 ENVIRONMENT_REASONS = {
     "HOROVOD_STALL_CHECK_DISABLE": "set TFRING_STALL_WARNING_S=0 instead",
-    "HOROVOD_AUTOTUNE": "tfring has no autotuner: set TFRING_FUSION_THRESHOLD / TFRING_CYCLE_TIME_MS",
-    "HOROVOD_AUTOTUNE_LOG": "tfring has no autotuner",
+    "HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE": "tfring's autotuner searches candidates one setting at a time, "
+                                               "without a Gaussian process; its guard against noise is "
+                                               "TFRING_AUTOTUNE_MIN_GAIN",
     "HOROVOD_GPU_OPERATIONS": "tfring uses NCCL on GPUs and its own ring on CPUs",
     "HOROVOD_CPU_OPERATIONS": "tfring uses its own TCP / shared-memory ring on CPUs",
     "HOROVOD_CONTROLLER": "tfring negotiates over its own control channel",
@@ -312,7 +317,8 @@ LAUNCHER_OPTIONS = {
     "--stall-check-warning-time-seconds": (True, "--stall-warning-s"),
     "--stall-check-shutdown-time-seconds": (True, "--stall-shutdown-s"),
     "--gloo": (False, None), "--mpi": (False, None), "--tcp": (False, None),
-    "--autotune": (False, None),
+    "--autotune": (False, "--autotune"),
+    "--autotune-log-file": (True, "--autotune-log-file"),
     "--hierarchical-allreduce": (False, None), "--no-hierarchical-allreduce": (False, None),
     "--hierarchical-allgather": (False, None), "--no-hierarchical-allgather": (False, None),
     "--mpi-threads-disable": (False, None),

@@ -26,6 +26,7 @@ class SettingFlag:
     unit_bytes: int = 0  # the flag is in units of this many bytes; the variable in bytes
     metavar: str = "VALUE"
     note: str = ""  # what the launcher itself does with the value
+    switch: str = ""  # non-empty: the flag takes no value and sets the variable to this
 
     @property
     def dest(self):
@@ -54,6 +55,8 @@ FLAGS = (
     SettingFlag("--bind-addr", "TFRING_BIND_ADDR", metavar="ADDR",
                 note="tfringrun also serves its store there (default 127.0.0.1)."),
     SettingFlag("--timeline-filename", "TFRING_TIMELINE", metavar="PATH"),
+    SettingFlag("--autotune", "TFRING_AUTOTUNE", switch="1"),
+    SettingFlag("--autotune-log-file", "TFRING_AUTOTUNE_LOG", metavar="PATH"),
 )
 
 
@@ -73,8 +76,12 @@ def add_flags(parser):
         default = spec["default"] or "(empty)"
         if f.unit_bytes and spec["default"]:
             default = f"{int(spec['default']) / f.unit_bytes:g}"
-        group.add_argument(f.flag, dest=f.dest, metavar=f.metavar, default=None,
-                           help=f"{spec['description']} Sets {f.variable}; default {default}. {f.note}".rstrip())
+        text = f"{spec['description']} Sets {f.variable}; default {default}. {f.note}".rstrip()
+        if f.switch:
+            group.add_argument(f.flag, dest=f.dest, action="store_const", const=f.switch, default=None,
+                               help=text.replace(f"Sets {f.variable};", f"Sets {f.variable}={f.switch};"))
+        else:
+            group.add_argument(f.flag, dest=f.dest, metavar=f.metavar, default=None, help=text)
 
 
 def collect(namespace, environ):
@@ -91,7 +98,7 @@ def collect(namespace, environ):
     for f in FLAGS:
         text = getattr(namespace, f.dest, None)
         if text is not None:
-            out[f.variable] = (f.to_env(text), f"{f.flag} {text}")
+            out[f.variable] = (f.to_env(text), f.flag if f.switch else f"{f.flag} {text}")
     return out
 
 

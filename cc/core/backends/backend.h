@@ -63,6 +63,10 @@ class Backend {
   // without a failure, every collective finished, so the backend may release what it holds
   // gracefully (bounded by half of shutdown_timeout_s); otherwise at once.
   virtual void Close(bool clean) { (void)clean; }
+  // The autotuner's values (control/tunables.h) for every later Execute; the runtime calls
+  // it on every rank at the same point of the response order. A backend that reads none of
+  // them ignores it.
+  virtual void Retune(const std::vector<double>& values) { (void)values; }
 };
 
 // Device memory and libraries, for the bindings (the pybind module's device arrays) and

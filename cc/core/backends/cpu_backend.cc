@@ -10,6 +10,7 @@
 #include "base/timeline.h"
 #include "collectives/algorithm.h"
 #include "collectives/dispatch.h"
+#include "control/tunables.h"
 #include "transport/cma.h"
 #include "transport/communicator.h"
 
@@ -47,6 +48,11 @@ CpuBackend::CpuBackend(const BackendContext& context)
                                                << world.ranks << " ranks): the table chooses instead");
     }
   }
+}
+
+void CpuBackend::Retune(const std::vector<double>& values) {
+  ApplyTunedValues(values, ctx_.config, &settings_);
+  ctx_.chunk_bytes = static_cast<size_t>(settings_.chunk_bytes);
 }
 
 Group CpuBackend::WithHostLayout(const Group& g, const std::vector<int32_t>& members) {

@@ -28,6 +28,9 @@ class CpuBackend : public Backend {
   // Uses context.comm, rank, size, chunk_bytes and timeline; they must outlive the backend.
   explicit CpuBackend(const BackendContext& context);
   const char* name() const override { return "cpu"; }
+  // TFRING_CHUNK_BYTES, TFRING_RECURSIVE_DOUBLING_BYTES and TFRING_HIERARCHICAL_BLOCK_BYTES
+  // from here on (a per-rank setting this rank set explicitly stays).
+  void Retune(const std::vector<double>& values) override;
   Status Execute(const Response& response, const std::vector<Submission*>& group,
                  ExecutionTimings* timings) override;
 

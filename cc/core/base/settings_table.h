@@ -202,6 +202,33 @@
   X(shm_cma_min_bytes, "TFRING_SHM_CMA_MIN_BYTES", kInt, "1048576", 1, 1LL << 40, kPerRank, \
       "Smallest send (one ring step's segment) that goes single-copy under TFRING_SHM_CMA.", \
       nullptr, nullptr) \
+  /* Autotuning (control/autotuner.h; docs/configuration.md, "Autotuning"). Read on rank 0. */ \
+  X(autotune, "TFRING_AUTOTUNE", kBool, "0", 0, 0, kPerRank, \
+      "Tune the settings that do not change what a collective computes (fusion threshold, cycle " \
+      "time, control hold, recursive-doubling threshold, chunk and hierarchical block sizes) while " \
+      "the job runs, scored by the bytes allreduced per second; rank 0 decides and every rank " \
+      "switches at the same response. A setting given explicitly (environment or init argument) " \
+      "is never tuned. Rank 0's value counts.", \
+      nullptr, nullptr) \
+  X(autotune_log, "TFRING_AUTOTUNE_LOG", kString, "", 0, 0, kPerRank, \
+      "Rank 0 writes the autotuner's trials to this CSV file: a header, one row per trial (the " \
+      "settings tried and the score in bytes per second), then the best setting kept.", \
+      nullptr, nullptr) \
+  X(autotune_warmup_samples, "TFRING_AUTOTUNE_WARMUP_SAMPLES", kInt, "3", 0, 1 << 20, kPerRank, \
+      "Samples the autotuner runs and discards before its first trial (start-up, caches).", \
+      nullptr, nullptr) \
+  X(autotune_steps_per_sample, "TFRING_AUTOTUNE_STEPS_PER_SAMPLE", kInt, "10", 1, 1 << 20, kPerRank, \
+      "Steps in one autotuner sample: a sample ends when some tensor has been allreduced this " \
+      "many times in it (a training step allreduces each gradient once).", \
+      nullptr, nullptr) \
+  X(autotune_max_samples, "TFRING_AUTOTUNE_MAX_SAMPLES", kInt, "20", 1, 1 << 20, kPerRank, \
+      "Most scored trials (the defaults' first among them); the search ends sooner when every " \
+      "candidate was tried.", \
+      nullptr, nullptr) \
+  X(autotune_min_gain, "TFRING_AUTOTUNE_MIN_GAIN", kFloat, "0.05", 0, 10, kPerRank, \
+      "A candidate replaces the best setting so far only when it scores this fraction more " \
+      "(the search's guard against measurement noise).", \
+      nullptr, nullptr) \
   /* Networking and diagnostics. */ \
   X(bind_addr, "TFRING_BIND_ADDR", kString, "", 0, 0, kPerRank, \
       "Address the data listener binds and advertises (default: the local address that " \

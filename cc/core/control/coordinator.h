@@ -60,6 +60,8 @@ class Coordinator {
   Status AddCached(int rank, int32_t id, Clock::time_point now = Clock::now());
 
   bool HasReady() const { return !ready_.empty(); }
+  // The autotuner's fusion threshold for the next TakeReady (autotuner.h).
+  void set_fusion_threshold(int64_t bytes) { fusion_threshold_ = bytes; }
   // True while some tensor has been submitted by some, but not all, ranks.
   bool HasPartial() const { return !pending_.empty(); }
 

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "base/wire.h"
+#include "control/tunables.h"
 
 namespace tfring {
 namespace {
@@ -235,6 +236,7 @@ std::string EncodeControl(const ControlMessage& m) {
     case ControlKind::kResponses:
       w.U32(static_cast<uint32_t>(m.responses.size()));
       for (const auto& r : m.responses) EncodeResponse(w, r);
+      if (!m.tuning.empty()) w.F64s(m.tuning);  // absent, not empty: no byte when not tuning
       break;
     case ControlKind::kShutdown:
     case ControlKind::kHello:
@@ -263,6 +265,7 @@ Status DecodeControl(const std::string& bytes, int world_size, ControlMessage* m
   m->relayed.clear();
   m->subtree_cached.clear();
   m->responses.clear();
+  m->tuning.clear();
   switch (m->kind) {
     case ControlKind::kRequests: {
       uint32_t n = rd.Count(40);
@@ -289,6 +292,14 @@ Status DecodeControl(const std::string& bytes, int world_size, ControlMessage* m
       m->responses.resize(n);
       for (auto& r : m->responses) {
         if (!DecodeResponse(rd, world_size, &r)) return bad("invalid response");
+      }
+      if (!rd.AtEnd()) {
+        m->tuning = rd.F64s();
+        if (!rd.ok()) return bad("truncated or trailing bytes");
+        if (m->tuning.size() != Tunables().size()) return bad("invalid tuning");
+      }
+      for (double v : m->tuning) {
+        if (!std::isfinite(v) || v < 0) return bad("invalid tuning");
       }
       break;
     }

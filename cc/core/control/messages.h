@@ -116,6 +116,10 @@ struct ControlMessage {
   // ranks lie below. Increasing.
   std::vector<int32_t> subtree_cached;
   std::vector<Response> responses;
+  // kResponses: empty, or the autotuner's new settings (control/tunables.h: one value per
+  // Tunables() entry), which every rank uses from the response after these on. Empty costs
+  // no byte on the wire.
+  std::vector<double> tuning;
   // kAbort: the rank whose failure broke the job (relays keep it), and the cause as that
   // rank states it, the sentence every rank fails with ("rank 2 failed: ..." -- a rank
   // other than 0 names itself; rank 0's own causes are sent as they are).

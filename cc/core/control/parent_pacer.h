@@ -32,6 +32,13 @@ class ParentPacer {
         hold_s_(first_hold_s_) {}
 
   bool enabled() const { return first_hold_s_ > 0; }
+  // The autotuner's first hold (TFRING_CONTROL_HOLD_US, autotuner.h); the longest hold stays
+  // at least as long. The current hold restarts from it.
+  void SetFirstHold(double hold_s) {
+    first_hold_s_ = std::max(0.0, hold_s);
+    max_hold_s_ = std::max(first_hold_s_, max_hold_s_);
+    hold_s_ = first_hold_s_;
+  }
   // A message may go up now.
   bool MaySend(Clock::time_point now) const { return !unanswered_ || !enabled() || now >= HoldEnd(); }
   // A message went up at `now`. One sent while the last was still unanswered ended a hold
@@ -59,8 +66,8 @@ class ParentPacer {
     return last_sent_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(hold_s_));
   }
 
-  const double first_hold_s_;
-  const double max_hold_s_;
+  double first_hold_s_;
+  double max_hold_s_;
   double hold_s_;
   bool unanswered_ = false;
   Clock::time_point last_sent_{};

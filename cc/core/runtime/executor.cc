@@ -5,6 +5,8 @@
 
 #include "transport/communicator.h"
 #include "backends/cpu_backend.h"
+#include "base/logging.h"
+#include "control/tunables.h"
 #include "base/timeline.h"
 
 namespace tfring {
@@ -58,10 +60,23 @@ void Executor::Schedule(Response response, Clock::time_point at) {
   scheduled_.push_back(Scheduled{std::move(response), at});
 }
 
+void Executor::ScheduleTuning(std::vector<double> values, int64_t after_responses) {
+  Scheduled s;
+  s.tuning = std::move(values);
+  s.after_responses = after_responses;
+  scheduled_.push_back(std::move(s));
+}
+
 Status Executor::RunScheduled() {
   while (!scheduled_.empty() && !w_.events->broken()) {
     Scheduled next = std::move(scheduled_.front());
     scheduled_.pop_front();
+    if (!next.tuning.empty()) {
+      cpu_backend_->Retune(next.tuning);
+      TFRING_LOG(LogLevel::kInfo, "runtime", "autotune: applied after response " << next.after_responses << ": "
+                                                 << DescribeTunedValues(next.tuning));
+      continue;
+    }
     TFRING_RETURN_IF_ERROR(Execute(next.response, next.at));
   }
   return Status::OK();

@@ -61,6 +61,11 @@ class Executor {
   // Queues a checked response for RunScheduled. `at`: when this rank got it (rank 0: when
   // it decided it).
   void Schedule(Response response, Clock::time_point at);
+  // Queues the autotuner's values (control/tunables.h) behind what is scheduled: the
+  // backends switch to them once the responses before run. `after_responses`: how many
+  // responses this rank had received from rank 0 by then, the same on every rank (the info
+  // log "autotune: applied after response N: ..." names it).
+  void ScheduleTuning(std::vector<double> values, int64_t after_responses);
   bool HasScheduled() const { return !scheduled_.empty(); }
   // Runs every scheduled response, in order, until none is left or the job is broken. A
   // failed transfer stops it and is returned (the job fails with it).
@@ -86,6 +91,8 @@ class Executor {
   struct Scheduled {
     Response response;
     Clock::time_point at;
+    std::vector<double> tuning;  // non-empty: no response, the autotuner's values (ScheduleTuning)
+    int64_t after_responses = 0;
   };
   Status Execute(const Response& response, Clock::time_point scheduled_at);
   Status BackendFor(const Response& response, Backend** backend);

@@ -152,6 +152,10 @@ Status Job::BuildWorkers() {
                              .WithContext("tfring init on rank " + std::to_string(id_.rank)));
   std::unique_ptr<Coordinator> coordinator;
   std::unique_ptr<StallInspector> stall_inspector;
+  std::unique_ptr<Autotuner> autotuner;
+  if (id_.rank == 0 && s.autotune) {
+    autotuner = std::make_unique<Autotuner>(config_, AutotuneOptions::FromConfig(config_));
+  }
   if (id_.rank == 0) {
     coordinator = std::make_unique<Coordinator>(id_.size, s.fusion_threshold,
                                                 static_cast<size_t>(s.cache_capacity), &process_sets_);
@@ -171,6 +175,7 @@ Status Job::BuildWorkers() {
   Negotiator::Wiring nw;
   nw.rank = id_.rank;
   nw.cycle_s = cycle_s_;
+  nw.config = &config_;
   nw.tree = &comm_->control_tree();
   nw.relay_detail_after_s = RelayDetailAfter(s);
   nw.control_hold_s = s.control_hold_us / 1e6;
@@ -180,7 +185,8 @@ Status Job::BuildWorkers() {
   nw.timeline = &timeline_;
   nw.stats = &stats_;
   nw.events = this;
-  negotiator_ = std::make_unique<Negotiator>(nw, std::move(coordinator), std::move(stall_inspector));
+  negotiator_ = std::make_unique<Negotiator>(nw, std::move(coordinator), std::move(stall_inspector),
+                                             std::move(autotuner));
   wake_fd_.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!wake_fd_.valid()) return Status::Internal("eventfd failed");
   if (id_.rank == 0 && !s.timeline.empty()) {

@@ -14,11 +14,14 @@ double SecondsSince(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 Negotiator::Negotiator(const Wiring& wiring, std::unique_ptr<Coordinator> coordinator,
-                       std::unique_ptr<StallInspector> stall_inspector)
+                       std::unique_ptr<StallInspector> stall_inspector, std::unique_ptr<Autotuner> autotuner)
     : w_(wiring),
       coordinator_(std::move(coordinator)),
       stall_inspector_(std::move(stall_inspector)),
-      pacer_(wiring.control_hold_s, wiring.control_hold_max_s) {
+      autotuner_(std::move(autotuner)),
+      pacer_(wiring.control_hold_s, wiring.control_hold_max_s),
+      cycle_s_(wiring.cycle_s) {
+  if (w_.config != nullptr) tuned_ = w_.config->settings();
   if (w_.tree == nullptr || w_.tree->size() == 1) return;
   if (w_.rank == 0) {
     for (int c : w_.tree->children()) subtree_of_child_[c] = w_.tree->SubtreeOf(c);
@@ -147,6 +150,7 @@ Status Negotiator::TakeResponses(ControlMessage& msg) {
     }
     TFRING_RETURN_IF_ERROR(Schedule(std::move(r), received));
   }
+  if (!msg.tuning.empty()) ApplyTuning(msg.tuning);
   return Status::OK();
 }
 
@@ -154,12 +158,15 @@ void Negotiator::MaybeRespond() {
   if (!coordinator_->HasReady()) return;
   auto now = Clock::now();
   if (first_ready_at_ == Clock::time_point{}) first_ready_at_ = now;
-  if (coordinator_->HasPartial() && SecondsSince(first_ready_at_) < w_.cycle_s) return;
+  if (coordinator_->HasPartial() && SecondsSince(first_ready_at_) < cycle_s_) return;
   first_ready_at_ = Clock::time_point{};
   ControlMessage msg;
   msg.kind = ControlKind::kResponses;
   msg.responses = coordinator_->TakeReady();
   const auto decided = Clock::now();
+  if (autotuner_ != nullptr) {
+    if (auto values = autotuner_->Observe(msg.responses, decided)) msg.tuning = std::move(*values);
+  }
   Status st = w_.control->SendToChildren(msg);
   if (!st.ok()) {
     w_.events->FailTransfer(st);
@@ -172,6 +179,15 @@ void Negotiator::MaybeRespond() {
       return;
     }
   }
+  if (!msg.tuning.empty()) ApplyTuning(msg.tuning);
+}
+
+void Negotiator::ApplyTuning(const std::vector<double>& values) {
+  ApplyTunedValues(values, w_.config, &tuned_);
+  if (coordinator_ != nullptr) coordinator_->set_fusion_threshold(tuned_.fusion_threshold);
+  cycle_s_ = tuned_.cycle_time_ms / 1000.0;
+  if (w_.rank != 0) pacer_.SetFirstHold(tuned_.control_hold_us / 1e6);
+  w_.executor->ScheduleTuning(values, responses_seen_);
 }
 
 int64_t Negotiator::MicrosUntilDue() const {
@@ -186,11 +202,12 @@ int64_t Negotiator::MicrosUntilDue() const {
     return due;
   }
   if (w_.rank != 0 || !coordinator_->HasReady() || first_ready_at_ == Clock::time_point{}) return -1;
-  const double left = w_.cycle_s - SecondsSince(first_ready_at_);
+  const double left = cycle_s_ - SecondsSince(first_ready_at_);
   return left <= 0 ? 0 : std::max<int64_t>(1, static_cast<int64_t>(left * 1e6));
 }
 
 Status Negotiator::Schedule(Response r, Clock::time_point at) {
+  ++responses_seen_;
   for (auto& t : r.tensors) {
     if (!t.name.empty()) continue;
     const std::string* name = request_cache_.NameOf(t.cache_id);

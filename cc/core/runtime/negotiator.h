@@ -9,6 +9,13 @@
 // hands it to the Executor.
 // Rank 0 also runs the stall inspector (tensors some ranks never submit) and waits up to
 // TFRING_CYCLE_TIME_MS to fuse more while other tensors are still arriving.
+// With TFRING_AUTOTUNE, rank 0's autotuner (control/autotuner.h) sees every message of
+// responses before it goes down; a new setting it returns travels in that message
+// (ControlMessage::tuning). Every rank applies it at the same response boundary, after that
+// message's responses: rank 0 to its coordinator's fusion threshold and its cycle time at
+// once (they shape only later decisions), ranks other than 0 to their control hold on
+// receipt, and every rank to its executor in the schedule's order (Executor::ScheduleTuning),
+// so responses received before it still run with the settings they were decided under.
 //
 // Threads: background thread only (the job's loop), every method and field. The negotiator
 // is the one writer of the coordinator, the stall inspector, the request cache and the
@@ -22,6 +29,7 @@
 #include <memory>
 #include <vector>
 
+#include "control/autotuner.h"
 #include "control/control_channel.h"
 #include "control/coordinator.h"
 #include "runtime/executor.h"
@@ -53,6 +61,7 @@ class Negotiator {
     // message to its parent is unanswered, first and at most (parent_pacer.h; 0: never).
     double control_hold_s = 0;
     double control_hold_max_s = 0;
+    const Config* config = nullptr;     // the job's (explicit per-rank settings are not tuned)
     const ControlTree* tree = nullptr;  // the communicator's
     ControlChannel* control = nullptr;
     Executor* executor = nullptr;
@@ -60,8 +69,9 @@ class Negotiator {
     StatsRecorder* stats = nullptr;
     JobEvents* events = nullptr;
   };
+  // `autotuner`: rank 0 with TFRING_AUTOTUNE only (null otherwise).
   Negotiator(const Wiring& wiring, std::unique_ptr<Coordinator> coordinator,
-             std::unique_ptr<StallInspector> stall_inspector);
+             std::unique_ptr<StallInspector> stall_inspector, std::unique_ptr<Autotuner> autotuner = nullptr);
 
   // Announces newly drained submissions (rank 0: to its coordinator; others: to the relay,
   // which sends what it can to the parent) and gives them to the executor.
@@ -96,17 +106,24 @@ class Negotiator {
   // Accepts a negotiated response for execution: fills names sent as cache ids, checks
   // that this rank submitted every tensor it names, learns new cache ids.
   Status Schedule(Response response, Clock::time_point at);
+  // Applies the autotuner's values that arrived after `responses_seen_` responses (see the
+  // header comment).
+  void ApplyTuning(const std::vector<double>& values);
 
   const Wiring w_;
   std::unique_ptr<Coordinator> coordinator_;        // rank 0
   std::unique_ptr<StallInspector> stall_inspector_;  // rank 0
+  std::unique_ptr<Autotuner> autotuner_;             // rank 0 with TFRING_AUTOTUNE
   RequestCache request_cache_;  // this rank's requests under rank 0's cache ids
   std::unique_ptr<RequestRelay> relay_;  // ranks other than 0
   ParentPacer pacer_;                    // ranks other than 0
   std::map<int, std::vector<int>> subtree_of_child_;  // rank 0
   Status departure_;
   int departure_origin_ = -1;
-  Clock::time_point first_ready_at_{};  // rank 0: when the oldest unanswered ready tensor appeared
+  Clock::time_point first_ready_at_{};
+  double cycle_s_;              // rank 0: TFRING_CYCLE_TIME_MS, or the autotuner's
+  Settings tuned_;              // the job's settings with the autotuner's values applied
+  int64_t responses_seen_ = 0;  // responses received from rank 0 (rank 0: decided) so far  // rank 0: when the oldest unanswered ready tensor appeared
 };
 
 }  // namespace tfring

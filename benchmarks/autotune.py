@@ -1,0 +1,156 @@
+"""Does the autotuner (TFRING_AUTOTUNE) find a setting as good as a grid search, on emulated
+hosts whose links are shaped (tools/hostlab/netns.py)?
+
+    sudo .venv/bin/python -m benchmarks.autotune [--hosts 2 --ranks 2] [--rate-gbit 1]
+        [--slow-fraction 0] [--grid TFRING_FUSION_THRESHOLD,TFRING_CHUNK_BYTES]
+        [--steps 60] [--json lab/results/autotune.json]
+
+One case = H emulated hosts x R ranks, every link at --rate-gbit (with --slow-fraction > 0
+the last host's link at that fraction of it). The job is a synthetic training step (NumPy
+API): the allreduce of 24 gradients of 1 KiB to 1 MiB (float32, 6 MiB in all), as a small
+model's backward pass would submit them. Score: the bytes allreduced per second over the
+last --steps steps, timed by rank 0.
+
+  * Grid: one job per point of the product of the --grid settings' candidate lists (the
+    autotuner's own, control/tunables.cc), each set explicitly, the others at their defaults.
+  * Autotuned: one job with TFRING_AUTOTUNE=1 (warm-up 1 sample, 5 steps per sample) that
+    runs until its search has ended, then the same --steps timed steps with the setting it
+    chose. Its CSV log gives the trials and the step at which the best was fixed.
+
+Prints, per case, the grid (best first), the autotuned choice and its score as a fraction of
+the grid's best. The autotuner searches more settings than the grid (all of tunables.cc), so
+it may beat it; both are single launches on a shared 2-core machine, where scores move
++-30% between runs (/work/shared/ARCHITECTURE.md): read the ratio with that in mind.
+"""
+
+import argparse
+import csv
+import itertools
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+from tools.hostlab.host_faults import HostFaults
+from tools.hostlab.netns import NetnsHosts, unavailable
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The autotuner's candidates (cc/core/control/tunables.cc), for the grid.
+CANDIDATES = {
+    "TFRING_FUSION_THRESHOLD": [1 << 20, 4 << 20, 16 << 20, 64 << 20],
+    "TFRING_CYCLE_TIME_MS": [0, 0.25, 1, 4],
+    "TFRING_CONTROL_HOLD_US": [0, 200, 1000],
+    "TFRING_RECURSIVE_DOUBLING_BYTES": [0, 16 << 10, 64 << 10, 256 << 10, 1 << 20],
+    "TFRING_CHUNK_BYTES": [64 << 10, 256 << 10, 1 << 20],
+    "TFRING_HIERARCHICAL_BLOCK_BYTES": [0, 512 << 10, 2 << 20, 8 << 20],
+}
+WARMUP_SAMPLES, STEPS_PER_SAMPLE = 1, 5
+
+WORKER = """
+import json, sys, time, numpy as np, tfring
+tfring.init()
+sizes = [256 << (i % 11) for i in range(24)]           # 1 KiB .. 256 KiB, repeated
+sizes[-4:] = [1 << 18, 1 << 18, 1 << 18, 1 << 18]       # float32 elements: 1 MiB each
+grads = [np.ones(n, np.float32) for n in sizes]
+nbytes = sum(g.nbytes for g in grads)
+def step(i):
+    handles = [tfring.allreduce_async(g, name=f"g{k}", out=g) for k, g in enumerate(grads)]
+    for h in handles:
+        h.wait()
+untimed, timed = int(sys.argv[1]), int(sys.argv[2])
+for i in range(untimed):
+    step(i)
+t = time.time()
+for i in range(timed):
+    step(i)
+elapsed = time.time() - t
+if tfring.rank() == 0:
+    print("SCORE " + json.dumps({"bytes_per_s": nbytes * timed / elapsed, "steps": timed,
+                                 "step_ms": elapsed / timed * 1e3, "untimed": untimed}), flush=True)
+"""
+
+
+def one_job(hosts, args, env, untimed):
+    with tempfile.TemporaryDirectory(prefix="tfring-autotune-") as tmp:
+        script = os.path.join(tmp, "worker.py")
+        with open(script, "w") as f:
+            f.write(WORKER)
+        cmd = [sys.executable, "-m", "tfring.runner.launch", *hosts.launch_args(args.ranks),
+               sys.executable, script, str(untimed), str(args.steps)]
+        full_env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS="1", **env)
+        out = subprocess.run(cmd, env=full_env, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"job failed ({out.returncode}): {out.stderr[-2000:]}")
+    return json.loads(re.search(r"SCORE (.*)", out.stdout).group(1))
+
+
+def run_case(args):
+    names = [g for g in args.grid.split(",") if g]
+    with NetnsHosts(args.hosts, prefix="tsl", rate_bits=args.rate_gbit * 1e9) as hosts:
+        faults = HostFaults(hosts)
+        try:
+            if args.slow_fraction > 0:
+                faults.throttle(args.hosts - 1, args.rate_gbit * 1e9 * args.slow_fraction)
+            grid = []
+            for values in itertools.product(*(CANDIDATES[n] for n in names)):
+                point = {n: str(v) for n, v in zip(names, values)}
+                grid.append({"settings": point, **one_job(hosts, args, point, untimed=5)})
+                print(f"  grid {point}: {grid[-1]['bytes_per_s'] / 1e6:.1f} MB/s", flush=True)
+            grid.sort(key=lambda g: -g["bytes_per_s"])
+            with tempfile.TemporaryDirectory(prefix="tfring-autotune-log-") as tmp:
+                log = os.path.join(tmp, "autotune.csv")
+                trials = 1 + sum(len(c) - 1 for n, c in CANDIDATES.items()
+                                 if n != "TFRING_HIERARCHICAL_BLOCK_BYTES" or args.hosts > 1)
+                # Untimed steps: warm-up and every trial, one sample each, then one step more.
+                untimed = (WARMUP_SAMPLES + trials) * STEPS_PER_SAMPLE + 2
+                env = {"TFRING_AUTOTUNE": "1", "TFRING_AUTOTUNE_LOG": log,
+                       "TFRING_AUTOTUNE_WARMUP_SAMPLES": str(WARMUP_SAMPLES),
+                       "TFRING_AUTOTUNE_STEPS_PER_SAMPLE": str(STEPS_PER_SAMPLE),
+                       "TFRING_AUTOTUNE_MAX_SAMPLES": str(trials)}
+                tuned = one_job(hosts, args, env, untimed=untimed)
+                with open(log) as f:
+                    rows = list(csv.reader(f))
+        finally:
+            faults.stop_all()
+    header, best = rows[0], rows[-1]
+    assert best[0] == "best", f"the search did not end within {untimed} steps: {rows}"
+    return {"grid": grid, "autotuned": {**tuned, "chosen": dict(zip(header[1:-1], best[1:-1])),
+                                        "trials": len(rows) - 2, "fixed_after_steps": untimed - 2,
+                                        "log": rows},
+            "ratio_to_grid_best": tuned["bytes_per_s"] / grid[0]["bytes_per_s"]}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, default=2)
+    parser.add_argument("--ranks", type=int, default=2)
+    parser.add_argument("--rate-gbit", type=float, default=1.0)
+    parser.add_argument("--slow-fraction", type=float, default=0.0)
+    parser.add_argument("--grid", default="TFRING_FUSION_THRESHOLD,TFRING_CHUNK_BYTES")
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    why = unavailable()
+    if why:
+        sys.exit(f"autotune benchmark: {why}")
+    print(f"{args.hosts} hosts x {args.ranks} ranks, links at {args.rate_gbit:g} Gbit/s"
+          + (f", the last host's at {args.slow_fraction:g} of it" if args.slow_fraction else ""), flush=True)
+    report = {"date": time.strftime("%Y-%m-%d"), **vars(args), **run_case(args)}
+    best = report["grid"][0]
+    tuned = report["autotuned"]
+    print(f"grid best {best['settings']}: {best['bytes_per_s'] / 1e6:.1f} MB/s "
+          f"({best['step_ms']:.1f} ms per step)")
+    print(f"autotuned ({tuned['trials']} trials, fixed after {tuned['fixed_after_steps']} steps) {tuned['chosen']}: "
+          f"{tuned['bytes_per_s'] / 1e6:.1f} MB/s ({tuned['step_ms']:.1f} ms per step), "
+          f"{report['ratio_to_grid_best']:.2f} of the grid's best")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+// The autotuner's search (deterministic given the scores), its sampling of steps, its CSV
+// log, the settings it leaves alone and how its values travel and apply.
+#include "control/autotuner.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "control/coordinate_search.h"
+#include "control/tunables.h"
+
+namespace tfring {
+namespace {
+
+using Dim = CoordinateSearch::Dimension;
+
+// Runs the search to its end, scoring each point with `score`; returns the points tried.
+template <typename Score>
+std::vector<std::vector<double>> RunSearch(CoordinateSearch* s, Score score) {
+  std::vector<std::vector<double>> tried;
+  while (!s->done()) {
+    tried.push_back(s->Current());
+    s->Report(score(s->Current()));
+  }
+  return tried;
+}
+
+TEST(CoordinateSearchTest, TriesTheStartThenEachOtherCandidateOneDimensionAtATime) {
+  CoordinateSearch s({Dim{{1, 2, 3}, 2}, Dim{{10, 20}, 10}}, 100, 0.0);
+  // Higher x and y are better.
+  auto tried = RunSearch(&s, [](const std::vector<double>& p) { return p[0] + p[1]; });
+  const std::vector<std::vector<double>> expected = {{2, 10}, {1, 10}, {3, 10}, {3, 20}};
+  EXPECT_EQ(tried, expected) << "the start value is not measured twice; y is searched from x's best";
+  EXPECT_EQ(s.Best(), (std::vector<double>{3, 20}));
+  EXPECT_EQ(s.Current(), s.Best()) << "done: stays at the best point";
+  EXPECT_EQ(s.trials(), 4);
+}
+
+TEST(CoordinateSearchTest, ACandidateMustBeatTheBestByTheMinimumGain) {
+  CoordinateSearch s({Dim{{1, 2}, 1}}, 100, 0.10);
+  RunSearch(&s, [](const std::vector<double>& p) { return p[0] == 1 ? 100.0 : 109.0; });
+  EXPECT_EQ(s.Best(), (std::vector<double>{1})) << "9% is within the noise margin of 10%";
+  CoordinateSearch t({Dim{{1, 2}, 1}}, 100, 0.10);
+  RunSearch(&t, [](const std::vector<double>& p) { return p[0] == 1 ? 100.0 : 111.0; });
+  EXPECT_EQ(t.Best(), (std::vector<double>{2}));
+  EXPECT_DOUBLE_EQ(t.best_score(), 111.0);
+}
+
+TEST(CoordinateSearchTest, FixedDimensionsNeverMoveAndMaxTrialsEndsTheSearch) {
+  CoordinateSearch s({Dim{{1, 2, 3}, 7, true}, Dim{{10, 20, 30, 40}, 10}}, 3, 0.0);
+  auto tried = RunSearch(&s, [](const std::vector<double>& p) { return p[1]; });
+  ASSERT_EQ(tried.size(), 3u);
+  for (const auto& p : tried) EXPECT_EQ(p[0], 7) << "set by the user: never tuned";
+  EXPECT_EQ(s.Best(), (std::vector<double>{7, 30})) << "the best of the 3 trials run (40 never tried)";
+}
+
+TEST(CoordinateSearchTest, TheSameScoresGiveTheSameChoice) {
+  auto run = [] {
+    CoordinateSearch s({Dim{{0, 1, 4}, 1}, Dim{{64, 256}, 256}}, 20, 0.05);
+    int i = 0;
+    RunSearch(&s, [&](const std::vector<double>&) { return double((i++ * 37) % 11); });
+    return s.Best();
+  };
+  EXPECT_EQ(run(), run());
+}
+
+// A message of one allreduce per tensor in `names`, `bytes` each.
+std::vector<Response> Step(const std::vector<std::string>& names, int64_t bytes) {
+  std::vector<Response> out;
+  for (const auto& n : names) {
+    Response r;
+    r.attrs.op = OpType::kAllreduce;
+    r.tensors.push_back({n});
+    r.sizes.push_back(bytes);
+    out.push_back(r);
+  }
+  return out;
+}
+
+Config Load(const std::map<std::string, std::string>& overrides) {
+  Config c;
+  EXPECT_TRUE(Config::Load(overrides, false, &c).ok());
+  return c;
+}
+
+TEST(AutotunerTest, SamplesStepsDiscardsWarmUpAndLogsEveryTrialThenTheBest) {
+  const std::string path = ::testing::TempDir() + "autotune_test.csv";
+  // Only the cycle time is free: 4 candidates, start 1 -> trials at 1, 0, 0.25, 4.
+  Config config = Load({{"TFRING_FUSION_THRESHOLD", "1048576"}, {"TFRING_CONTROL_HOLD_US", "200"},
+                        {"TFRING_RECURSIVE_DOUBLING_BYTES", "65536"}, {"TFRING_CHUNK_BYTES", "262144"}});
+  AutotuneOptions o;
+  o.warmup_samples = 2;
+  o.steps_per_sample = 3;
+  o.max_samples = 10;
+  o.min_gain = 0;
+  o.log_path = path;
+  Autotuner tuner(config, o);
+  auto t = Autotuner::Clock::time_point{};
+  std::vector<TunedValues> sent;
+  int steps = 0;
+  while (!tuner.done() && steps < 1000) {
+    // Time per step: 1 ms, except with cycle time 0.25 (0.5 ms): the best.
+    const double cycle = tuner.current()[1];
+    t += std::chrono::microseconds(cycle == 0.25 ? 500 : 1000);
+    if (auto v = tuner.Observe(Step({"a", "b"}, 1000), t)) sent.push_back(*v);
+    ++steps;
+  }
+  ASSERT_TRUE(tuner.done());
+  EXPECT_EQ(tuner.trials(), 4);
+  // Each sample is 3 steps; the 4th step's message starts the next sample.
+  EXPECT_EQ(steps, 1 + 3 * (2 + 4));
+  ASSERT_EQ(sent.size(), 4u) << "0, 0.25, 4, then the best";
+  EXPECT_EQ(sent[0][1], 0);
+  EXPECT_EQ(sent[1][1], 0.25);
+  EXPECT_EQ(sent[2][1], 4);
+  EXPECT_EQ(sent.back()[1], 0.25);
+  EXPECT_EQ(sent.back()[0], 1048576) << "explicit: kept";
+  EXPECT_FALSE(tuner.Observe(Step({"a", "b"}, 1000), t).has_value()) << "done: no more changes";
+
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 1u + 4 + 1);
+  EXPECT_EQ(lines[0], "trial,TFRING_FUSION_THRESHOLD,TFRING_CYCLE_TIME_MS,TFRING_CONTROL_HOLD_US,"
+                      "TFRING_RECURSIVE_DOUBLING_BYTES,TFRING_CHUNK_BYTES,TFRING_HIERARCHICAL_BLOCK_BYTES,"
+                      "score_bytes_per_s");
+  EXPECT_EQ(lines[1].substr(0, 12), "0,1048576,1,");
+  EXPECT_EQ(lines[3].substr(0, 15), "2,1048576,0.25,");
+  EXPECT_EQ(lines[5].substr(0, 20), "best,1048576,0.25,20");
+  // 2 tensors x 1000 bytes x 3 steps in 1.5 ms.
+  EXPECT_NE(lines[3].find(",4000000"), std::string::npos) << lines[3];
+  std::remove(path.c_str());
+}
+
+TEST(AutotunerTest, NeverTunesHierarchicalBlocksOnOneHost) {
+  Config config = Load({});
+  AutotuneOptions o;
+  o.warmup_samples = 0;
+  o.steps_per_sample = 1;
+  o.min_gain = 0;
+  o.max_samples = 100;
+  Autotuner tuner(config, o);
+  auto t = Autotuner::Clock::time_point{};
+  const size_t block = Tunables().size() - 1;
+  ASSERT_STREQ(Tunables()[block].setting, "TFRING_HIERARCHICAL_BLOCK_BYTES");
+  for (int i = 0; i < 200 && !tuner.done(); ++i) {
+    t += std::chrono::milliseconds(1);
+    if (auto v = tuner.Observe(Step({"a"}, 8), t)) EXPECT_EQ((*v)[block], 2097152);
+  }
+  EXPECT_TRUE(tuner.done());
+}
+
+TEST(TunablesTest, ApplyKeepsPerRankSettingsThisRankSetButFollowsRankZeroOnMustMatchOnes) {
+  Config config = Load({{"TFRING_CHUNK_BYTES", "131072"}, {"TFRING_RECURSIVE_DOUBLING_BYTES", "4096"}});
+  Settings s = config.settings();
+  TunedValues v = TunedValuesOf(s);
+  v[4] = 1 << 20;  // chunk bytes (per rank, set here)
+  v[3] = 0;        // recursive doubling (must match: rank 0 decides)
+  v[0] = 1 << 20;  // fusion threshold (not set here)
+  ApplyTunedValues(v, &config, &s);
+  EXPECT_EQ(s.chunk_bytes, 131072);
+  EXPECT_EQ(s.recursive_doubling_bytes, 0);
+  EXPECT_EQ(s.fusion_threshold, 1 << 20);
+  EXPECT_EQ(DescribeTunedValues(v).substr(0, 32), "TFRING_FUSION_THRESHOLD=1048576 ");
+}
+
+TEST(TunablesTest, TuningTravelsWithResponsesAndBadValuesAreRejected) {
+  ControlMessage m;
+  m.kind = ControlKind::kResponses;
+  m.responses = Step({"a"}, 8);
+  ControlMessage back;
+  const size_t untuned = EncodeControl(m).size();
+  ASSERT_TRUE(DecodeControl(EncodeControl(m), 2, &back).ok());
+  EXPECT_TRUE(back.tuning.empty());
+  m.tuning = TunedValuesOf(Load({}).settings());
+  EXPECT_EQ(EncodeControl(m).size(), untuned + 4 + 8 * Tunables().size()) << "not tuning costs no byte";
+  ASSERT_TRUE(DecodeControl(EncodeControl(m), 2, &back).ok());
+  EXPECT_EQ(back.tuning, m.tuning);
+  m.tuning.pop_back();
+  EXPECT_FALSE(DecodeControl(EncodeControl(m), 2, &back).ok()) << "one value per tunable";
+  m.tuning = TunedValuesOf(Load({}).settings());
+  m.tuning[0] = -1;
+  EXPECT_FALSE(DecodeControl(EncodeControl(m), 2, &back).ok());
+}
+
+}  // namespace
+}  // namespace tfring
