@@ -45,8 +45,8 @@ def launch(np_, probe_args=(), shm=True, hosts=None, ranks_per_host=None, timeou
     if hosts is not None:
         cmd += hosts.launch_args(ranks_per_host)
     cmd += [sys.executable, probe, "--out", out, *map(str, probe_args)]
-    job_env = dict(os.environ, OMP_NUM_THREADS="1", TFRING_SHM="1" if shm else "0",
-                   PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {}))
+    job_env = {**os.environ, "OMP_NUM_THREADS": "1", "TFRING_SHM": "1" if shm else "0",
+               "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {})}
     loadavg = os.getloadavg()
     t_launch = time.time()
     proc = subprocess.Popen(cmd, env=job_env, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
