@@ -723,7 +723,7 @@ TEST(CommunicatorTest, MissingRankTimesOutNamingIt) {
     opt.secret = secret;
     opt.start_timeout_s = 1;
     opt.shm = false;
-    return Communicator::Create(opt, *store, &comms[r]);
+    return Communicator::Create(opt, store, &comms[r]);
   });
   EXPECT_LT(SecondsSince(t0), 6.0);
   for (int r = 0; r < 2; ++r) {
@@ -742,7 +742,7 @@ TEST(CommunicatorTest, WrongSecretIsRefused) {
     opt.secret = r == 0 ? "the-job-secret" : "another-secret";
     opt.start_timeout_s = 1;
     opt.shm = false;
-    return Communicator::Create(opt, *store, &comms[r]);
+    return Communicator::Create(opt, store, &comms[r]);
   });
   EXPECT_TRUE(HasError(statuses[1], ErrorCode::kPrecondition, {"TFRING_SECRET"}));
   EXPECT_FALSE(statuses[0].ok());

@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <tuple>
 
+#include "rendezvous/memory_store.h"
 #include "runtime_job.h"
+#include "test_util.h"
 
 namespace tfring {
 namespace {
@@ -90,6 +93,33 @@ TEST(LinkStats, CountBytesPerPeerOfARing) {
     EXPECT_EQ(s.links[r].bytes_sent + s.links[r].bytes_received, 0);
     EXPECT_FALSE(prev.host.empty());
   }
+}
+
+// What a rank publishes grows with the peers on other hosts that sent it data (O(log n)
+// with lazy connections), not with the job: 64 ranks on 8 hosts, none sent anything yet,
+// so every value is the instance and the count alone (it was 2 numbers per rank of the job).
+TEST(LinkWatchStore, APublishedReadingNamesOnlyPeersThatSentData) {
+  auto store = std::make_shared<MemoryStore>();
+  testing_util::MeshOptions o;
+  o.size = 64;
+  o.ranks_per_host = 8;
+  o.lazy_data = true;
+  o.store = store;
+  testing_util::Mesh mesh;
+  TFRING_ASSERT_OK(testing_util::MakeMesh(o, &mesh));
+  StatsRecorder stats;
+  MemoryStore watch_store;
+  for (int r : {0, 9, 63}) {
+    LinkWatch watch(r, 64, &watch_store, &mesh[r], &stats);
+    watch.Tick(std::chrono::steady_clock::now() + std::chrono::seconds(10));
+    std::string value;
+    TFRING_ASSERT_OK(watch_store.Get("tfring_links/" + std::to_string(r), 0, &value));
+    std::istringstream in(value);
+    int fields = 0;
+    for (std::string word; in >> word;) ++fields;
+    EXPECT_EQ(fields, 2) << "rank " << r << ": '" << value << "'";
+  }
+  EXPECT_EQ(mesh[0].host_count(), 8);
 }
 
 }  // namespace

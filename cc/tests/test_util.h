@@ -153,8 +153,14 @@ struct MeshOptions {
   // with interleave_hosts, ranks r % (size / ranks_per_host) do (host 0: ranks 0, H, 2H...).
   int ranks_per_host = 0;
   bool interleave_hosts = false;
+  // Hostnames: "host<host index>" as on real hosts (every rank of a host has its name),
+  // else "host<rank>" (messages then tell the ranks of one host apart).
+  bool hostnames_by_host = false;
   // The rendezvous store (e.g. one that counts requests); null: a fresh MemoryStore.
   std::shared_ptr<Store> store;
+  // Per rank, the store that rank uses instead (views of one store, e.g. counting one rank's
+  // reads); empty: `store` everywhere.
+  std::vector<std::shared_ptr<Store>> rank_stores;
 };
 
 inline Status MakeMesh(const MeshOptions& o, Mesh* mesh) {
@@ -176,10 +182,10 @@ inline Status MakeMesh(const MeshOptions& o, Mesh* mesh) {
     opt.lazy_data = o.lazy_data;
     const int host = o.interleave_hosts ? r % (o.size / o.ranks_per_host) : r / std::max(o.ranks_per_host, 1);
     opt.host_id = o.ranks_per_host > 0 ? "test-host-" + std::to_string(host) : "test-host";
-    opt.hostname = "host" + std::to_string(r);
+    opt.hostname = "host" + std::to_string(o.hostnames_by_host ? host : r);
     opt.cma = o.cma_per_rank.empty() ? o.cma : o.cma_per_rank[r];
     opt.cma_min_bytes = o.cma_min_bytes;
-    return Communicator::Create(opt, *store, &mesh->comms[r]);
+    return Communicator::Create(opt, o.rank_stores.empty() ? store : o.rank_stores[r], &mesh->comms[r]);
   });
   for (int r = 0; r < o.size; ++r) {
     if (!statuses[r].ok()) return statuses[r].WithContext("mesh rank " + std::to_string(r));

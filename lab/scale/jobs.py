@@ -45,8 +45,8 @@ def launch(np_, probe_args=(), shm=True, hosts=None, ranks_per_host=None, timeou
     if hosts is not None:
         cmd += hosts.launch_args(ranks_per_host)
     cmd += [sys.executable, probe, "--out", out, *map(str, probe_args)]
-    job_env = dict(os.environ, OMP_NUM_THREADS="1", TFRING_SHM="1" if shm else "0",
-                   PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {}))
+    job_env = {**os.environ, "OMP_NUM_THREADS": "1", "TFRING_SHM": "1" if shm else "0",
+               "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {})}
     loadavg = os.getloadavg()
     t_launch = time.time()
     proc = subprocess.Popen(cmd, env=job_env, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -111,6 +111,7 @@ def summarize(job):
         "other_rss_mb_median": _median([d["memory_kb"]["VmRSS"] / 1024 for d in others]),
         "rss_mb_total": sum(d["memory_kb"]["VmRSS"] for d in ranks) / 1024,
     }
+    row.update(store_traffic(ranks))
     if "latency_8b_s" in r0:
         row["latency_8b_s"] = _median([d["latency_8b_s"]["median"] for d in ranks])
         cpu = [d["latency_8b_s"]["cpu_s_per_call"] for d in ranks if "cpu_s_per_call" in d["latency_8b_s"]]
@@ -149,6 +150,34 @@ def summarize(job):
             "message": named[0]["kill"]["message"] if named else None,
             "error_type": named[0]["kill"]["error_type"] if named else None,
         }
+    return row
+
+
+def store_traffic(ranks):
+    """What the ranks' store connections moved (the kernel's byte counters, probe.store_bytes):
+    up to the end of init, in all and at the busiest rank, and while every rank was idle (per
+    second). Empty where the probe did not record them."""
+    init = [d.get("store_bytes_after_init") for d in ranks]
+    if any(v is None for v in init):
+        return {}
+    row = {"store_bytes_read_init": sum(v[1] for v in init), "store_bytes_written_init": sum(v[0] for v in init),
+           "store_bytes_read_init_max": max(v[1] for v in init),
+           "store_bytes_read_init_rank0": init[0][1]}
+    row["store_bytes_read_init_per_rank"] = row["store_bytes_read_init"] / len(ranks)
+    idle = [(d.get("store_bytes_idle_start"), d.get("store_bytes_idle_end"), d.get("idle", {}).get("store_seconds"))
+            for d in ranks]
+    if all(a and b and s for a, b, s in idle):
+        row["store_bytes_read_idle_per_s"] = sum((b[1] - a[1]) / s for a, b, s in idle)
+        row["store_bytes_written_idle_per_s"] = sum((b[0] - a[0]) / s for a, b, s in idle)
+        row["store_bytes_read_idle_rank0_per_s"] = (idle[0][1][1] - idle[0][0][1]) / idle[0][2]
+    busy = [d.get("busy") for d in ranks]
+    if all(b and b["store_bytes_before"] and b["store_bytes_after"] for b in busy):
+        def per_s(b, i):
+            return (b["store_bytes_after"][i] - b["store_bytes_before"][i]) / b["seconds"]
+        row["store_bytes_read_busy_per_s"] = sum(per_s(b, 1) for b in busy)
+        row["store_bytes_written_busy_per_s"] = sum(per_s(b, 0) for b in busy)
+        row["store_bytes_read_busy_rank0_per_s"] = per_s(busy[0], 1)
+        row["busy_s"] = busy[0]["seconds"]
     return row
 
 

@@ -151,11 +151,52 @@ def rank0_control_messages_today(n, cycles_per_step, design=CONTROL_PLANE, fanou
     return control_children(n, 0, design, fanout) * cycles_per_step
 
 
-def store_requests_today(n, local_size=1, shm=False, design=CONTROL_PLANE):
+# How init exchanges what ranks know of each other: "layout" (as built: rank 0 gathers the
+# entries and publishes the job's layout; a peer's card is read when first dialled) or
+# "roster" (before it: rank 0 published the whole roster, which every rank read).
+INIT_EXCHANGE = "layout"
+
+
+def control_parent(rank, n, fanout=CONTROL_FANOUT):
+    """A rank's control-tree parent (ControlTree: children of r are r*F+1 .. r*F+F); rank 0
+    in the star (fanout 0 or >= n-1); -1 for rank 0."""
+    if rank == 0:
+        return -1
+    if fanout <= 0 or fanout >= n - 1:
+        return 0
+    return (rank - 1) // fanout
+
+
+def cards_at_init(n, fanout=CONTROL_FANOUT, lazy=None, local_size=1, shm=False):
+    """Peers' cards read from the store at init, all ranks together (PeerDirectory: one per
+    peer): with lazy data connections a rank dials its control-tree parent and lower ring
+    neighbour (rank n-1 also rank 0, its upper one), with the full mesh every lower rank;
+    with shared memory it also reads its host's other ranks' (hosts of ``local_size``
+    consecutive ranks). cc/tests/roster_test.cc counts them."""
+    if n <= 1:
+        return 0
+    mesh = not lazy_data(n, lazy=lazy)
+    total = 0
+    for r in range(n):
+        if mesh:
+            peers = set(range(r))
+        else:
+            peers = {control_parent(r, n, fanout), r - 1} | ({0} if r == n - 1 else set())
+        if shm and local_size > 1:
+            first = r // local_size * local_size
+            peers |= set(range(first, min(first + local_size, n))) - {r}
+        total += len(peers - {-1})
+    return total
+
+
+def store_requests_today(n, local_size=1, shm=False, design=CONTROL_PLANE, init=INIT_EXCHANGE):
     """Store requests of one init, all ranks together (cc/core/runtime/job.cc, roster.cc,
-    communicator.cc): per rank one ADD (generation), then the roster exchange: every rank
-    but 0 SETs its entry, rank 0 GETs the n-1 entries and SETs the roster, every other rank
-    GETs it (3n - 2, counted by cc/tests/roster_test.cc). The star design read every record
+    communicator.cc): per rank one ADD (generation), then the roster exchange. As built
+    (``init="layout"``): every rank SETs its card and (but rank 0) its entry, rank 0 GETs the
+    n-1 entries and SETs the layout, every other rank GETs it, and each rank GETs the cards
+    of the peers it dials (cards_at_init): 4n - 2 + cards, counted by cc/tests/roster_test.cc.
+    Before (``init="roster"``): every rank but 0 SET its entry, rank 0 GOT the n-1 entries and
+    SET the roster, every other rank GOT it (3n - 2). The star design read every record
     on every rank: per rank r one ADD, one SET addr, r GETs of lower ranks' addresses, one
     SET and n-1 GETs of host records; rank 0 SET its hostname, every other rank GOT it.
     With shared memory, every rank with a local peer: SET "created", WAIT for its local
@@ -165,11 +206,31 @@ def store_requests_today(n, local_size=1, shm=False, design=CONTROL_PLANE):
         return 0
     if design == "star":
         total = sum(3 + r + (n - 1) for r in range(n)) + 1 + (n - 1)
-    else:
+    elif init == "roster":
         total = n + 3 * n - 2
+    else:
+        total = n + 4 * n - 2 + cards_at_init(n, local_size=local_size, shm=shm)
     if shm and local_size > 1:
         total += n // local_size * local_size * 4
     return total
+
+
+def layout_bytes(n, ranks_per_host, host_bytes):
+    """The job's layout as rank 0 publishes it (JobLayout::Encode): a header and, per host,
+    its id, hostname, CPU counts and two runs (hosts of consecutive ranks)."""
+    return 24 + math.ceil(n / max(ranks_per_host, 1)) * host_bytes
+
+
+def init_store_read_bytes(n, a):
+    """Bytes the store sends the ranks at init, all together (``a``: Assumptions): rank 0
+    reads n-1 entries, every other rank the layout, and the cards of the peers dialled.
+    Linear in n while the layout stays small (one host: ~130 B); with many hosts the layout
+    grows like n / ranks_per_host, so the total like n^2 / ranks_per_host x host_bytes
+    (10,000 ranks, 8 per host: ~1.6 GB, against 80 GB for the whole roster to every rank)."""
+    if n <= 1:
+        return 0
+    return ((n - 1) * a.record_bytes + (n - 1) * layout_bytes(n, a.ranks_per_host, a.layout_host_bytes)
+            + cards_at_init(n) * a.card_bytes)
 
 
 def heartbeat_rank0_frames_per_s_today(n, peer_timeout_s=30.0, design=CONTROL_PLANE):
@@ -277,6 +338,9 @@ class Assumptions:
     ulimit_fds: int = 1024  # the default soft `ulimit -n`
     link_bytes_per_s: float = 10e9 / 8  # the store host's network link (issue 30: init over 10 Gbit/s)
     record_bytes: int = 800  # one rank's roster entry (the old design: its host record + address)
+    ranks_per_host: int = 8  # the job's layout grows with its hosts: one host per 8 ranks
+    layout_host_bytes: int = 130  # one host in the layout: its id (hostname/boot id/cross rank), hostname, 2 runs
+    card_bytes: int = 60  # one rank's card (address, ring token) as the store sends it
     message_cpu_s: float = None  # CPU at one end of a control message; None: the lab's fitted upper bound
     tensors_per_step: int = 150  # the probe's cached step
 
@@ -495,8 +559,9 @@ class Model:
         response comes down, 2 x depth relays, each receiving and sending one message);
         lazy data connections (a rank connects to the peers its collectives use: its
         recursive-doubling partners, and the ring's two neighbours for large allreduces);
-        heartbeats in a ring; init through the roster (rank 0 reads the n entries one by one,
-        every rank reads the whole roster once: n^2 entries through the store's link);
+        heartbeats in a ring; init through the job's layout (rank 0 reads the n entries one
+        by one, every rank reads the layout once, a size that grows with the hosts, and the
+        cards of the 2-3 peers it dials: init_store_read_bytes through the store's link);
         recursive doubling for the 8-byte allreduce. PREDICTIONS past the sizes measured."""
         if self.tree is None:
             raise ValueError("Model.now needs the tree + lazy lab runs (Model.fit(..., tree_runs=...))")
@@ -506,7 +571,7 @@ class Model:
         rounds = t.rounds_at(n)
         msgs0 = control_children(n, 0, "tree") * rounds
         gather_s = (n - 1) * (rtt + self.store_request_cpu_s)  # rank 0 GETs each entry in turn
-        spread_s = n * n * a.record_bytes / a.link_bytes_per_s  # every rank reads the whole roster
+        spread_s = init_store_read_bytes(n, a) / a.link_bytes_per_s  # entries, layouts and cards
         store_s = store_requests_today(n) * self.store_request_cpu_s / a.store_cores
         connect_s = 2 * a.handshake_round_trips * rtt  # its control parent, its heartbeat neighbours (in parallel)
         data_peers = recursive_doubling_partners(n) + 2  # + the ring's neighbours (large allreduces)
@@ -518,6 +583,7 @@ class Model:
         return {
             "init_s": self.init_fixed_s + max(store_s, gather_s) + spread_s + connect_s,
             "store_requests": store_requests_today(n),
+            "store_read_bytes": init_store_read_bytes(n, a),
             "rank0_control_messages_per_step": msgs0,
             "busiest_other_messages_per_step": t.busiest_other_messages,
             "rank0_control_bytes_per_step": msgs0 * t.bytes_per_message,

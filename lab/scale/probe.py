@@ -7,12 +7,20 @@ Phases, in order (every rank runs them together):
              and when it returned;
   resources  open descriptors (``/proc/self/fd``, by kind) and memory (VmRSS, RssAnon,
              RssShmem) right after init;
+  store      this rank's connection to the job's store (TFRING_STORE_ADDR): the kernel's
+             byte counters (``ss -tinpH``, this process only) right after init, and again at
+             the start and end of the idle phase (steady state: what the store serves
+             while nothing is submitted);
   latency    an 8-byte allreduce (two float32, one name: cached), median of ``--latency-iters``;
   step       ``--tensors`` small named float32 tensors submitted together, then waited
              (after ``--warmup`` steps: the response cache knows them): median step time,
              and per step from ``tfring.stats()`` deltas: control messages / bytes sent,
              the process's CPU time (getrusage: every thread, background and liveness
              included) and the main thread's (``time.thread_time``);
+  busy       with ``--busy-s S``: every rank loops on cached 8-byte allreduces for S s (rank 0
+             decides when to stop: the loop's count is broadcast first), the store counters
+             read before and after (what the store serves per second while the job runs:
+             the link watch publishes every 5 s);
   idle       every rank idle for ``--idle-s`` s (nothing submitted): rank 0 reads its TCP
              sockets' byte counters (``ss -tinpH``, this process only) before and after:
              what moves then is heartbeat traffic (control messages sent meanwhile are
@@ -78,9 +86,11 @@ def cpu_seconds():
     return ru.ru_utime + ru.ru_stime
 
 
-def socket_bytes():
-    """{local->peer: (bytes_sent, bytes_received)} for this process's TCP sockets (``ss``)."""
-    out = subprocess.run(["ss", "-tinpH"], capture_output=True, text=True, timeout=30, check=False).stdout
+def socket_bytes(ss_filter=""):
+    """{local->peer: (bytes_sent, bytes_received)} for this process's TCP sockets (``ss``; an
+    ``ss`` filter expression such as ``dport = :1234`` keeps only those)."""
+    out = subprocess.run(["ss", "-tinpH", *ss_filter.split()], capture_output=True, text=True, timeout=30,
+                         check=False).stdout
     result, key = {}, None
     mine = f"pid={os.getpid()},"
     for line in out.splitlines():
@@ -96,8 +106,39 @@ def socket_bytes():
     return result
 
 
+def store_bytes():
+    """(bytes_sent, bytes_received) of this process's connections to the job's store, or None
+    where the job has no store address (one rank)."""
+    addr = os.environ.get("TFRING_STORE_ADDR", "")
+    if ":" not in addr:
+        return None
+    port = addr.rsplit(":", 1)[1]
+    sockets = socket_bytes(f"dport = :{port}")
+    return [sum(v[0] for v in sockets.values()), sum(v[1] for v in sockets.values())]
+
+
 def barrier(tfring, name):
     tfring.allreduce(np.zeros(1, np.float32), name=f"scale.barrier.{name}")
+
+
+def run_busy(tfring, seconds, result):
+    """Cached 8-byte allreduces for ``seconds``: as many on every rank (rank 0 times the first
+    100 and sets the count), with the store's byte counters read before and after."""
+    x = np.ones(2, np.float32)
+    t = time.monotonic()
+    for _ in range(100):
+        tfring.allreduce_async(x, name="scale.busy").wait(timeout=COLLECTIVE_TIMEOUT_S)
+    per_call = (time.monotonic() - t) / 100
+    count = np.array([int(seconds / max(per_call, 1e-6))], np.float64)
+    count = int(tfring.allreduce(count if tfring.rank() == 0 else np.zeros(1, np.float64), op=tfring.Sum,
+                                 name="scale.busy.count")[0])
+    barrier(tfring, "busy")
+    before, t0 = store_bytes(), time.monotonic()
+    for _ in range(count):
+        tfring.allreduce_async(x, name="scale.busy").wait(timeout=COLLECTIVE_TIMEOUT_S)
+    elapsed, after = time.monotonic() - t0, store_bytes()
+    result["busy"] = {"seconds": elapsed, "allreduces": count, "store_bytes_before": before,
+                      "store_bytes_after": after}
 
 
 def run_kill(tfring, args, result):
@@ -125,6 +166,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--idle-s", type=float, default=3.0)
+    parser.add_argument("--busy-s", type=float, default=0.0)
     parser.add_argument("--big-bytes", type=int, nargs="*", default=[])
     parser.add_argument("--big-iters", type=int, default=5)
     parser.add_argument("--kill-rank", type=int, default=-1)
@@ -142,7 +184,8 @@ def main():
     rank, size = tfring.rank(), tfring.size()
     result = {"rank": rank, "size": size, "local_size": tfring.local_size(), "pid": os.getpid(),
               "t_process_start": t_start, "t_import": T_IMPORT, "t_init_call": t_call, "t_init_done": t_done,
-              "fds": descriptors(), "memory_kb": memory_kb(), "loadavg": os.getloadavg()}
+              "fds": descriptors(), "memory_kb": memory_kb(), "loadavg": os.getloadavg(),
+              "store_bytes_after_init": store_bytes()}
     path = os.path.join(args.out, f"rank{rank}.json")
 
     def write():
@@ -196,8 +239,12 @@ def main():
                       "main_thread_cpu_s_per_step": (thread1 - thread0) / args.steps,
                       "per_step": {k: (after[k] - before[k]) / args.steps for k in keys}}
 
+    if args.busy_s > 0:
+        run_busy(tfring, args.busy_s, result)
+
     # idle: heartbeats only
     barrier(tfring, "idle")
+    result["store_bytes_idle_start"] = store_bytes()
     stats0 = tfring.stats()
     sockets0 = socket_bytes() if rank == 0 else None
     t0 = time.monotonic()
@@ -217,6 +264,8 @@ def main():
         tfring.stats()["control_messages_sent"] - stats0["control_messages_sent"])
     if rank != 0:
         time.sleep(1.5)
+    result["store_bytes_idle_end"] = store_bytes()
+    result["idle"]["store_seconds"] = time.monotonic() - t0
     barrier(tfring, "idle.end")
     # Descriptors again once the latency loop and the steps have run: with lazy data
     # connections (TFRING_DATA_CONNECTIONS) a rank holds sockets only to the peers its

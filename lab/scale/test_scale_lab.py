@@ -82,13 +82,21 @@ def test_store_requests_counted_by_hand():
     assert model.store_requests_today(1) == 0
     n = 1000
     assert model.store_requests_today(n, design="star") == 1.5 * n * (n - 1) + 4 * n
-    # Since the roster exchange: rank 1's ADD, SET roster/1, GET roster; rank 0's ADD, GET
-    # roster/1, SET roster (cc/tests/roster_test.cc counts the 3n - 2 of the exchange).
-    assert model.store_requests_today(2) == 6 and model.store_requests_today(1) == 0
-    assert model.store_requests_today(n) == 4 * n - 2
-    # shared-memory rings: 4 per rank with a local peer (roster_test.cc counts 54 at 8 ranks on a
-    # host, without the 8 generation ADDs of a real init)
-    assert model.store_requests_today(8, local_size=8, shm=True) == 54 + 8
+    # The roster exchange before the layout: rank 1's ADD, SET roster/1, GET roster; rank 0's
+    # ADD, GET roster/1, SET roster.
+    assert model.store_requests_today(2, init="roster") == 6 and model.store_requests_today(1) == 0
+    assert model.store_requests_today(n, init="roster") == 4 * n - 2
+    # As built: rank 1's ADD, SET peer/1, SET roster/1, GET layout, GET peer/0 (it dials rank 0);
+    # rank 0's ADD, SET peer/0, GET roster/1, SET layout.
+    assert model.store_requests_today(2) == 9
+    # lazy past 8 ranks: each rank reads the cards of its parent and lower ring neighbour
+    # (one card where they are the same rank), rank n-1 rank 0's too: O(n) in all
+    assert n - 1 < model.cards_at_init(n) <= 2 * (n - 1) + 1
+    assert model.store_requests_today(n) == 5 * n - 2 + model.cards_at_init(n)
+    assert model.cards_at_init(9) == 1 + 3 * 2 + 3 * 2 + 3  # rank 1: 0; 2-4: 0, r-1; 5-7: 1, r-1; 8: 1, 7, 0
+    # shared-memory rings: 4 per rank with a local peer, and every local peer's card
+    # (roster_test.cc counts 30 + 56 + 32 at 8 ranks on a host, without the 8 generation ADDs)
+    assert model.store_requests_today(8, local_size=8, shm=True) == 30 + 56 + 32 + 8
 
 
 def test_link_bound_fractions_match_issue_31():
@@ -216,14 +224,16 @@ def test_model_fitted_on_synthetic_lab_data():
     assert now["max_fds"] == now["worker_fds"] == now["rank0_fds"] + 1  # a relay: a parent and 4 children
     assert old["rank0_control_messages_per_step"] == pytest.approx(1023 * 1.25)
     assert now["rank0_control_messages_per_step"] == pytest.approx(4 * (1.0 + 0.25 * 10))  # 4 children x rounds
-    assert old["store_requests"] == 1.5 * 1024 * 1023 + 4 * 1024 and now["store_requests"] == 4 * 1024 - 2
+    assert old["store_requests"] == 1.5 * 1024 * 1023 + 4 * 1024
+    assert now["store_requests"] == 5 * 1024 - 2 + model.cards_at_init(1024)
     # 8 bytes: up and down a depth-5 tree (a hop and a message received and sent per relay) + 10 doubling hops
     hop, cpu = m.assumptions.hop_s, m.message_cpu_s
     assert now["latency_8b_s"] == pytest.approx(2 * 5 * (hop + 2 * cpu) + 10 * hop)
     assert old["latency_8b_s"] > now["latency_8b_s"]
-    # init as built: the roster (1024 entries) read by every rank through a 10 Gbit/s link dominates
+    # init as built: rank 0 gathers 1023 entries; every rank reads the layout (128 hosts) and 2-3 cards
     a = m.assumptions
-    spread = 1024 * 1024 * a.record_bytes / a.link_bytes_per_s
+    spread = (1023 * a.record_bytes + 1023 * (24 + 128 * a.layout_host_bytes)
+              + model.cards_at_init(1024) * a.card_bytes) / a.link_bytes_per_s
     assert now["init_s"] == pytest.approx(m.init_fixed_s + 1023 * (2 * hop + 10e-6) + spread
                                           + 2 * a.handshake_round_trips * 2 * hop)
     # heartbeats: rank 0 of the star pings and answers every rank, in the ring its 2 neighbours

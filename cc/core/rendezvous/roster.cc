@@ -5,15 +5,17 @@
 namespace tfring {
 namespace {
 
-constexpr uint8_t kRosterOk = 1;
-constexpr uint8_t kRosterFailed = 2;  // rank 0 could not gather it: a message follows
+constexpr uint8_t kLayoutOk = 1;
+constexpr uint8_t kLayoutFailed = 2;  // rank 0 could not make it: an error code and message follow
 constexpr size_t kMaxMissingNamed = 16;
-// The others wait this much longer than their own deadline for rank 0's roster, so that a
+constexpr char kLayoutKey[] = "layout";
+// The others wait this much longer than their own deadline for rank 0's layout, so that a
 // rank missing at rank 0's deadline (which is theirs too) reaches them as rank 0's verdict
 // naming it, not as a bare timeout of their own.
 constexpr double kVerdictGraceS = 2.0;
 
 std::string EntryKey(int rank) { return "roster/" + std::to_string(rank); }
+std::string CardKey(int rank) { return "peer/" + std::to_string(rank); }
 
 // Rank 0: every entry, in rank order. On a timeout, which ranks never published.
 Status Gather(int size, const RosterEntry& mine, Store& store, Deadline deadline, std::vector<RosterEntry>* all) {
@@ -46,35 +48,7 @@ Status Gather(int size, const RosterEntry& mine, Store& store, Deadline deadline
   return Status::OK();
 }
 
-std::string EncodeRoster(const std::vector<RosterEntry>& all) {
-  WireWriter w;
-  w.U8(kRosterOk);
-  w.U32(static_cast<uint32_t>(all.size()));
-  for (const auto& e : all) w.Str(e.Encode());
-  return w.Take();
-}
-
-Status DecodeRoster(const std::string& bytes, int size, std::vector<RosterEntry>* all) {
-  WireReader r(bytes);
-  const uint8_t kind = r.U8();
-  if (kind == kRosterFailed) {
-    const std::string why = r.Str();
-    return Status::Timeout("rank 0 could not gather the job's roster: " + why);
-  }
-  const uint32_t n = r.U32();
-  if (!r.ok() || kind != kRosterOk || n != static_cast<uint32_t>(size)) {
-    return Status::Internal("rank 0 published a malformed roster (a different tfring version?)");
-  }
-  all->assign(n, RosterEntry{});
-  for (auto& e : *all) {
-    if (!RosterEntry::Decode(r.Str(), &e)) {
-      return Status::Internal("rank 0 published a malformed roster (a different tfring version?)");
-    }
-  }
-  return Status::OK();
-}
-
-// Every rank checks every entry, so every rank fails alike, at once.
+// Rank 0 checks every entry once, and tells the others its verdict.
 Status CheckSharedSettings(const std::vector<RosterEntry>& all) {
   for (size_t p = 1; p < all.size(); ++p) {
     if (all[p].must_match == all[0].must_match) continue;
@@ -85,31 +59,72 @@ Status CheckSharedSettings(const std::vector<RosterEntry>& all) {
   return Status::OK();
 }
 
+Status RankZeroPublishes(int size, const RosterEntry& mine, Store& store, Deadline deadline, JobLayout* layout) {
+  std::vector<RosterEntry> all;
+  Status st = Gather(size, mine, store, deadline, &all);
+  if (st.ok()) st = CheckSharedSettings(all);
+  if (!st.ok()) {
+    WireWriter w;  // the others fail at once with the same cause instead of timing out
+    w.U8(kLayoutFailed);
+    w.U8(static_cast<uint8_t>(st.code()));
+    w.Str(st.message());
+    (void)store.Set(kLayoutKey, w.Take());
+    return st;
+  }
+  *layout = JobLayout::FromEntries(all);
+  WireWriter w;
+  w.U8(kLayoutOk);
+  w.Str(layout->Encode());
+  return store.Set(kLayoutKey, w.Take());
+}
+
+Status DecodeLayout(const std::string& bytes, int size, JobLayout* layout) {
+  WireReader r(bytes);
+  const uint8_t kind = r.U8();
+  if (kind == kLayoutFailed) {
+    const auto code = static_cast<ErrorCode>(r.U8());
+    const std::string why = r.Str();
+    if (r.ok() && code != ErrorCode::kOk) return Status(code, "rank 0 could not form the job: " + why);
+  }
+  if (kind != kLayoutOk || !JobLayout::Decode(r.Str(), size, layout) || !r.ok() || !r.AtEnd()) {
+    return Status::Internal("rank 0 published a malformed job layout (a different tfring version?)");
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 std::string RosterEntry::Encode() const {
   WireWriter w;
-  w.Str(address);
   w.Str(host_id);
   w.Str(hostname);
   w.Str(must_match);
   w.U32(static_cast<uint32_t>(cpus.size()));
   for (int cpu : cpus) w.I32(cpu);
-  w.Str(shm_token);
-  w.U8(shm_cma ? (shm_cma_required ? 2 : 1) : 0);
   return w.Take();
 }
 
 bool RosterEntry::Decode(const std::string& bytes, RosterEntry* out) {
   WireReader r(bytes);
-  out->address = r.Str();
   out->host_id = r.Str();
   out->hostname = r.Str();
   out->must_match = r.Str();
-  const uint32_t n = r.U32();
-  if (!r.ok() || n > bytes.size() / 4) return false;
-  out->cpus.resize(n);
+  out->cpus.resize(r.Count(4));
   for (auto& cpu : out->cpus) cpu = r.I32();
+  return r.ok() && r.AtEnd();
+}
+
+std::string PeerCard::Encode() const {
+  WireWriter w;
+  w.Str(address);
+  w.Str(shm_token);
+  w.U8(shm_cma ? (shm_cma_required ? 2 : 1) : 0);
+  return w.Take();
+}
+
+bool PeerCard::Decode(const std::string& bytes, PeerCard* out) {
+  WireReader r(bytes);
+  out->address = r.Str();
   out->shm_token = r.Str();
   const uint8_t cma = r.U8();
   out->shm_cma = cma >= 1;
@@ -117,28 +132,28 @@ bool RosterEntry::Decode(const std::string& bytes, RosterEntry* out) {
   return r.ok() && r.AtEnd() && cma <= 2;
 }
 
-Status ExchangeRoster(int rank, int size, const RosterEntry& mine, Store& store, Deadline deadline,
-                      std::vector<RosterEntry>* all) {
-  if (rank == 0) {
-    Status st = Gather(size, mine, store, deadline, all);
-    if (!st.ok()) {
-      WireWriter w;  // the others fail at once with the same cause instead of timing out
-      w.U8(kRosterFailed);
-      w.Str(st.message());
-      (void)store.Set("roster", w.Take());
-      return st;
-    }
-    TFRING_RETURN_IF_ERROR(store.Set("roster", EncodeRoster(*all)));
-  } else {
-    TFRING_RETURN_IF_ERROR(store.Set(EntryKey(rank), mine.Encode()));
-    std::string bytes;
-    TFRING_RETURN_IF_ERROR(store.Get("roster", deadline.SecondsLeft() + kVerdictGraceS, &bytes)
-                               .WithContext("rank " + std::to_string(rank) +
-                                            " waiting for rank 0 to gather every rank's address "
-                                            "(rank 0 never started? TFRING_START_TIMEOUT_S)"));
-    TFRING_RETURN_IF_ERROR(DecodeRoster(bytes, size, all));
+Status ExchangeRoster(int rank, int size, const RosterEntry& entry, const PeerCard& card, Store& store,
+                      Deadline deadline, JobLayout* layout) {
+  // The card first: once rank 0 has this rank's entry, its card is there for any peer.
+  TFRING_RETURN_IF_ERROR(store.Set(CardKey(rank), card.Encode()));
+  if (rank == 0) return RankZeroPublishes(size, entry, store, deadline, layout);
+  TFRING_RETURN_IF_ERROR(store.Set(EntryKey(rank), entry.Encode()));
+  std::string bytes;
+  TFRING_RETURN_IF_ERROR(store.Get(kLayoutKey, deadline.SecondsLeft() + kVerdictGraceS, &bytes)
+                             .WithContext("rank " + std::to_string(rank) +
+                                          " waiting for rank 0 to gather every rank's roster entry "
+                                          "(rank 0 never started? TFRING_START_TIMEOUT_S)"));
+  return DecodeLayout(bytes, size, layout);
+}
+
+Status FetchPeerCard(Store& store, int peer, double timeout_s, PeerCard* out) {
+  std::string bytes;
+  TFRING_RETURN_IF_ERROR(store.Get(CardKey(peer), timeout_s, &bytes)
+                             .WithContext("reading the address of rank " + std::to_string(peer) + " from the job's store"));
+  if (!PeerCard::Decode(bytes, out)) {
+    return Status::Internal("rank " + std::to_string(peer) + " published a malformed card (a different tfring version?)");
   }
-  return CheckSharedSettings(*all);
+  return Status::OK();
 }
 
 }  // namespace tfring

@@ -13,7 +13,8 @@ namespace tfring {
 
 Executor::Executor(const Wiring& wiring) : w_(wiring) {
   cpu_backend_ = std::make_unique<CpuBackend>(MakeBackendContext());
-  if (w_.store != nullptr && w_.size > 1) {
+  // One host: no link between hosts to judge, so no watch (and no store traffic).
+  if (w_.store != nullptr && w_.size > 1 && w_.comm->host_count() > 1) {
     link_watch_ = std::make_unique<LinkWatch>(w_.rank, w_.size, w_.store, w_.comm, w_.stats);
   }
 }

@@ -86,8 +86,7 @@ Status Job::ConnectCommunicator() {
   const Settings& s = c.settings();
   CommunicatorOptions opt = CommunicatorOptions::FromConfig(c);
   if (id_.size == 1) {
-    MemoryStore local;  // no peers, nothing to exchange
-    return Communicator::Create(opt, local, &comm_);
+    return Communicator::Create(opt, std::make_shared<MemoryStore>(), &comm_);  // no peers, nothing to exchange
   }
   std::string host;
   int port = 0;
@@ -118,8 +117,10 @@ Status Job::ConnectCommunicator() {
   int64_t generation = 0;
   TFRING_RETURN_IF_ERROR(store_->Add(job_id + "/generation/rank" + std::to_string(id_.rank), 1, &generation));
   opt.session = job_id + "/init" + std::to_string(generation);
-  PrefixStore prefixed(opt.session + "/", std::shared_ptr<Store>(store_.get(), [](Store*) {}));
-  return Communicator::Create(opt, prefixed, &comm_).WithContext("tfring init on rank " + std::to_string(id_.rank));
+  // The communicator keeps this view to read peers' cards on first use; store_ outlives it
+  // (comm_ is declared after store_, so destroyed first).
+  auto prefixed = std::make_shared<PrefixStore>(opt.session + "/", std::shared_ptr<Store>(store_.get(), [](Store*) {}));
+  return Communicator::Create(opt, std::move(prefixed), &comm_).WithContext("tfring init on rank " + std::to_string(id_.rank));
 }
 
 // More ranks on this host than CPUs they may run on (the union of their affinity masks):

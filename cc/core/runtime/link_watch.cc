@@ -75,21 +75,25 @@ void LinkWatch::Tick(std::chrono::steady_clock::time_point now) {
   if (!Publish() || (rank_ == 0 && !Judge())) off_ = true;
 }
 
-// "<instance> <count> <bytes from rank 0> <ns from rank 0> <bytes from rank 1> ..." under
-// Key(rank). The instance tells this watch's counters from an earlier init's under the same key.
+// "<instance> <count> <peer> <bytes from it> <ns from it> ..." under Key(rank), for the peers
+// on other hosts that sent this rank anything. The instance tells this watch's counters from
+// an earlier init's under the same key.
 bool LinkWatch::Publish() {
   std::ostringstream out;
   out << instance_ << ' ' << ++published_;
+  const std::vector<std::string>& host_of = comm_->host_ids();
   for (int p = 0; p < size_; ++p) {
     const Link& link = comm_->peek(p);  // counters only: opens no lazy connection
-    out << ' ' << (p == rank_ ? 0 : link.bytes_received()) << ' ' << (p == rank_ ? 0 : link.recv_flow_ns());
+    if (p == rank_ || host_of[p] == host_of[rank_] || link.bytes_received() == 0) continue;
+    out << ' ' << p << ' ' << link.bytes_received() << ' ' << link.recv_flow_ns();
   }
   Status st = store_->Set(Key(rank_), out.str());
   if (!st.ok()) TFRING_LOG(LogLevel::kDebug, "transport", "off: cannot publish link rates: " << st.ToString());
   return st.ok();
 }
 
-// Rank 0: every rank's reading, the differences since the previous one, the rule.
+// Rank 0: every rank's reading, the differences since the previous one (a peer missing from
+// the previous one had sent nothing then), the rule.
 bool LinkWatch::Judge() {
   if (last_.empty()) last_.assign(size_, {});
   std::vector<LinkSample> samples;
@@ -97,15 +101,20 @@ bool LinkWatch::Judge() {
     std::string value;
     if (!store_->Get(Key(r), 0, &value).ok()) continue;  // not published yet (never waited for): next time
     std::istringstream in(value);
-    std::vector<double> now;
-    double x;
-    while (in >> x) now.push_back(x);
-    if (now.size() != static_cast<size_t>(2 + 2 * size_)) continue;
-    const std::vector<double>& before = last_[r];
-    if (before.size() == now.size() && now[0] == before[0] && now[1] > before[1]) {
-      for (int p = 0; p < size_; ++p) {
-        const double bytes = now[2 + 2 * p] - before[2 + 2 * p], ns = now[3 + 2 * p] - before[3 + 2 * p];
-        if (p != r && bytes >= 0 && ns >= 0) samples.push_back({p, r, bytes, ns * 1e-9});
+    Reading now;
+    if (!(in >> now.instance >> now.count)) continue;
+    double peer, bytes, ns;
+    while (in >> peer >> bytes >> ns) {
+      if (peer >= 0 && peer < size_ && peer != r) now.links[static_cast<int>(peer)] = {bytes, ns};
+    }
+    const Reading& before = last_[r];
+    if (now.instance == before.instance && now.count > before.count) {
+      for (const auto& [p, link] : now.links) {
+        auto old = before.links.find(p);
+        const double bytes_before = old == before.links.end() ? 0 : old->second.first;
+        const double ns_before = old == before.links.end() ? 0 : old->second.second;
+        const double moved = link.first - bytes_before, flow_ns = link.second - ns_before;
+        if (moved >= 0 && flow_ns >= 0) samples.push_back({p, r, moved, flow_ns * 1e-9});
       }
     }
     last_[r] = std::move(now);

@@ -4,13 +4,17 @@
 // rate each link delivers while data moves on it (Link::recv_flow_ns(): first to last byte of
 // each transfer, not the wait for the peer to start).
 //
-// Every kPeriodS each rank publishes what it received from each peer (bytes, flow time) in
-// the job's store (`tfring_links/<rank>`, one small value). Rank 0 reads them all, takes the
-// differences since its previous reading, and applies FindSlowHost to the links between
-// different hosts. A host named in two readings in a row is reported: one warning (until the
-// verdict changes) and rank 0's stats (slow_link_*; docs/monitoring.md).
+// Every kPeriodS each rank publishes what it received from each peer on another host that
+// sent it anything (bytes, flow time) in the job's store (`tfring_links/<rank>`, one small
+// value: the peers its algorithms use, O(log n) with lazy connections, never one entry per
+// rank of the job). Rank 0 reads them all, takes the differences since its previous reading,
+// and applies FindSlowHost to the links between different hosts. A host named in two
+// readings in a row is reported: one warning (until the verdict changes) and rank 0's stats
+// (slow_link_*; docs/monitoring.md). A job on one host has no such links: no watch runs
+// (Executor), and the store serves nothing in steady state.
 //
-// Cost: one store write per rank and period; rank 0 also reads `size` keys per period.
+// Cost: one store write per rank and period; rank 0 also reads `size` keys per period (the
+// one part that grows with the job at rank 0: ~60 bytes per rank every 5 s).
 // Threads: the runtime's background thread only (Tick); the store is thread-safe.
 // Limitation: the store calls block that thread. A store that stops answering while the
 // ranks still reach each other (the launcher's host cut off) holds each rank for up to
@@ -19,7 +23,9 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/runtime_stats.h"
@@ -78,8 +84,12 @@ class LinkWatch {
   std::chrono::steady_clock::time_point next_{};
   const int64_t instance_;  // this watch among others that used the same key (pid, time)
   int64_t published_ = 0;
-  // Rank 0: each rank's last reading (instance, publish count, then bytes and ns per peer).
-  std::vector<std::vector<double>> last_;
+  // Rank 0: each rank's last reading.
+  struct Reading {
+    double instance = -1, count = 0;
+    std::map<int, std::pair<double, double>> links;  // by peer: bytes received, flow ns
+  };
+  std::vector<Reading> last_;
   std::string suspect_;   // named by the latest reading
   std::string reported_;  // the host last warned about
 };

@@ -12,7 +12,7 @@
 
 namespace tfring {
 
-Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
+Status Communicator::Create(const CommunicatorOptions& opt, std::shared_ptr<Store> store,
                             std::unique_ptr<Communicator>* out) {
   auto comm = std::unique_ptr<Communicator>(new Communicator());
   comm->rank_ = opt.rank;
@@ -46,6 +46,7 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
   MeshBootstrap::Result mesh;
   TFRING_RETURN_IF_ERROR(MeshBootstrap(opt, comm->control_tree_, lazy_data).Run(listener, store, deadline, &mesh));
   comm->facts_ = std::move(mesh.facts);
+  comm->directory_ = mesh.directory;
   comm->shm_inside_hosts_ = opt.shm && comm->facts_.shares_a_host();
   for (int p = 0; p < opt.size; ++p) {
     comm->data_[p].Connected(std::move(mesh.data[p]));
@@ -57,7 +58,7 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
   if (opt.shm) {
     SharedMemorySetup::Result shm;
     TFRING_RETURN_IF_ERROR(
-        SharedMemorySetup(opt, comm->control_tree_, comm->facts_, mesh.roster).Run(store, deadline, &shm));
+        SharedMemorySetup(opt, comm->control_tree_, comm->facts_, *comm->directory_).Run(*store, deadline, &shm));
     for (int p = 0; p < opt.size; ++p) {
       Link& link = comm->data_[p];
       if (shm.data[p].tx != nullptr || shm.data[p].rx != nullptr) {
@@ -69,7 +70,7 @@ Status Communicator::Create(const CommunicatorOptions& opt, Store& store,
     comm->control_shm_ = std::move(shm.control);
   }
   if (lazy_data) {
-    comm->lazy_ = std::make_unique<LazyConnections>(opt, PeerHandshake(opt, comm->facts_.addresses), comm->facts_,
+    comm->lazy_ = std::make_unique<LazyConnections>(opt, PeerHandshake(opt, comm->directory_), comm->facts_,
                                                     &comm->aborted_);
     comm->lazy_->Start(std::move(listener));
   }

@@ -21,10 +21,12 @@
 //
 // Built by Create(), blocking and bounded by start_timeout_s, from classes one per concern
 // whose results it then owns: MeshBootstrap (mesh_bootstrap.h: the roster through the
-// store, O(n) requests; every rank dials every lower rank, its control-tree parent and its
-// lower heartbeat neighbours and accepts the rest; every connection authenticated with the
-// job secret, strangers logged and refused; a timeout names the ranks that never
-// connected) returns the sockets and the roster's facts (roster_facts.h);
+// store, O(n) requests and bytes in all; every rank dials every lower rank, its
+// control-tree parent and its lower heartbeat neighbours and accepts the rest; every
+// connection authenticated with the job secret, strangers logged and refused; a timeout
+// names the ranks that never connected) returns the sockets, the roster's facts
+// (roster_facts.h) and the directory of peers' cards (peer_directory.h: a peer's address
+// read from the store when this rank first dials it, which keeps the store alive);
 // SharedMemorySetup (shm_setup.h) returns the rings and the single-copy facts;
 // LazyConnections (lazy_connections.h), kept for the communicator's life with lazy_data,
 // makes data connections on first use. The Communicator itself holds the links, the roster
@@ -47,6 +49,7 @@
 #include "transport/host_layout.h"
 #include "transport/lazy_connections.h"
 #include "transport/link.h"
+#include "transport/peer_directory.h"
 #include "transport/roster_facts.h"
 #include "transport/shm_setup.h"
 
@@ -54,7 +57,9 @@ namespace tfring {
 
 class Communicator {
  public:
-  static Status Create(const CommunicatorOptions& options, Store& store,
+  // `store`: the init session's; the communicator keeps it to read peers' cards later
+  // (lazy data connections), so it must stay reachable while the communicator is used.
+  static Status Create(const CommunicatorOptions& options, std::shared_ptr<Store> store,
                        std::unique_ptr<Communicator>* out);
   ~Communicator();
 
@@ -78,6 +83,8 @@ class Communicator {
   const Link& peek(int peer) const { return data_[peer]; }
   // Data connections open now (TCP sockets; tests and the scale lab).
   int data_connections() const;
+  // Peers' cards (addresses) this rank has read from the store so far. Any thread.
+  int peer_cards_read() const { return directory_ == nullptr ? 0 : directory_->cards_read(); }
   int shm_peers() const;  // how many peers are reached through shared memory
   int cma_peers() const;  // how many of them this rank reads single-copy from
   // Payload bytes sent to / received from all peers so far (sum of the links' counters).
@@ -117,6 +124,8 @@ class Communicator {
   // The host id of every rank (CommunicatorOptions::host_id, exchanged at Create()). Const
   // after Create(); any thread.
   const std::vector<std::string>& host_ids() const { return facts_.host_ids; }
+  // How many hosts the job runs on (distinct host ids). Const after Create(); any thread.
+  int host_count() const { return facts_.hosts; }
   // Two ranks of the job share a host (RosterFacts::shares_a_host) and shared memory is on
   // (CommunicatorOptions::shm): the same on every rank, unlike shm_peers(). Const after
   // Create(); any thread.
@@ -150,6 +159,7 @@ class Communicator {
   double timeout_s_ = 30;
   ControlTree control_tree_{0, 1, 0};
   RosterFacts facts_;  // const after Create()
+  std::shared_ptr<PeerDirectory> directory_;  // null alone; thread-safe
   bool shm_inside_hosts_ = false;
   std::vector<Link> data_;
   std::vector<Socket> control_;

@@ -15,22 +15,17 @@ namespace tfring {
 
 using namespace mesh;  // NOLINT: the hello's vocabulary, transport's own
 
-// Publishes this rank's roster entry and learns every rank's host id, hostname and (on
-// this host) CPUs; the roster also carries the addresses ConnectMesh() dials.
 MeshBootstrap::MeshBootstrap(const CommunicatorOptions& options, const ControlTree& tree, bool lazy_data)
     : opt_(options), tree_(tree), lazy_data_(lazy_data) {}
 
-Status MeshBootstrap::Run(Listener& listener, Store& store, Deadline deadline, Result* out) {
+Status MeshBootstrap::Run(Listener& listener, std::shared_ptr<Store> store, Deadline deadline, Result* out) {
   out->facts = RosterFacts::Alone(opt_);
   const size_t n = static_cast<size_t>(opt_.size);
   out->data.resize(n);
   out->control.resize(n);
   out->heartbeat.resize(n);
-  TFRING_RETURN_IF_ERROR(ExchangeRoster(listener.port(), store, deadline, out));
-  std::vector<std::string> addresses;
-  for (const RosterEntry& e : out->roster) addresses.push_back(e.address);
-  out->facts.addresses = addresses;
-  const PeerHandshake handshake(opt_, std::move(addresses));
+  TFRING_RETURN_IF_ERROR(ExchangeRoster(listener.port(), std::move(store), deadline, out));
+  const PeerHandshake handshake(opt_, out->directory);
   return ConnectMesh(handshake, listener, deadline, out);
 }
 
@@ -43,39 +38,25 @@ std::vector<int> MeshBootstrap::HeartbeatPeers(int rank, int size) {
   return peers;
 }
 
-Status MeshBootstrap::ExchangeRoster(int port, Store& store, Deadline deadline, Result* out) {
+// Publishes this rank's card and roster entry, and learns every rank's host id and
+// hostname and this host's and machine's CPUs from the layout rank 0 publishes.
+Status MeshBootstrap::ExchangeRoster(int port, std::shared_ptr<Store> store, Deadline deadline, Result* out) {
   const CommunicatorOptions& opt = opt_;
-  const int rank = opt.rank, size = opt.size;
-  std::vector<RosterEntry>* roster = &out->roster;
-  RosterFacts& facts = out->facts;
-  RosterEntry mine;
-  mine.address = opt.advertise_host + ":" + std::to_string(port);
-  mine.host_id = opt.host_id;
-  mine.hostname = opt.hostname;
-  mine.must_match = opt.must_match;
-  mine.cpus = opt.cpus;
-  if (opt.shm) mine.shm_token = RandomHex(8);
-  mine.shm_cma = opt.shm && opt.cma != CmaMode::kOff;
-  mine.shm_cma_required = opt.shm && opt.cma == CmaMode::kOn;
-  TFRING_RETURN_IF_ERROR(tfring::ExchangeRoster(rank, size, mine, store, deadline, roster)
-                             .WithContext("tfring init on rank " + std::to_string(rank)));
-  // A host id is "hostname/boot id/cross rank" (communicator_options.cc): its first two
-  // parts name the machine, which emulated hosts (network namespaces) share.
-  auto machine_of = [](const std::string& id) { return id.substr(0, id.rfind('/')); };
-  std::set<int> host_cpus, machine_cpus;
-  facts.machine_ranks = 0;
-  for (int p = 0; p < size; ++p) {
-    const RosterEntry& e = (*roster)[static_cast<size_t>(p)];
-    facts.host_ids[p] = e.host_id;
-    facts.hostnames[p] = e.hostname;
-    if (e.host_id == opt.host_id) host_cpus.insert(e.cpus.begin(), e.cpus.end());
-    if (machine_of(e.host_id) == machine_of(opt.host_id)) {
-      ++facts.machine_ranks;
-      machine_cpus.insert(e.cpus.begin(), e.cpus.end());
-    }
-  }
-  facts.host_cpus = static_cast<int>(host_cpus.size());
-  facts.machine_cpus = static_cast<int>(machine_cpus.size());
+  RosterEntry entry;
+  entry.host_id = opt.host_id;
+  entry.hostname = opt.hostname;
+  entry.must_match = opt.must_match;
+  entry.cpus = opt.cpus;
+  PeerCard card;
+  card.address = opt.advertise_host + ":" + std::to_string(port);
+  if (opt.shm) card.shm_token = RandomHex(8);
+  card.shm_cma = opt.shm && opt.cma != CmaMode::kOff;
+  card.shm_cma_required = opt.shm && opt.cma == CmaMode::kOn;
+  JobLayout layout;
+  TFRING_RETURN_IF_ERROR(tfring::ExchangeRoster(opt.rank, opt.size, entry, card, *store, deadline, &layout)
+                             .WithContext("tfring init on rank " + std::to_string(opt.rank)));
+  out->facts = RosterFacts::FromLayout(opt, layout);
+  out->directory = std::make_shared<PeerDirectory>(opt.rank, std::move(store), std::move(card));
   return Status::OK();
 }
 

@@ -1,17 +1,19 @@
-// MeshBootstrap: Communicator::Create's TCP mesh. Publishes this rank's roster entry and
-// learns every rank's (rendezvous/roster.h: O(n) store requests), then connects to every
-// lower rank (data; none with lazy data connections), to its control-tree parent and to
-// its lower heartbeat neighbours, while a thread accepts the rest; every connection opens
-// with the handshake (peer_handshake.h), and strangers and other init sessions are refused
-// and logged.
+// MeshBootstrap: Communicator::Create's TCP mesh. Publishes this rank's card and roster
+// entry and learns the job's layout (rendezvous/roster.h: O(n) store requests and bytes in
+// all), then connects to every lower rank (data; none with lazy data connections), to its
+// control-tree parent and to its lower heartbeat neighbours, reading each one's card from
+// the store as it dials it (peer_directory.h), while a thread accepts the rest; every
+// connection opens with the handshake (peer_handshake.h), and strangers and other init
+// sessions are refused and logged.
 //
 // Blocking, bounded by the deadline given to Run (TFRING_START_TIMEOUT_S); a timeout names
 // the ranks whose connections never came. Used once, by the thread that runs Create. What
-// it returns (the connected sockets, the roster and its facts) becomes the caller's: the
+// it returns (the connected sockets, the facts and the peer directory) becomes the caller's: the
 // Communicator owns the sockets from then on. It keeps references to the options and the
 // control tree, which must outlive it.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "base/deadline.h"
@@ -20,6 +22,7 @@
 #include "rendezvous/store.h"
 #include "transport/communicator_options.h"
 #include "transport/control_tree.h"
+#include "transport/peer_directory.h"
 #include "transport/peer_handshake.h"
 #include "transport/roster_facts.h"
 
@@ -29,7 +32,9 @@ class MeshBootstrap {
  public:
   struct Result {
     RosterFacts facts;
-    std::vector<RosterEntry> roster;  // by rank (the shared-memory setup reads its tokens)
+    // Peers' cards, read from the store on demand (the shared-memory setup reads its host's
+    // ranks' tokens there, lazy connections their addresses).
+    std::shared_ptr<PeerDirectory> directory;
     // By peer, connected and authenticated (invalid where no connection belongs): data
     // (every peer, none with lazy data), control (control-tree neighbours), heartbeat
     // (the ring neighbours of HeartbeatPeers).
@@ -39,15 +44,16 @@ class MeshBootstrap {
   // `lazy_data`: data connections are made on first use (lazy_connections.h), not here.
   MeshBootstrap(const CommunicatorOptions& options, const ControlTree& tree, bool lazy_data);
 
-  // The roster exchange, then the mesh over `listener` (which stays the caller's).
-  Status Run(Listener& listener, Store& store, Deadline deadline, Result* out);
+  // The roster exchange, then the mesh over `listener` (which stays the caller's). `store`
+  // is the init session's; the directory returned keeps it for later reads.
+  Status Run(Listener& listener, std::shared_ptr<Store> store, Deadline deadline, Result* out);
 
   // The ranks a rank exchanges heartbeats with: its two neighbours on the ring of ranks
   // (one at 2 ranks, none alone), in increasing order (liveness.h).
   static std::vector<int> HeartbeatPeers(int rank, int size);
 
  private:
-  Status ExchangeRoster(int port, Store& store, Deadline deadline, Result* out);
+  Status ExchangeRoster(int port, std::shared_ptr<Store> store, Deadline deadline, Result* out);
   Status ConnectMesh(const PeerHandshake& handshake, Listener& listener, Deadline deadline, Result* out);
   Status AcceptPeers(const PeerHandshake& handshake, Listener& listener, Deadline deadline, Result* out);
 

@@ -11,12 +11,14 @@ namespace tfring {
 
 using namespace mesh;  // NOLINT: the hello's vocabulary, transport's own
 
-PeerHandshake::PeerHandshake(const CommunicatorOptions& opt, std::vector<std::string> addresses)
+PeerHandshake::PeerHandshake(const CommunicatorOptions& opt, std::shared_ptr<PeerDirectory> directory)
     : rank_(opt.rank), size_(opt.size), secret_(opt.secret), session_(opt.session), hostname_(opt.hostname),
-      addresses_(std::move(addresses)) {}
+      directory_(std::move(directory)) {}
 
 Status PeerHandshake::Dial(int peer, uint8_t channel, Deadline deadline, Socket* out) const {
-  const std::string& addr = addresses_[static_cast<size_t>(peer)];
+  PeerCard card;
+  TFRING_RETURN_IF_ERROR(directory_->Card(peer, deadline, &card));
+  const std::string& addr = card.address;
   std::string host;
   int port = 0;
   TFRING_RETURN_IF_ERROR(ParseHostPort(addr, "address of rank " + std::to_string(peer), &host, &port));

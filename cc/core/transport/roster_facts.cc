@@ -15,6 +15,23 @@ RosterFacts RosterFacts::Alone(const CommunicatorOptions& opt) {
   return f;
 }
 
+RosterFacts RosterFacts::FromLayout(const CommunicatorOptions& opt, const JobLayout& layout) {
+  RosterFacts f;
+  f.rank = opt.rank;
+  f.size = opt.size;
+  f.hostnames.reserve(layout.host_of.size());
+  f.host_ids.reserve(layout.host_of.size());
+  for (int h : layout.host_of) f.host_ids.push_back(layout.hosts[static_cast<size_t>(h)].id);
+  for (int h : layout.hostname_of) f.hostnames.push_back(layout.hostnames[static_cast<size_t>(h)]);
+  const JobLayout::Host& mine = layout.hosts[static_cast<size_t>(layout.host_of[static_cast<size_t>(opt.rank)])];
+  const JobLayout::Machine& machine = layout.machines[static_cast<size_t>(mine.machine)];
+  f.hosts = static_cast<int>(layout.hosts.size());
+  f.host_cpus = mine.cpus;
+  f.machine_ranks = machine.ranks;
+  f.machine_cpus = machine.cpus;
+  return f;
+}
+
 std::string RosterFacts::DescribePeer(int peer) const {
   std::string out = "rank " + std::to_string(peer);
   if (peer < 0 || peer >= size || static_cast<int>(host_ids.size()) != size) return out;

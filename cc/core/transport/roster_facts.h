@@ -1,6 +1,7 @@
-// RosterFacts: what the init roster (rendezvous/roster.h) told this rank about every rank
-// of the job — hostnames, host ids, addresses and how many CPUs this host's and this
-// machine's ranks share — and the descriptions of peers made from them.
+// RosterFacts: what the job's layout (rendezvous/job_layout.h, from the init roster) told
+// this rank about every rank of the job — hostnames, host ids and how many CPUs this host's
+// and this machine's ranks share — and the descriptions of peers made from them. (A peer's
+// address is not here: peer_directory.h reads it when this rank first dials the peer.)
 //
 // Filled once by MeshBootstrap (mesh_bootstrap.h) during Communicator::Create and owned by
 // the Communicator; const from then on, so any thread may read it. A job of one rank has
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "base/socket.h"
+#include "rendezvous/job_layout.h"
 #include "transport/communicator_options.h"
 
 namespace tfring {
@@ -20,13 +22,15 @@ struct RosterFacts {
   int size = 1;
   std::vector<std::string> hostnames;  // by rank ("" where unknown)
   std::vector<std::string> host_ids;   // by rank (CommunicatorOptions::host_id)
-  std::vector<std::string> addresses;  // by rank: "host:port" of its listener
+  int hosts = 1;          // distinct host ids
   int host_cpus = 0;      // the union of this host's ranks' CPU masks
   int machine_ranks = 1;  // ranks on this kernel (emulated hosts share one)
   int machine_cpus = 0;   // the union of their CPU masks
 
   // Before the roster: every rank on this rank's host, nothing else known.
   static RosterFacts Alone(const CommunicatorOptions& options);
+  // From the layout rank 0 published (this rank's host and machine: `options.rank`'s).
+  static RosterFacts FromLayout(const CommunicatorOptions& options, const JobLayout& layout);
 
   // "rank P", and for a peer on another host than this rank's " (host H, with ranks A, B)"
   // naming its host and the other ranks there (a lost host takes them all; at most 8 named).

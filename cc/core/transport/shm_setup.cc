@@ -31,15 +31,15 @@ struct RingSlot {
 
 // Each receiver creates its rings; each sender opens them and says so; the receiver then
 // unlinks the names (nothing stays in /dev/shm after a crash). The receiver r of ring
-// "from p to r" names it after its own roster token, so p knows the name; every rank says
+// "from p to r" names it after its own card's token, so p knows the name; every rank says
 // once that all its rings exist, then once that it opened its peers' (4 store requests).
 // With single-copy reads (`cma`), each data ring's writer publishes its pid before
 // "opened": the peer probes after. Blocking, bounded by `deadline`.
 Status CreateAndOpenRings(const std::vector<RingSlot>& rings, const std::vector<int>& local,
-                          const std::vector<RosterEntry>& roster, int rank, bool cma, Store& store,
+                          const std::map<int, PeerCard>& cards, int rank, bool cma, Store& store,
                           Deadline deadline) {
   auto ring_name = [&](const RingSlot& r, int from, int to) {
-    return "/tfring-" + roster[static_cast<size_t>(to)].shm_token + "-" + (r.control ? "c" : "") +
+    return "/tfring-" + cards.at(to).shm_token + "-" + (r.control ? "c" : "") +
            std::to_string(from) + "to" + std::to_string(to);
   };
   auto all_local = [&](const char* what) {
@@ -72,35 +72,35 @@ bool RanksOutnumberCpus(const RosterFacts& facts) {
   return cpus > 0 && facts.machine_ranks > cpus;
 }
 
-// Whether a rank whose roster entry is `e` reads single-copy: TFRING_SHM_CMA=1 always (if
+// Whether a rank whose card is `e` reads single-copy: TFRING_SHM_CMA=1 always (if
 // the kernel lets it), auto only where every rank on the machine has a CPU of its own. A
 // single-copy read is one copy by the receiver while the sender waits; the ring splits the
 // two copies between both ranks' CPUs. With a CPU each, single-copy is faster end to end
 // (np=2, 2 CPUs, 16 MiB: NumPy 8.7 against 5.9 GB/s, tf.function 6.6 against 5.3; 2-64 MiB
 // never slower); with 3 ranks on 2 CPUs it was 12% slower at 4 and 16 MiB (docs/core.md).
-// Every rank computes this for every local peer from the same roster, so the pairs agree
+// Every rank computes this for every local peer from its card and the layout, so the pairs agree
 // without asking the store (the machine's counts are the same on each of its ranks).
-bool TakesPartInSingleCopy(const RosterEntry& e, const RosterFacts& facts) {
+bool TakesPartInSingleCopy(const PeerCard& e, const RosterFacts& facts) {
   return e.shm_cma && (e.shm_cma_required || !RanksOutnumberCpus(facts));
 }
 
 }  // namespace
 
 SharedMemorySetup::SharedMemorySetup(const CommunicatorOptions& options, const ControlTree& tree,
-                                     const RosterFacts& facts, const std::vector<RosterEntry>& roster)
-    : opt_(options), tree_(tree), facts_(facts), roster_(roster) {}
+                                     const RosterFacts& facts, PeerDirectory& directory)
+    : opt_(options), tree_(tree), facts_(facts), directory_(directory) {}
 
 // Every rank creates one incoming ring per peer on its host and publishes its name; then
 // opens the peers' rings for its outgoing side (recording its pid for single-copy reads)
 // and acknowledges; once every incoming ring is acknowledged, it unlinks the names (nothing
 // is left in /dev/shm, even after a crash). Single-copy (TFRING_SHM_CMA): the local peers
-// the roster marks as taking part (RosterEntry::shm_cma) probe whether they can read each
+// whose cards mark them as taking part (PeerCard::shm_cma) probe whether they can read each
 // other's memory and publish the answer; a writer posts large sends only where the answer
 // is yes.
 //
 // Store requests per rank with local peers: 4 (two "done" keys, two waits), whatever the
-// number of local peers (with TFRING_SHM_CMA, 2 more per local peer); ring names come from the
-// roster's shm tokens. A peer that never gets there is named by the wait's timeout.
+// number of local peers (with TFRING_SHM_CMA, 2 more per local peer), and a read of each
+// local peer's card not read yet: ring names come from the cards' shm tokens. A peer that never gets there is named by the wait's timeout.
 Status SharedMemorySetup::Run(Store& store, Deadline deadline, Result* out) {
   const CommunicatorOptions& opt = opt_;
   const int rank = opt.rank, size = opt.size;
@@ -128,12 +128,16 @@ Status SharedMemorySetup::Run(Store& store, Deadline deadline, Result* out) {
     }
   }
   if (rings.empty()) return Status::OK();
-  TFRING_RETURN_IF_ERROR(CreateAndOpenRings(rings, local, roster_, rank, cma, store, deadline));
+  std::map<int, PeerCard>& cards = local_cards_;
+  for (int p : local) TFRING_RETURN_IF_ERROR(directory_.Card(p, deadline, &cards[p]));
+  cards[rank] = PeerCard{};
+  TFRING_RETURN_IF_ERROR(directory_.Card(rank, deadline, &cards[rank]));
+  TFRING_RETURN_IF_ERROR(CreateAndOpenRings(rings, local, cards, rank, cma, store, deadline));
   if (!cma) return Status::OK();  // nothing below applies: no single-copy reads
   return ExchangeCmaReadability(local, store, deadline, out);
 }
 
-// Readability is exchanged only with local peers that take part too (the roster says
+// Readability is exchanged only with local peers that take part too (their cards say
 // which); a pair with a rank that has single-copy off uses the rings both ways. Each reader
 // probes its writers and publishes the answer (2 store requests per such peer); a writer
 // posts large sends only where the answer is yes. With CmaMode::kOn, a pair that cannot
@@ -141,13 +145,12 @@ Status SharedMemorySetup::Run(Store& store, Deadline deadline, Result* out) {
 Status SharedMemorySetup::ExchangeCmaReadability(const std::vector<int>& local, Store& store, Deadline deadline,
                                                 Result* out) {
   const CommunicatorOptions& opt = opt_;
-  const std::vector<RosterEntry>& roster = roster_;
   const int rank = opt.rank;
   auto key = [](int from, int to) { return "shm/" + std::to_string(from) + "to" + std::to_string(to); };
   std::vector<int> cma_local;
   Status required;  // CmaMode::kOn and a pair that cannot use it
   for (int p : local) {
-    const RosterEntry& peer = roster[static_cast<size_t>(p)];
+    const PeerCard& peer = local_cards_.at(p);
     if (TakesPartInSingleCopy(peer, facts_)) {
       cma_local.push_back(p);
     } else if (peer.shm_cma && opt.cma == CmaMode::kOn && required.ok()) {

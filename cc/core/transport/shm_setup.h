@@ -5,7 +5,8 @@
 // Every rank creates one incoming ring per local peer, opens its peers' rings for its
 // outgoing side and unlinks the names once all are open (nothing stays in /dev/shm, even
 // after a crash): 4 store requests per rank with local peers, 2 more per local peer with
-// single-copy reads. Blocking, bounded by the deadline given to Run; a peer that never gets
+// single-copy reads, and one read of each local peer's card (its ring token) unless this
+// rank read it already (peer_directory.h). Blocking, bounded by the deadline given to Run; a peer that never gets
 // there is named by the wait's timeout. Used once, by the thread that runs Create; the
 // rings and facts it returns become the caller's (the Communicator's links own them). It
 // keeps references to what it is built from, which must outlive it.
@@ -14,6 +15,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -22,6 +24,7 @@
 #include "rendezvous/store.h"
 #include "transport/communicator_options.h"
 #include "transport/control_tree.h"
+#include "transport/peer_directory.h"
 #include "transport/roster_facts.h"
 #include "transport/shm_ring.h"
 
@@ -44,7 +47,7 @@ class SharedMemorySetup {
   };
 
   SharedMemorySetup(const CommunicatorOptions& options, const ControlTree& tree, const RosterFacts& facts,
-                    const std::vector<RosterEntry>& roster);
+                    PeerDirectory& directory);
 
   // With CmaMode::kOn, fails naming both ranks and the setting when a local pair cannot
   // read each other's memory.
@@ -56,7 +59,8 @@ class SharedMemorySetup {
   const CommunicatorOptions& opt_;
   const ControlTree& tree_;
   const RosterFacts& facts_;
-  const std::vector<RosterEntry>& roster_;
+  PeerDirectory& directory_;
+  std::map<int, PeerCard> local_cards_;  // this host's other ranks' cards, read by Run
 };
 
 }  // namespace tfring
