@@ -45,7 +45,6 @@ struct PeerCard {
   bool shm_cma = false;    // takes part in single-copy reads (TFRING_SHM_CMA auto or 1): only
                            // such peers exchange readability through the store
   bool shm_cma_required = false;  // TFRING_SHM_CMA=1 (auto declines where ranks outnumber CPUs)
-  bool shm_cma_required = false;  // TFRING_SHM_CMA=1 (auto declines where ranks outnumber CPUs)
 
   std::string Encode() const;
   static bool Decode(const std::string& bytes, PeerCard* out);
