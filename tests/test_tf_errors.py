@@ -100,7 +100,10 @@ def _interrupt_when_ready(script, mode, timeout=60):
         path = os.path.join(tmp, "job.py")
         with open(path, "w") as f:
             f.write(script)
-        proc = subprocess.Popen([*LAUNCHER, "-np", "2", *rank_python(script), path, mode], env=job_env(),
+        # Fresh ranks (fork=False): a fork-server rank gets its signal relayed by its stand-in
+        # process a few ms late, so rank 1 could leave before rank 0's SIGINT arrived and rank
+        # 0 then failed on the peer's exit instead (seen once on a fresh clone).
+        proc = subprocess.Popen([*LAUNCHER, "-np", "2", *rank_python(script, fork=False), path, mode], env=job_env(),
                                 cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)
         lines, ready = [], threading.Event()
