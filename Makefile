@@ -63,9 +63,9 @@ fresh-clone-check:
 # every rank within seconds) are not run starved beside pytest. Rank processes of the
 # Python tests that import TensorFlow are forks of one server per pytest worker
 # (tests/fork_server.py): each skips ~6 CPU-s of TensorFlow+Keras import. Measured
-# 2026-12-05 on a fresh clone (lab/records/test_suite.md): 1,045 s wall on a quiet machine
-# (pytest 654 s, sanitizer runs 182 s, 1.72 of 2 CPUs busy), against 1,831 s (2026-11-29)
-# before the fork server.
+# 2026-12-05 on a fresh clone (lab/records/test_suite.md): 946 s wall on a quiet machine
+# (install 181 s, pytest 590 s with 559 passed, sanitizer runs 175 s), against 1,831 s
+# (2026-11-29) before the fork server.
 # The plain C++ build (`make cctest`, for quick local runs) is not a phase: ASan+UBSan runs
 # the same tests on the same -O1 core.
 TEST_PHASES_FIRST := install lint
