@@ -132,8 +132,8 @@ void Job::TuneSpinning() {
   // share its CPUs, and their ranks spinning starved each other (8 ranks on 2 cores as 4
   // hosts of 2: 8-byte allreduce 15-17x the 2x1 latency spinning, 5.4x not).
   const int ranks = std::max(id_.local_size, comm_->machine_ranks());
-  const int cpus = comm_->machine_cpus() > 0 ? comm_->machine_cpus() : comm_->host_cpus();
-  if (config_.IsSet("TFRING_SPIN_US") || cpus <= 0 || ranks <= cpus) return;
+  if (config_.IsSet("TFRING_SPIN_US") || !comm_->facts().Outnumbered(ranks)) return;
+  const int cpus = comm_->facts().usable_cpus();
   TFRING_LOG(LogLevel::kInfo, "runtime", ranks << " ranks on this machine share " << cpus
                                              << " CPUs: waits do not spin (TFRING_SPIN_US=0; set it to override)");
   spin_us_ = 0;

@@ -114,13 +114,11 @@ class Communicator {
   // Every host has the same number of ranks (host = CommunicatorOptions::host_id). Const
   // after Create(); any thread.
   bool homogeneous() const { return facts_.homogeneous(); }
-  // How many CPUs this host's ranks may run on between them: the union of their affinity
-  // masks (CommunicatorOptions::cpus). Const after Create(); any thread.
-  int host_cpus() const { return facts_.host_cpus; }
-  // The same for the machine: the ranks on this kernel (same hostname and boot id, whatever
-  // their TFRING_CROSS_RANK: emulated hosts share one) and the union of their CPU masks.
+  // The ranks on this kernel (same hostname and boot id, whatever their TFRING_CROSS_RANK:
+  // emulated hosts share one), and the roster's facts about their CPUs (usable_cpus,
+  // Outnumbered: roster_facts.h). Const after Create(); any thread.
   int machine_ranks() const { return facts_.machine_ranks; }
-  int machine_cpus() const { return facts_.machine_cpus; }
+  const RosterFacts& facts() const { return facts_; }
   // The host id of every rank (CommunicatorOptions::host_id, exchanged at Create()). Const
   // after Create(); any thread.
   const std::vector<std::string>& host_ids() const { return facts_.host_ids; }

@@ -32,7 +32,7 @@ struct CommunicatorOptions {
   size_t shm_ring_bytes = 4 << 20;            // per direction, power of two
   bool shm_control = true;                    // control messages through shared memory too
   std::string host_id;                        // ranks with equal ids share memory
-  std::vector<int> cpus;                      // this process's CPU affinity mask (host_cpus())
+  std::vector<int> cpus;                      // this process's CPU affinity mask (RosterFacts::host_cpus)
   // Settings that change what goes on the wire, as one string ("NAME=value;..."): Create()
   // fails, naming the rank and both values, when a rank's differs from rank 0's.
   std::string must_match;

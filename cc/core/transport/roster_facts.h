@@ -27,6 +27,14 @@ struct RosterFacts {
   int machine_ranks = 1;  // ranks on this kernel (emulated hosts share one)
   int machine_cpus = 0;   // the union of their CPU masks
 
+  // The CPUs this machine's ranks may run on (machine_cpus; this host's where the machine's
+  // is unknown); 0 when neither is known.
+  int usable_cpus() const { return machine_cpus > 0 ? machine_cpus : host_cpus; }
+  // `ranks` ranks would outnumber those CPUs (unknown CPUs count as enough): the one rule
+  // that turns waits' spinning off (Job::TuneSpinning) and keeps TFRING_SHM_CMA=auto on
+  // the rings (shm_setup.cc).
+  bool Outnumbered(int ranks) const { return usable_cpus() > 0 && ranks > usable_cpus(); }
+
   // Before the roster: every rank on this rank's host, nothing else known.
   static RosterFacts Alone(const CommunicatorOptions& options);
   // From the layout rank 0 published (this rank's host and machine: `options.rank`'s).

@@ -65,13 +65,6 @@ Status CreateAndOpenRings(const std::vector<RingSlot>& rings, const std::vector<
   return Status::OK();
 }
 
-// More ranks on this machine than CPUs they may run on (the rule of Job::TuneSpinning;
-// unknown CPU masks count as enough).
-bool RanksOutnumberCpus(const RosterFacts& facts) {
-  const int cpus = facts.machine_cpus > 0 ? facts.machine_cpus : facts.host_cpus;
-  return cpus > 0 && facts.machine_ranks > cpus;
-}
-
 // Whether a rank whose card is `e` reads single-copy: TFRING_SHM_CMA=1 always (if
 // the kernel lets it), auto only where every rank on the machine has a CPU of its own. A
 // single-copy read is one copy by the receiver while the sender waits; the ring splits the
@@ -81,7 +74,7 @@ bool RanksOutnumberCpus(const RosterFacts& facts) {
 // Every rank computes this for every local peer from its card and the layout, so the pairs agree
 // without asking the store (the machine's counts are the same on each of its ranks).
 bool TakesPartInSingleCopy(const PeerCard& e, const RosterFacts& facts) {
-  return e.shm_cma && (e.shm_cma_required || !RanksOutnumberCpus(facts));
+  return e.shm_cma && (e.shm_cma_required || !facts.Outnumbered(facts.machine_ranks));
 }
 
 }  // namespace
@@ -113,10 +106,10 @@ Status SharedMemorySetup::Run(Store& store, Deadline deadline, Result* out) {
   for (int p = 0; p < size; ++p) {
     if (p != rank && facts_.host_ids[p] == opt.host_id) local.push_back(p);
   }
-  const bool cma = opt.cma == CmaMode::kOn || (opt.cma == CmaMode::kAuto && !RanksOutnumberCpus(facts_));
+  const bool cma = opt.cma == CmaMode::kOn || (opt.cma == CmaMode::kAuto && !facts_.Outnumbered(facts_.machine_ranks));
   if (cma && !local.empty()) AllowCmaReaders();
   if (opt.cma == CmaMode::kAuto && !cma && !local.empty()) {
-    TFRING_LOG(LogLevel::kDebug, "transport", facts_.machine_ranks << " ranks share " << facts_.machine_cpus
+    TFRING_LOG(LogLevel::kDebug, "transport", facts_.machine_ranks << " ranks share " << facts_.usable_cpus()
                    << " CPUs: no single-copy reads (TFRING_SHM_CMA=auto), the rings carry every send");
   }
   // Data rings with every local peer; control rings with control-tree neighbours only.
@@ -157,7 +150,7 @@ Status SharedMemorySetup::ExchangeCmaReadability(const std::vector<int>& local, 
       required = Status::Unimplemented(
           "TFRING_SHM_CMA=1 but rank " + std::to_string(p) + " has TFRING_SHM_CMA=auto, which reads "
           "single-copy only where every rank has a CPU of its own, and " + std::to_string(facts_.machine_ranks) +
-          " ranks share " + std::to_string(facts_.machine_cpus) + " CPUs on this machine: set "
+          " ranks share " + std::to_string(facts_.usable_cpus()) + " CPUs on this machine: set "
           "TFRING_SHM_CMA=1 on every rank, or auto or 0 here");
     } else if (opt.cma == CmaMode::kOn && required.ok()) {
       required = Status::Unimplemented("TFRING_SHM_CMA=1 but rank " + std::to_string(p) +
