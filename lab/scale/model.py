@@ -172,21 +172,35 @@ def cards_at_init(n, fanout=CONTROL_FANOUT, lazy=None, local_size=1, shm=False):
     peer): with lazy data connections a rank dials its control-tree parent and lower ring
     neighbour (rank n-1 also rank 0, its upper one), with the full mesh every lower rank;
     with shared memory it also reads its host's other ranks' (hosts of ``local_size``
-    consecutive ranks). cc/tests/roster_test.cc counts them."""
+    consecutive ranks). cc/tests/roster_test.cc counts them. Counted with arrays over the
+    ranks (the model's searches call it at up to millions of ranks): each rank's dialled
+    peers, less those on its own host, plus its host's other ranks."""
+    n = int(n)
     if n <= 1:
         return 0
-    mesh = not lazy_data(n, lazy=lazy)
-    total = 0
-    for r in range(n):
-        if mesh:
-            peers = set(range(r))
-        else:
-            peers = {control_parent(r, n, fanout), r - 1} | ({0} if r == n - 1 else set())
-        if shm and local_size > 1:
-            first = r // local_size * local_size
-            peers |= set(range(first, min(first + local_size, n))) - {r}
-        total += len(peers - {-1})
-    return total
+    r = np.arange(n, dtype=np.int64)
+    if shm and local_size > 1:
+        first = r // local_size * local_size
+        host_size = np.minimum(first + local_size, n) - first
+    else:
+        first, host_size = r, np.ones(n, dtype=np.int64)  # a host of one rank: itself
+
+    def off_host(peer):
+        return (peer >= 0) & ((peer < first) | (peer >= first + host_size))
+
+    if not lazy_data(n, lazy=lazy):  # the mesh: every lower rank
+        lower_on_host = np.clip(r - first, 0, None)
+        return int(np.sum(r - lower_on_host + host_size - 1))
+    if fanout <= 0 or fanout >= n - 1:
+        parent = np.where(r == 0, -1, 0)
+    else:
+        parent = np.where(r == 0, -1, (r - 1) // max(fanout, 1))
+    below = r - 1  # -1 for rank 0: none
+    wrap = np.where(r == n - 1, 0, -1)  # the last rank's upper ring neighbour, rank 0
+    count = off_host(parent).astype(np.int64)
+    count += off_host(below) & (below != parent)
+    count += off_host(wrap) & (wrap != parent) & (wrap != below)
+    return int(np.sum(count + host_size - 1))
 
 
 def store_requests_today(n, local_size=1, shm=False, design=CONTROL_PLANE, init=INIT_EXCHANGE):
@@ -205,7 +219,7 @@ def store_requests_today(n, local_size=1, shm=False, design=CONTROL_PLANE, init=
     if n <= 1:
         return 0
     if design == "star":
-        total = sum(3 + r + (n - 1) for r in range(n)) + 1 + (n - 1)
+        total = 3 * n + n * (n - 1) // 2 + n * (n - 1) + 1 + (n - 1)  # sum over r of 3 + r + (n - 1)
     elif init == "roster":
         total = n + 3 * n - 2
     else:
