@@ -145,6 +145,11 @@ TSAN_GTEST_ARGS := --gtest_filter=-$(subst $(eval) ,:,$(strip $(TSAN_SKIP)))
 # sanitizer check still runs on the same core code.
 CCTEST_TEST_OPT_ASAN := -O0
 CCTEST_TEST_OPT_TSAN := -O0
+# Except the harness whose loops are the runs: collectives_test.cc's every-dtype sweeps make
+# inputs and compute expected results for 100,003-element cases at up to 8 ranks, ~88% of the
+# ASan+UBSan run's time. At -O1 (measured 2026-12-05, np=8 cases): the ASan+UBSan run of them
+# 10.4 -> 6.4 CPU-s, TSan's 29 -> 21, for +10.6 CPU-s (ASan) and +0 (TSan) of compile.
+CCTEST_TEST_OPT_O1 := collectives_test
 
 # $(1): build folder, $(2): name of the variable holding the sanitizer flags, $(3): name of
 # the variable holding extra flags for cc/tests' files (empty: the same as the core's).
@@ -152,14 +157,14 @@ CCTEST_TEST_OPT_TSAN := -O0
 define CCTEST_VARIANT
 $(1)/.flags: FORCE
 	@mkdir -p $(1)
-	@echo '$$(CXX) $$(CCTEST_CXXFLAGS) $$($(2)) tests: $$($(3))' | cmp -s - $$@ || \
-	  echo '$$(CXX) $$(CCTEST_CXXFLAGS) $$($(2)) tests: $$($(3))' > $$@
+	@echo '$$(CXX) $$(CCTEST_CXXFLAGS) $$($(2)) tests: $$($(3)) -O1: $$(CCTEST_TEST_OPT_O1)' | cmp -s - $$@ || \
+	  echo '$$(CXX) $$(CCTEST_CXXFLAGS) $$($(2)) tests: $$($(3)) -O1: $$(CCTEST_TEST_OPT_O1)' > $$@
 $(1)/%.o: cc/%.cc $(1)/.flags
 	@mkdir -p $$(@D)
 	$$(CXX) $$(CCTEST_CXXFLAGS) $$($(2)) -c $$< -o $$@
 $(1)/tests/%.o: cc/tests/%.cc $(1)/.flags
 	@mkdir -p $$(@D)
-	$$(CXX) $$(CCTEST_CXXFLAGS) $$($(2)) $$($(3)) -c $$< -o $$@
+	$$(CXX) $$(CCTEST_CXXFLAGS) $$($(2)) $$(if $$(filter $$*,$$(CCTEST_TEST_OPT_O1)),-O1,$$($(3))) -c $$< -o $$@
 $(1)/tfring_tests: $$(patsubst cc/%.cc,$(1)/%.o,$$(CCTEST_SRCS))
 	$$(CXX) $$($(2)) $$^ -o $$@ $$(CCTEST_LDLIBS)
 -include $$(patsubst cc/%.cc,$(1)/%.d,$$(CCTEST_SRCS))
