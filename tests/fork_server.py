@@ -29,6 +29,7 @@ Run as ``python tests/fork_server.py SOCKET_PATH``; prints ``READY`` when it acc
 
 import json
 import os
+import select
 import signal
 import socket
 import struct
@@ -137,6 +138,15 @@ def _become_rank(conn, request, fds):
     return script
 
 
+def _exit_when_parent_leaves(parent_pidfd):
+    """Blocks until the pytest process that started this server is gone (killed, or its run
+    interrupted before the session fixture stopped the server), then exits: a server left
+    behind holds ~500 MB and a CPU's worth of imports for nothing. Running children are
+    killed by their clients' departure (_kill_when_client_leaves), not by this."""
+    select.select([parent_pidfd], [], [])
+    os._exit(0)
+
+
 def serve(path):
     """Accepts clients until killed; returns (in a forked child only) the script to run."""
     for name in PRELOAD:
@@ -144,6 +154,9 @@ def serve(path):
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(64)
+    parent = os.pidfd_open(os.getppid())
+    _open_fds.add(parent)
+    threading.Thread(target=_exit_when_parent_leaves, args=(parent,), daemon=True).start()
     print("READY", flush=True)
     while True:
         conn, _ = listener.accept()
