@@ -147,7 +147,9 @@ TEST(AutotunerTest, NeverTunesHierarchicalBlocksOnOneHost) {
   ASSERT_STREQ(Tunables()[block].setting, "TFRING_HIERARCHICAL_BLOCK_BYTES");
   for (int i = 0; i < 200 && !tuner.done(); ++i) {
     t += std::chrono::milliseconds(1);
-    if (auto v = tuner.Observe(Step({"a"}, 8), t)) EXPECT_EQ((*v)[block], 2097152);
+    if (auto v = tuner.Observe(Step({"a"}, 8), t)) {
+      EXPECT_EQ((*v)[block], 2097152);
+    }
   }
   EXPECT_TRUE(tuner.done());
 }
