@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "base/logging.h"
+#include "base/spin_budget.h"
 #include "rendezvous/memory_store.h"
 #include "runtime/validate_submission.h"
 
@@ -16,6 +17,10 @@ namespace {
 
 constexpr double kRefineCauseWindowS = 0.3;
 constexpr int kIdleWakeMs = 1000;  // the stall inspector's period
+// The longest the background thread keeps spinning while the CPU it yields is busy with
+// other threads (SpinBudget; at least TFRING_SPIN_US): longer than a tf.function call's
+// own overhead (~100 us), shorter than a training step's compute.
+constexpr auto kMaxYieldingSpin = std::chrono::milliseconds(1);
 
 std::string HostOf(const std::string& host_port) {
   auto colon = host_port.rfind(':');
@@ -356,25 +361,37 @@ void Job::WaitForWork() {
   // 30-120 us to wake on these machines). It yields between looks: the thread it waits for
   // (the caller, or TF's executor, bound to the same core) then runs at once instead of at
   // the end of this one's time slice (measured, np=2 bound, 8-byte allreduce: without the
-  // yield a tenth of the calls slept and took ~100 us).
+  // yield a tenth of the calls slept and took ~100 us). Its budget is its own spinning
+  // (SpinBudget): while those threads prepare the next call it stays awake, up to
+  // kMaxYieldingSpin of wall time, and never past the negotiator's next due time.
   // Control messages in shared memory are invisible to poll(): looked at in the spin, and
   // announced sleeping around the blocking poll (the writer then rings on TCP).
   const bool watch_shm = !is_broken;
   auto work_pending = [&] {
     return queued_.load(std::memory_order_seq_cst) > 0 || (watch_shm && control_->ShmPending());
   };
+  using Clock = SpinBudget::Clock;
+  const auto start = Clock::now();
+  const auto due = start + std::chrono::microseconds(timeout_us);
+  const auto spin = std::chrono::microseconds(spin_us_);
+  SpinBudget budget(start, spin, std::min<Clock::duration>(std::max<Clock::duration>(spin, kMaxYieldingSpin),
+                                                           due - start));
   int rc = 0;
-  auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);
   if (spin_us_ > 0) spinning_.store(true, std::memory_order_seq_cst);
+  bool more = true;
   do {
     if (work_pending()) break;
     rc = poll(fds.data(), fds.size(), 0);
-    if (rc == 0) sched_yield();
-  } while (rc == 0 && std::chrono::steady_clock::now() < spin_until && !stop_requested_.load());
+    if (rc != 0) break;
+    const auto yield_start = Clock::now();
+    sched_yield();
+    more = budget.Continue(yield_start, Clock::now());
+  } while (more && !stop_requested_.load());
   spinning_.store(false, std::memory_order_seq_cst);
   if (work_pending()) return;  // a submission that saw `spinning_` did not write wake_fd_
-  if (rc == 0 && timeout_us > 0) {
-    rc = watch_shm ? control_->PollAsleep(&fds, timeout_us) : PollMicros(&fds, timeout_us);
+  const int64_t left_us = std::chrono::duration_cast<std::chrono::microseconds>(due - Clock::now()).count();
+  if (rc == 0 && left_us > 0) {
+    rc = watch_shm ? control_->PollAsleep(&fds, left_us) : PollMicros(&fds, left_us);
   }
   if (rc > 0 && (fds[0].revents & POLLIN)) {
     uint64_t value;
