@@ -83,6 +83,19 @@ def test_workers_get_huge_pages_for_malloc_unless_the_user_set_them():
     assert jobenv.malloc_huge_pages("glibc.malloc.hugetlbx=0") == "glibc.malloc.hugetlbx=0:glibc.malloc.hugetlb=1"
 
 
+def test_elastic_workers_get_huge_pages_for_malloc_too():
+    from tfring._elastic import launch as elastic_launch
+
+    class Store:
+        def env(self):
+            return {"TFRING_STORE_ADDR": "127.0.0.1:5"}
+
+    env = elastic_launch._worker_env({"PATH": "/bin"}, {}, Store(), "w0", "localhost", 5.0)
+    assert env["GLIBC_TUNABLES"] == "glibc.malloc.hugetlb=1"
+    env = elastic_launch._worker_env({"GLIBC_TUNABLES": "glibc.malloc.hugetlb=0"}, {}, Store(), "w0", "localhost", 5.0)
+    assert env["GLIBC_TUNABLES"] == "glibc.malloc.hugetlb=0"
+
+
 def test_options_from_python_are_the_command_lines_namespace():
     """tfring.run's way in (args.options): the namespace tfringrun's command line gives,
     the same conversions and the same refusals, without a command line."""
