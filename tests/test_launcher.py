@@ -13,7 +13,7 @@ import pytest
 
 from tests.helpers import LAUNCHER, REPO_ROOT, format_job_output, job_env, rank_output, run_job
 from tfring._runner import args as args_lib
-from tfring._runner import hosts, settings
+from tfring._runner import hosts, jobenv, settings
 from tfring._runner.blame import Blame
 from tfring._runner.supervisor import Failure
 
@@ -70,6 +70,30 @@ def test_command_line_keeps_the_worker_command_untouched():
     for bad in (["-np", "2"], ["python", "x.py"], ["-np", "2", "--grace-period-s", "-1", "python"]):
         with pytest.raises(args_lib.UsageError):
             args_lib.parse(bad)
+
+
+def test_workers_get_huge_pages_for_malloc_unless_the_user_set_them():
+    slot = hosts.plan(None, 1)[0]
+    env = jobenv.worker_env({"PATH": "/bin"}, slot, {}, "127.0.0.1:5", "s" * 64)
+    assert env["GLIBC_TUNABLES"] == "glibc.malloc.hugetlb=1"
+    env = jobenv.worker_env({"GLIBC_TUNABLES": "glibc.malloc.arena_max=2"}, slot, {}, "127.0.0.1:5", "s" * 64)
+    assert env["GLIBC_TUNABLES"] == "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"
+    for theirs in ("glibc.malloc.hugetlb=0", "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=2"):
+        assert jobenv.malloc_huge_pages(theirs) == theirs
+    assert jobenv.malloc_huge_pages("glibc.malloc.hugetlbx=0") == "glibc.malloc.hugetlbx=0:glibc.malloc.hugetlb=1"
+
+
+def test_elastic_workers_get_huge_pages_for_malloc_too():
+    from tfring._elastic import launch as elastic_launch
+
+    class Store:
+        def env(self):
+            return {"TFRING_STORE_ADDR": "127.0.0.1:5"}
+
+    env = elastic_launch._worker_env({"PATH": "/bin"}, {}, Store(), "w0", "localhost", 5.0)
+    assert env["GLIBC_TUNABLES"] == "glibc.malloc.hugetlb=1"
+    env = elastic_launch._worker_env({"GLIBC_TUNABLES": "glibc.malloc.hugetlb=0"}, {}, Store(), "w0", "localhost", 5.0)
+    assert env["GLIBC_TUNABLES"] == "glibc.malloc.hugetlb=0"
 
 
 def test_options_from_python_are_the_command_lines_namespace():
