@@ -72,7 +72,9 @@ Status Communicator::Create(const CommunicatorOptions& opt, std::shared_ptr<Stor
     LogInitPhase("shm");
   }
   if (lazy_data) {
-    comm->lazy_ = std::make_unique<LazyConnections>(opt, PeerHandshake(opt, comm->directory_), comm->facts_,
+    PeerCard mine;  // this rank's own: from memory
+    TFRING_RETURN_IF_ERROR(comm->directory_->Card(opt.rank, deadline, &mine));
+    comm->lazy_ = std::make_unique<LazyConnections>(opt, PeerHandshake(opt, comm->directory_), comm->facts_, mine,
                                                     &comm->aborted_);
     comm->lazy_->Start(std::move(listener));
   }
