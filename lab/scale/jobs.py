@@ -140,6 +140,11 @@ def summarize(job):
         "rank0_rss_mb": r0["memory_kb"]["VmRSS"] / 1024,
         "other_rss_mb_median": _median([d["memory_kb"]["VmRSS"] / 1024 for d in others]),
         "rss_mb_total": sum(d["memory_kb"]["VmRSS"] for d in ranks) / 1024,
+        # shared-memory rings mapped after init (each ring once per end) and their pages touched
+        "ring_maps_max": max((d["memory_kb"].get("ring_maps", 0) for d in ranks), default=None),
+        "ring_maps_total": sum(d["memory_kb"].get("ring_maps", 0) for d in ranks),
+        "rss_shmem_mb_median": _median([d["memory_kb"].get("RssShmem", 0) / 1024 for d in ranks]),
+        "vm_size_mb_median": _median([d["memory_kb"].get("VmSize", 0) / 1024 for d in ranks]),
     }
     row.update(store_traffic(ranks))
     if "latency_8b_s" in r0:

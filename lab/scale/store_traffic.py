@@ -57,6 +57,9 @@ def main():
                 f"{row.get('store_bytes_read_busy_rank0_per_s', float('nan')):,.0f}), written "
                 f"{row.get('store_bytes_written_busy_per_s', float('nan')):,.0f} B/s; init {row['init_call_s']:.2f} s "
                 f"({row['init_after_last_call_s']:.2f} s after the last rank's call)")
+        run.log(f"  rings mapped: busiest rank {row['ring_maps_max']}, all ranks {row['ring_maps_total']}; "
+                f"per rank (median): RSS {row['other_rss_mb_median']:.1f} MB, of it shared "
+                f"{row['rss_shmem_mb_median']:.2f} MB, address space {row['vm_size_mb_median']:.0f} MB")
         for event, (lo, mid, hi) in row["init_timeline"].items():
             run.log(f"  {event:16} after launch: first {lo:7.2f} s, median {mid:7.2f} s, last {hi:7.2f} s")
     path = os.path.join(run.RESULTS, f"scale_store_traffic_{args.name}.json")

@@ -120,7 +120,7 @@ Status ShmPairing::Answer(int peer, ParkedConnection* c) const {
   }
   const std::string token = offer.substr(0, a);
   const bool peer_cma = offer[a + 1] == '1', peer_requires = offer[b + 1] == '1';
-  const std::string from_peer = RingName(token, rank, peer), to_peer = RingName(token, peer, rank);
+  const std::string from_peer = RingName(token, peer, rank), to_peer = RingName(token, rank, peer);
   Status opened = ShmRing::Open(from_peer, &c->rx);
   if (opened.ok()) opened = ShmRing::Open(to_peer, &c->tx);
   shm_unlink(from_peer.c_str());  // both ends hold them now (or never will): nothing stays in /dev/shm
