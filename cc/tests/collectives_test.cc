@@ -225,7 +225,9 @@ TEST_P(CollectivesTest, LazyConnectionsOpenOnlyWhatTheAlgorithmUses) {
     EXPECT_EQ(mesh_[r].data_connections(), size() == 2 ? 1 : 2) << "rank " << r << ": its two ring neighbours";
     EXPECT_EQ(mesh_[r].shm_peers(), GetParam().shm ? mesh_[r].data_connections() : 0) << "rank " << r;
     EXPECT_EQ(mesh_[r].cma_peers(), GetParam().cma_min_bytes > 0 ? mesh_[r].data_connections() : 0) << "rank " << r;
-    if (GetParam().shm) EXPECT_TRUE(mesh_[r].peek(mesh_[r].right()).shm()) << "rank " << r;
+    if (GetParam().shm) {
+      EXPECT_TRUE(mesh_[r].peek(mesh_[r].right()).shm()) << "rank " << r;
+    }
   }
 }
 
