@@ -1,6 +1,7 @@
 """The core runtime through the NumPy API: single process in-process, and 2-3 real
 processes started by the launcher (each job has a hard timeout)."""
 
+import json
 import os
 import re
 import subprocess
@@ -241,6 +242,35 @@ def test_wildcard_bind_address_advertises_a_reachable_one():
     assert "rank 1: 20 collectives OK" in result.stdout
     advertised = re.findall(r"data listener on 0\.0\.0\.0:\d+, advertised as (\S+):\d+", result.stderr)
     assert advertised == ["127.0.0.1", "127.0.0.1"], result.stderr[-3000:]
+
+
+LAZY_RINGS = """
+import json
+import numpy as np
+import tfring
+tfring.init()
+r, n = tfring.rank(), tfring.size()
+def ring_peers():
+    return sorted(int(p) for p, link in tfring.stats()["links"].items() if int(p) != r and link["shared_memory"])
+before = ring_peers()
+y = tfring.allreduce(np.full(1 << 18, r + 1, np.float32), op=tfring.Sum, name="big")
+assert np.all(y == n * (n + 1) / 2), y[:4]
+print("RINGS", r, json.dumps({"before": before, "after": ring_peers()}), flush=True)
+tfring.shutdown()
+"""
+
+
+@pytest.mark.multiprocess
+@pytest.mark.timeout(90)
+def test_shared_memory_rings_are_made_on_first_use_with_lazy_connections():
+    # Past the full mesh (here forced at 4 ranks) a local pair's rings come with its first
+    # transfer: none after init, then only the ring allreduce's two neighbours.
+    result = run_job(4, LAZY_RINGS, timeout=75, env={"TFRING_DATA_CONNECTIONS": "lazy",
+                                                      "TFRING_ALGORITHM": "allreduce=ring"})
+    got = {int(m.group(1)): json.loads(m.group(2)) for m in re.finditer(r"RINGS (\d) (\{.*\})", result.stdout)}
+    assert sorted(got) == [0, 1, 2, 3], result.stdout[-2000:]
+    for r, peers in got.items():
+        assert peers == {"before": [], "after": sorted({(r + 1) % 4, (r + 3) % 4})}, (r, peers)
 
 
 GPU_LIBRARY_FROM_INIT = """

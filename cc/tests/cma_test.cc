@@ -121,15 +121,19 @@ TEST(CmaThresholdTest, SegmentsAroundTheThresholdForWorldSizes2To5) {
 
 // A rank with single-copy off next to ranks with it on auto: pairs involving it use the
 // rings in both directions, the others single-copy; results are right either way.
-TEST(CmaModesTest, MixedSettingsFallBackPerPair) {
+class CmaModesTest : public ::testing::TestWithParam<bool> {};  // lazy data connections
+
+TEST_P(CmaModesTest, MixedSettingsFallBackPerPair) {
   Mesh mesh;
   MeshOptions o;
+  o.lazy_data = GetParam();  // lazily, each pair's probe comes with its first use (shm_pairing.h)
   o.size = 3;
   o.shm = true;
   o.cma_min_bytes = 1024;
   o.cma_per_rank = {CmaMode::kOff, CmaMode::kAuto, CmaMode::kAuto};
   TFRING_ASSERT_OK(MakeMesh(o, &mesh));
   EXPECT_EQ(mesh[0].cma_peers(), 0);
+  EXPECT_EQ(mesh[1].cma_peers(), GetParam() ? 0 : 1);
   EXPECT_EQ(mesh[1].data(0).cma_pid(), 0);
   EXPECT_GT(mesh[1].data(2).cma_pid(), 0);
   EXPECT_EQ(mesh[1].data(0).cma_min_bytes(), SIZE_MAX);  // rank 0 does not read: no posts to it
@@ -147,9 +151,14 @@ TEST(CmaModesTest, MixedSettingsFallBackPerPair) {
   ExpectAllOk(statuses, "mixed settings");
   EXPECT_GT(mesh[2].data(1).cma_bytes_received(), 0u);  // 1 -> 2 went single-copy
   EXPECT_EQ(mesh[1].data(0).cma_bytes_received(), 0u);
+  EXPECT_EQ(mesh[0].shm_peers(), 2);  // rings with everyone, single-copy with no one
+  EXPECT_EQ(mesh[0].cma_peers(), 0);
 }
 
-TEST(CmaModesTest, RequiredButRefusedByThePeerFailsNamingTheSetting) {
+INSTANTIATE_TEST_SUITE_P(Connections, CmaModesTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "lazy" : "all"; });
+
+TEST(CmaRequiredTest, RequiredButRefusedByThePeerFailsNamingTheSetting) {
   Mesh mesh;
   MeshOptions o;
   o.size = 2;
@@ -157,6 +166,29 @@ TEST(CmaModesTest, RequiredButRefusedByThePeerFailsNamingTheSetting) {
   o.cma_per_rank = {CmaMode::kOff, CmaMode::kOn};  // rank 0 never publishes its pid
   Status st = MakeMesh(o, &mesh);
   EXPECT_TRUE(HasError(st, ErrorCode::kUnimplemented, {"TFRING_SHM_CMA=1", "rank 0"})) << st.ToString();
+}
+
+// Lazily the same pair fails its first transfer instead, on both ranks, with the message.
+TEST(CmaRequiredTest, LazilyRequiredButRefusedFailsTheFirstTransferNamingTheSetting) {
+  Mesh mesh;
+  MeshOptions o;
+  o.size = 2;
+  o.shm = true;
+  o.lazy_data = true;
+  o.timeout_s = 20;
+  o.cma_per_rank = {CmaMode::kOff, CmaMode::kOn};
+  TFRING_ASSERT_OK(MakeMesh(o, &mesh));
+  auto statuses = RunRanks(2, 60, [&](int r) -> Status {
+    std::vector<float> buf(1 << 16, 1.0f);
+    return RingAllreduce(AllreduceArgs(mesh[r], buf.data(), buf.data(), buf.size(), DataType::kFloat32,
+                                       ReduceOp::kSum, 1 << 16));
+  });  // no abort on failure: each rank fails on its own, its peer's park still answering
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_FALSE(statuses[r].ok()) << "rank " << r;
+    EXPECT_NE(statuses[r].message().find("TFRING_SHM_CMA=1 on rank 1 but rank 0 runs with single-copy reads off"),
+              std::string::npos) << "rank " << r << ": " << statuses[r].ToString();
+  }
+  EXPECT_EQ(mesh[0].shm_peers() + mesh[1].shm_peers(), 0);
 }
 
 }  // namespace

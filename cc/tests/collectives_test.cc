@@ -202,8 +202,10 @@ class CollectivesTest : public ::testing::TestWithParam<MeshParam> {
     }
     Status st = MakeMesh(o, &mesh_);
     ASSERT_TRUE(st.ok()) << st.ToString();
-    ASSERT_EQ(mesh_[0].shm_peers(), o.shm ? o.size - 1 : 0);
-    ASSERT_EQ(mesh_[0].cma_peers(), GetParam().cma_min_bytes > 0 ? o.size - 1 : 0);
+    // Lazily, a pair's rings (and single-copy probe) come with its first transfer.
+    const int at_init = o.lazy_data ? 0 : o.size - 1;
+    ASSERT_EQ(mesh_[0].shm_peers(), o.shm ? at_init : 0);
+    ASSERT_EQ(mesh_[0].cma_peers(), GetParam().cma_min_bytes > 0 ? at_init : 0);
   }
   int size() const { return GetParam().size; }
   // Runs fn on every rank; a hang aborts the mesh and fails the test.
@@ -219,10 +221,14 @@ class CollectivesTest : public ::testing::TestWithParam<MeshParam> {
   Mesh mesh_;
 };
 
-// Lazily, a mesh starts without data connections and a ring opens only its neighbours'.
+// Lazily, a mesh starts without data connections (nor shared-memory rings) and a ring opens
+// only its neighbours', with rings between ranks of one host.
 TEST_P(CollectivesTest, LazyConnectionsOpenOnlyWhatTheAlgorithmUses) {
   if (!GetParam().lazy) GTEST_SKIP() << "a full mesh";
-  for (int r = 0; r < size(); ++r) EXPECT_EQ(mesh_[r].data_connections(), 0) << "rank " << r;
+  for (int r = 0; r < size(); ++r) {
+    EXPECT_EQ(mesh_[r].data_connections(), 0) << "rank " << r;
+    EXPECT_EQ(mesh_[r].shm_peers(), 0) << "rank " << r;
+  }
   std::vector<std::vector<float>> data(size(), std::vector<float>(1 << 16, 1.0f));  // above recursive doubling
   auto statuses = Run([&](int r, Communicator& comm) {
     return RingAllreduce(AllreduceArgs(comm, data[r].data(), data[r].data(), data[r].size(), DataType::kFloat32,
@@ -232,6 +238,11 @@ TEST_P(CollectivesTest, LazyConnectionsOpenOnlyWhatTheAlgorithmUses) {
   for (int r = 0; r < size(); ++r) {
     EXPECT_EQ(data[r][0], static_cast<float>(size()));
     EXPECT_EQ(mesh_[r].data_connections(), size() == 2 ? 1 : 2) << "rank " << r << ": its two ring neighbours";
+    EXPECT_EQ(mesh_[r].shm_peers(), GetParam().shm ? mesh_[r].data_connections() : 0) << "rank " << r;
+    EXPECT_EQ(mesh_[r].cma_peers(), GetParam().cma_min_bytes > 0 ? mesh_[r].data_connections() : 0) << "rank " << r;
+    if (GetParam().shm) {
+      EXPECT_TRUE(mesh_[r].peek(mesh_[r].right()).shm()) << "rank " << r;
+    }
   }
 }
 
@@ -611,6 +622,8 @@ std::vector<MeshParam> AllMeshes() {
   // Data connections made when a collective first needs them (TFRING_DATA_CONNECTIONS).
   for (int n : {3, 5, 8}) out.push_back({n, false, 0, true});
   out.push_back({4, true, 0, true});
+  out.push_back({8, true, 0, true});     // rings made on first use, by the dialling rank
+  out.push_back({5, true, 1024, true});  // and the single-copy probe with them
   return out;
 }
 

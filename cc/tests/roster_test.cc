@@ -10,6 +10,7 @@
 #include <atomic>
 #include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "transport/communicator.h"
@@ -187,25 +188,61 @@ TEST(RosterTest, InitMakesLinearStoreRequestsAndEveryRankKnowsEveryHost) {
 // rank (the ring names follow from the local peers' cards), not a few per local peer (64
 // ranks on one host made ~20,000 requests and took ~1 s longer to init than TCP,
 // lab/records/scaling.md).
+// With lazy data connections only the control rings (control-tree neighbours on the host)
+// are made at init, so a rank waits for and reads the cards of those peers only; its data
+// rings come with each pair's first transfer (shm_pairing.h), with no store request.
 TEST(RosterTest, SharedMemoryRingsCostFourStoreRequestsPerRankWhateverTheLocalPeers) {
-  for (auto [n, per_host] : {std::pair{8, 8}, std::pair{9, 4}}) {
+  for (auto [n, per_host, lazy] : {std::tuple{8, 8, false}, std::tuple{9, 4, false}, std::tuple{24, 24, true},
+                                   std::tuple{24, 6, true}}) {
     auto store = std::make_shared<CountingStore>();
     MeshOptions o;
     o.size = n;
     o.ranks_per_host = per_host;
     o.shm = true;
+    o.lazy_data = lazy;
     o.store = store;
     Mesh mesh;
     TFRING_ASSERT_OK(MakeMesh(o, &mesh));
-    int with_local_peers = 0, cards = 0;
+    int with_ring_peers = 0, cards = 0;
     for (int r = 0; r < n; ++r) {
       const int host_size = std::min(per_host, n - r / per_host * per_host);
-      EXPECT_EQ(mesh[r].shm_peers(), host_size - 1) << r;
-      with_local_peers += host_size > 1 ? 1 : 0;
+      std::set<int> ring_peers;  // the local peers this rank shares a ring with at init
+      for (int p = r / per_host * per_host; p < r / per_host * per_host + host_size; ++p) {
+        if (p != r && (!lazy || mesh[r].control_tree().IsNeighbour(p))) ring_peers.insert(p);
+      }
+      EXPECT_EQ(mesh[r].shm_peers(), lazy ? 0 : host_size - 1) << r;
+      with_ring_peers += ring_peers.empty() ? 0 : 1;
       cards += mesh[r].peer_cards_read();
+      if (lazy) {
+        std::set<int> dialled = {mesh[r].control_tree().parent(), r - 1, r == n - 1 ? 0 : -1};
+        dialled.insert(ring_peers.begin(), ring_peers.end());
+        dialled.erase(-1);
+        EXPECT_EQ(mesh[r].peer_cards_read(), static_cast<int>(dialled.size())) << "rank " << r;
+      }
     }
-    EXPECT_EQ(store->requests.load(), (4 * n - 2) + cards + 4 * with_local_peers)
-        << n << " ranks, " << per_host << " per host";
+    EXPECT_EQ(store->requests.load(), (4 * n - 2) + cards + 4 * with_ring_peers)
+        << n << " ranks, " << per_host << " per host" << (lazy ? ", lazily" : "");
+    if (!lazy) continue;
+    const int cards_at_init_0 = mesh[0].peer_cards_read();
+    // A pair's first transfer makes its rings without the store (beyond the dialling rank's
+    // read of its peer's address, if it had not read it yet).
+    const int64_t requests = store->requests.load();
+    const int far = per_host - 1;  // on rank 0's host, not a control-tree neighbour of it
+    ASSERT_FALSE(mesh[0].control_tree().IsNeighbour(far));
+    const int cards_before = mesh[far].peer_cards_read();
+    EXPECT_TRUE(mesh[far].data(0).socket().valid());  // rank `far` dials; rank 0's park answers
+    auto statuses = RunRanks(2, 30, [&](int i) -> Status {
+      const int me = i == 0 ? 0 : far, peer = i == 0 ? far : 0;
+      int32_t out = me, in = -1;
+      return Transfer(mesh[me].data(peer), &out, sizeof out, mesh[me].data(peer), &in, sizeof in,
+                      mesh[me].TransferDeadline(), mesh[me].abort_flag());
+    });
+    for (const Status& st : statuses) EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_TRUE(mesh[0].peek(far).shm());
+    EXPECT_TRUE(mesh[far].peek(0).shm());
+    EXPECT_EQ(mesh[0].shm_peers(), 1);
+    EXPECT_EQ(store->requests.load() - requests, mesh[far].peer_cards_read() - cards_before);
+    EXPECT_EQ(mesh[0].peer_cards_read(), cards_at_init_0) << "rank 0 accepted: it reads no card";
   }
 }
 

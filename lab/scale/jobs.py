@@ -8,6 +8,7 @@ still naming this job's output folder is killed by pid.
 
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -78,9 +79,35 @@ def launch(np_, probe_args=(), shm=True, hosts=None, ranks_per_host=None, timeou
         with open(os.path.join(out, "killed.json")) as f:
             killed = json.load(f)
     shutil.rmtree(out, ignore_errors=True)
+    by_rank = {d["rank"]: d for d in ranks}
+    for line in (stderr or "").splitlines():  # TFRING_LOG_LEVEL=warning,runtime=debug: init_trace.h
+        m = _INIT_PHASE.search(line)
+        if m and int(m.group(1)) in by_rank:
+            by_rank[int(m.group(1))].setdefault("init_phases", {})[m.group(2)] = float(m.group(3))
     return {"np": np_, "ranks": ranks, "returncode": proc.returncode, "t_launch": t_launch, "t_exit": t_exit,
             "killed": killed, "timed_out": timed_out, "loadavg_before": loadavg,
             "stderr_tail": (stderr or "")[-2000:], "stdout_tail": (stdout or "")[-1000:]}
+
+
+# One line of cc/core/base/init_trace.h: the rank, the phase, its wall-clock time.
+_INIT_PHASE = re.compile(r":rank (\d+):pid \d+\] runtime: init phase (\w+) at ([\d.]+)")
+
+# Init's events in the order they happen on a rank: the probe's own timestamps and the
+# phases init_trace.h logs (only with TFRING_LOG_LEVEL=warning,runtime=debug).
+INIT_EVENTS = ("t_process_start", "t_import", "t_init_call", "start", "store", "layout", "mesh", "shm",
+               "greeted", "t_init_done")
+
+
+def init_timeline(job):
+    """Each init event's time after tfringrun started, over the ranks: {event: [min, median,
+    max]} (events no rank logged are left out)."""
+    out = {}
+    for event in INIT_EVENTS:
+        times = [d.get(event, d.get("init_phases", {}).get(event)) for d in job["ranks"]]
+        times = [t - job["t_launch"] for t in times if t is not None]
+        if times:
+            out[event] = [min(times), statistics.median(times), max(times)]
+    return out
 
 
 def _median(values):
@@ -101,6 +128,9 @@ def summarize(job):
         "init_from_launch_s": max(d["t_init_done"] for d in ranks) - job["t_launch"],
         "init_from_process_start_s": max(d["t_init_done"] - d["t_process_start"] for d in ranks),
         "init_call_s": max(d["t_init_done"] - d["t_init_call"] for d in ranks),
+        # init once every rank had called it: what the ranks' start (on these 2 cores) leaves
+        "init_after_last_call_s": max(d["t_init_done"] for d in ranks) - max(d["t_init_call"] for d in ranks),
+        "init_timeline": init_timeline(job),
         "rank0_fds": r0["fds"]["total"], "rank0_sockets": r0["fds"]["by_kind"].get("socket", 0),
         "other_fds_max": max((d["fds"]["total"] for d in others), default=None),
         "rank0_fds_after_work": r0.get("fds_after_work", {}).get("total"),
@@ -110,6 +140,11 @@ def summarize(job):
         "rank0_rss_mb": r0["memory_kb"]["VmRSS"] / 1024,
         "other_rss_mb_median": _median([d["memory_kb"]["VmRSS"] / 1024 for d in others]),
         "rss_mb_total": sum(d["memory_kb"]["VmRSS"] for d in ranks) / 1024,
+        # shared-memory rings mapped after init (each ring once per end) and their pages touched
+        "ring_maps_max": max((d["memory_kb"].get("ring_maps", 0) for d in ranks), default=None),
+        "ring_maps_total": sum(d["memory_kb"].get("ring_maps", 0) for d in ranks),
+        "rss_shmem_mb_median": _median([d["memory_kb"].get("RssShmem", 0) / 1024 for d in ranks]),
+        "vm_size_mb_median": _median([d["memory_kb"].get("VmSize", 0) / 1024 for d in ranks]),
     }
     row.update(store_traffic(ranks))
     if "latency_8b_s" in r0:

@@ -167,40 +167,61 @@ def control_parent(rank, n, fanout=CONTROL_FANOUT):
     return (rank - 1) // fanout
 
 
+def control_neighbours(rank, n, fanout=CONTROL_FANOUT):
+    """A rank's control-tree parent and children (ControlTree; the star: rank 0 and everyone)."""
+    parent = control_parent(rank, n, fanout)
+    if fanout <= 0 or fanout >= n - 1:
+        children = range(1, n) if rank == 0 else []
+    else:
+        children = range(rank * fanout + 1, min(rank * fanout + fanout + 1, n))
+    return ({parent} if parent >= 0 else set()) | set(children)
+
+
+def shm_ring_peers_at_init(rank, n, local_size, fanout=CONTROL_FANOUT, lazy=None):
+    """The ranks of its host (hosts of ``local_size`` consecutive ranks) a rank makes rings
+    with at init (shm_setup.cc): every one with the full mesh; with lazy data connections
+    only its control-tree neighbours there (the control rings), a pair's data rings coming
+    with its first transfer (shm_pairing.h)."""
+    first = rank // local_size * local_size
+    host = set(range(first, min(first + local_size, n))) - {rank}
+    return host if not lazy_data(n, lazy=lazy) else host & control_neighbours(rank, n, fanout)
+
+
 def cards_at_init(n, fanout=CONTROL_FANOUT, lazy=None, local_size=1, shm=False):
     """Peers' cards read from the store at init, all ranks together (PeerDirectory: one per
     peer): with lazy data connections a rank dials its control-tree parent and lower ring
     neighbour (rank n-1 also rank 0, its upper one), with the full mesh every lower rank;
-    with shared memory it also reads its host's other ranks' (hosts of ``local_size``
-    consecutive ranks). cc/tests/roster_test.cc counts them. Counted with arrays over the
-    ranks (the model's searches call it at up to millions of ranks): each rank's dialled
-    peers, less those on its own host, plus its host's other ranks."""
+    with shared memory it also reads the cards of the ranks of its host it makes rings with
+    at init (shm_ring_peers_at_init). cc/tests/roster_test.cc counts them. Without shared
+    memory counted with arrays over the ranks (the model's searches call it at up to millions
+    of ranks); with it, rank by rank."""
     n = int(n)
     if n <= 1:
         return 0
-    r = np.arange(n, dtype=np.int64)
+    mesh = not lazy_data(n, lazy=lazy)
     if shm and local_size > 1:
-        first = r // local_size * local_size
-        host_size = np.minimum(first + local_size, n) - first
-    else:
-        first, host_size = r, np.ones(n, dtype=np.int64)  # a host of one rank: itself
-
-    def off_host(peer):
-        return (peer >= 0) & ((peer < first) | (peer >= first + host_size))
-
-    if not lazy_data(n, lazy=lazy):  # the mesh: every lower rank
-        lower_on_host = np.clip(r - first, 0, None)
-        return int(np.sum(r - lower_on_host + host_size - 1))
+        total = 0
+        for r in range(n):
+            if mesh:
+                peers = set(range(r))
+            else:
+                peers = {control_parent(r, n, fanout), r - 1} | ({0} if r == n - 1 else set())
+            peers |= shm_ring_peers_at_init(r, n, local_size, fanout, lazy)
+            total += len(peers - {-1})
+        return total
+    if mesh:  # every lower rank
+        return n * (n - 1) // 2
+    r = np.arange(n, dtype=np.int64)
     if fanout <= 0 or fanout >= n - 1:
         parent = np.where(r == 0, -1, 0)
     else:
         parent = np.where(r == 0, -1, (r - 1) // max(fanout, 1))
     below = r - 1  # -1 for rank 0: none
     wrap = np.where(r == n - 1, 0, -1)  # the last rank's upper ring neighbour, rank 0
-    count = off_host(parent).astype(np.int64)
-    count += off_host(below) & (below != parent)
-    count += off_host(wrap) & (wrap != parent) & (wrap != below)
-    return int(np.sum(count + host_size - 1))
+    count = (parent >= 0).astype(np.int64)
+    count += (below >= 0) & (below != parent)
+    count += (wrap >= 0) & (wrap != parent) & (wrap != below)
+    return int(np.sum(count))
 
 
 def store_requests_today(n, local_size=1, shm=False, design=CONTROL_PLANE, init=INIT_EXCHANGE):
@@ -213,8 +234,9 @@ def store_requests_today(n, local_size=1, shm=False, design=CONTROL_PLANE, init=
     SET the roster, every other rank GOT it (3n - 2). The star design read every record
     on every rank: per rank r one ADD, one SET addr, r GETs of lower ranks' addresses, one
     SET and n-1 GETs of host records; rank 0 SET its hostname, every other rank GOT it.
-    With shared memory, every rank with a local peer: SET "created", WAIT for its local
-    peers', SET "opened", WAIT (4, whatever the local peers; roster_test.cc counts them)."""
+    With shared memory, every rank with ring peers at init (shm_ring_peers_at_init): SET
+    "created", WAIT for theirs, SET "opened", WAIT (4, whatever their number;
+    roster_test.cc counts them)."""
     n = int(n)
     if n <= 1:
         return 0
@@ -225,7 +247,7 @@ def store_requests_today(n, local_size=1, shm=False, design=CONTROL_PLANE, init=
     else:
         total = n + 4 * n - 2 + cards_at_init(n, local_size=local_size, shm=shm)
     if shm and local_size > 1:
-        total += n // local_size * local_size * 4
+        total += 4 * sum(1 for r in range(n) if shm_ring_peers_at_init(r, n, local_size))
     return total
 
 

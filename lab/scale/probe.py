@@ -76,8 +76,10 @@ def memory_kb():
     with open("/proc/self/status") as f:
         for line in f:
             key = line.split(":")[0]
-            if key in ("VmRSS", "RssAnon", "RssFile", "RssShmem", "VmHWM"):
+            if key in ("VmRSS", "RssAnon", "RssFile", "RssShmem", "VmHWM", "VmSize"):
                 out[key] = int(line.split()[1])
+    with open("/proc/self/maps") as f:  # shared-memory rings mapped (their names are unlinked)
+        out["ring_maps"] = sum(1 for line in f if "/tfring-" in line)
     return out
 
 

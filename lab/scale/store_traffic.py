@@ -18,12 +18,15 @@ import os
 from lab.scale import jobs, run
 
 
-def measure(np_, idle_s, busy_s, tfring_root=None):
+def measure(np_, idle_s, busy_s, tfring_root=None, phases=False, shm=False):
     """The probe's row at ``np_`` ranks (jobs.summarize, with jobs.store_traffic's fields), or
-    None when the job failed (logged)."""
+    None when the job failed (logged). ``phases``: every rank logs init's phases
+    (init_trace.h), and the row's ``init_timeline`` has them. ``shm``: shared memory on."""
     args = ["--latency-iters", 50, "--steps", 10, "--warmup", 5, "--idle-s", idle_s, "--busy-s", busy_s]
-    env = {"PYTHONPATH": tfring_root + os.pathsep + jobs.ROOT} if tfring_root else None
-    return run.summarized(jobs.launch(np_, args, shm=False, timeout_s=run.timeout_for(np_), env=env), f"np={np_}")
+    env = {"PYTHONPATH": tfring_root + os.pathsep + jobs.ROOT} if tfring_root else {}
+    if phases:
+        env["TFRING_LOG_LEVEL"] = "warning,runtime=debug"
+    return run.summarized(jobs.launch(np_, args, shm=shm, timeout_s=run.timeout_for(np_), env=env), f"np={np_}")
 
 
 def main():
@@ -35,10 +38,12 @@ def main():
                         help="the busy phase: longer than the link watch's 5 s period")
     parser.add_argument("--name", default="store_traffic")
     parser.add_argument("--tfring", default=None, help="another checkout whose built tfring the ranks run")
+    parser.add_argument("--phases", action="store_true", help="log init's phases on every rank (init_timeline)")
+    parser.add_argument("--shm", action="store_true", help="shared memory between the ranks (default: TCP only)")
     args = parser.parse_args()
     rows = []
     for np_ in args.sizes:
-        row = measure(np_, args.idle_s, args.busy_s, args.tfring)
+        row = measure(np_, args.idle_s, args.busy_s, args.tfring, args.phases, args.shm)
         if row is None:
             continue
         rows.append(row)
@@ -50,7 +55,13 @@ def main():
                 f"{row.get('store_bytes_written_idle_per_s', float('nan')):,.0f} B/s; busy: read "
                 f"{row.get('store_bytes_read_busy_per_s', float('nan')):,.0f} B/s (rank 0 "
                 f"{row.get('store_bytes_read_busy_rank0_per_s', float('nan')):,.0f}), written "
-                f"{row.get('store_bytes_written_busy_per_s', float('nan')):,.0f} B/s; init {row['init_call_s']:.2f} s")
+                f"{row.get('store_bytes_written_busy_per_s', float('nan')):,.0f} B/s; init {row['init_call_s']:.2f} s "
+                f"({row['init_after_last_call_s']:.2f} s after the last rank's call)")
+        run.log(f"  rings mapped: busiest rank {row['ring_maps_max']}, all ranks {row['ring_maps_total']}; "
+                f"per rank (median): RSS {row['other_rss_mb_median']:.1f} MB, of it shared "
+                f"{row['rss_shmem_mb_median']:.2f} MB, address space {row['vm_size_mb_median']:.0f} MB")
+        for event, (lo, mid, hi) in row["init_timeline"].items():
+            run.log(f"  {event:16} after launch: first {lo:7.2f} s, median {mid:7.2f} s, last {hi:7.2f} s")
     path = os.path.join(run.RESULTS, f"scale_store_traffic_{args.name}.json")
     with open(path, "w") as f:
         json.dump({"machine": run.machine(), "tfring": args.tfring or jobs.ROOT, "idle_s": args.idle_s,

@@ -97,6 +97,12 @@ def test_store_requests_counted_by_hand():
     # shared-memory rings: 4 per rank with a local peer, and every local peer's card
     # (roster_test.cc counts 30 + 56 + 32 at 8 ranks on a host, without the 8 generation ADDs)
     assert model.store_requests_today(8, local_size=8, shm=True) == 30 + 56 + 32 + 8
+    # past 8 ranks (lazy data connections) only the control rings at init: a rank makes rings
+    # with at most its parent and its 4 children, whatever its host's size
+    assert max(len(model.shm_ring_peers_at_init(r, 256, 256)) for r in range(256)) == 5
+    assert model.shm_ring_peers_at_init(0, 256, 256) == {1, 2, 3, 4}
+    assert model.shm_ring_peers_at_init(1, 256, 8) == {0, 5, 6, 7}  # child 8 is on the next host
+    assert model.shm_ring_peers_at_init(9, 256, 8) == set()  # parent 2 and children 37-40 elsewhere
 
 
 def test_link_bound_fractions_match_issue_31():

@@ -98,8 +98,9 @@ char* CpuBackend::FusionBuffer(size_t bytes) {
 // The smallest tensor of a fused group that is reduced where it is (its own allreduce) rather
 // than copied into the fusion buffer and back (TFRING_FUSION_IN_PLACE_BYTES, which init
 // checks is the same on every rank). Every member computes the same automatic value: it
-// asks whether ALL the group's members are on this host (a shared-memory link exists for
-// both sides of a pair or neither), not just its ring neighbours, which differ by rank.
+// asks whether ALL the group's members are on this host with shared memory on (from the
+// job's layout, not from the links: lazily, a link's rings exist only once used), not just
+// its ring neighbours, which differ by rank.
 size_t CpuBackend::InPlaceMinBytes(const Group& g) const {
   if (in_place_min_bytes_ >= 0) return static_cast<size_t>(in_place_min_bytes_);
   if (g.size() < 2) return 0;
@@ -107,10 +108,8 @@ size_t CpuBackend::InPlaceMinBytes(const Group& g) const {
   // 256 KiB in and out costs ~50 us), tens of us over TCP. Contract for callers of the
   // backend: no tensor's output may overlap another tensor's input (an in-place tensor's
   // output is written before later tensors' inputs are read).
-  bool all_shm = true;
-  for (int i = 0; i < g.size() && all_shm; ++i) {
-    if (i != g.rank()) all_shm = g.peek(i).shm();  // a question: opens no lazy connection
-  }
+  bool all_shm = g.topology().shm_inside_hosts;
+  for (int i = 0; i < g.size() && all_shm; ++i) all_shm = g.host_id(i) == g.host_id(g.rank());
   return all_shm ? (256u << 10) : (4u << 20);
 }
 

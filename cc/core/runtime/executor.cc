@@ -249,13 +249,13 @@ void Executor::CopyLinkStats(std::vector<LinkStats>* links) const {
     links->assign(n, LinkStats{});
     for (int p = 0; p < n; ++p) {
       (*links)[p].host = w_.comm->hostname_of(p);
-      (*links)[p].shared_memory = p != w_.rank && w_.comm->peek(p).shm();
     }
   }
   for (int p = 0; p < n; ++p) {
     if (p == w_.rank) continue;
     const Link& link = w_.comm->peek(p);  // counters only: opens no lazy connection
     LinkStats& l = (*links)[p];
+    l.shared_memory = link.shm();  // lazily: once a collective made the pair's rings
     l.bytes_sent = static_cast<int64_t>(link.bytes_sent());
     l.bytes_received = static_cast<int64_t>(link.bytes_received());
     l.single_copy_bytes_received = static_cast<int64_t>(link.cma_bytes_received());

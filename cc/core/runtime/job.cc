@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "base/init_trace.h"
 #include "base/logging.h"
 #include "base/spin_budget.h"
 #include "rendezvous/memory_store.h"
@@ -49,9 +50,11 @@ Status Job::Start(Config config, std::shared_ptr<Job>* out) {
   std::shared_ptr<Job> job(new Job());
   job->config_ = std::move(config);
   job->ReadIdentity();
+  LogInitPhase("start");
   TFRING_RETURN_IF_ERROR(job->ConnectCommunicator());
   job->TuneSpinning();
   TFRING_RETURN_IF_ERROR(job->BuildWorkers());
+  LogInitPhase("greeted");
   job->StartLivenessWatch();
   Job* raw = job.get();
   job->thread_ = std::thread([raw] { raw->Loop(); });
@@ -108,6 +111,7 @@ Status Job::ConnectCommunicator() {
     TFRING_LOG(LogLevel::kInfo, "store", "rank 0 serves the job's store on " << bind << ":" << port);
   }
   TFRING_RETURN_IF_ERROR(TcpStoreClient::Connect(host, port, opt.secret, opt.start_timeout_s, opt.timeout_s, &store_));
+  LogInitPhase("store");
   // The data listener binds TFRING_BIND_ADDR when set. Other ranks are told that address,
   // except for a wildcard (0.0.0.0, ::), which nobody can connect to: then they are told
   // the local address that reached the store, as without the setting.

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "base/fd_limit.h"
+#include "base/init_trace.h"
 #include "base/logging.h"
 #include "transport/mesh_bootstrap.h"
 
@@ -68,9 +69,12 @@ Status Communicator::Create(const CommunicatorOptions& opt, std::shared_ptr<Stor
       link.PostSendsFrom(shm.post_sends_from[p]);
     }
     comm->control_shm_ = std::move(shm.control);
+    LogInitPhase("shm");
   }
   if (lazy_data) {
-    comm->lazy_ = std::make_unique<LazyConnections>(opt, PeerHandshake(opt, comm->directory_), comm->facts_,
+    PeerCard mine;  // this rank's own: from memory
+    TFRING_RETURN_IF_ERROR(comm->directory_->Card(opt.rank, deadline, &mine));
+    comm->lazy_ = std::make_unique<LazyConnections>(opt, PeerHandshake(opt, comm->directory_), comm->facts_, mine,
                                                     &comm->aborted_);
     comm->lazy_->Start(std::move(listener));
   }

@@ -7,8 +7,10 @@
 //     a rank then holds sockets only to the peers its algorithms talk to (ring neighbours,
 //     recursive-doubling partners, its host's ranks...), not n-1 (connection_park.h).
 //     Between local ranks, large sends can be single-copy (cma.h, link.h): the receiver reads
-//     them from the sender's buffer. Create() probes each direction once; a pair where the
-//     kernel refuses (EPERM: Yama ptrace_scope, containers) stays on the rings.
+//     them from the sender's buffer. Each direction is probed once; a pair where the
+//     kernel refuses (EPERM: Yama ptrace_scope, containers) stays on the rings. With
+//     lazy_data a local pair's rings, and its probe, are made with its data connection, on
+//     first use (shm_pairing.h), so a rank holds rings only with the local peers it uses.
 //   * control: the edges of the control tree (control_tree.h: each rank to its parent and
 //     its children, TFRING_CONTROL_FANOUT of them at most) carrying coordinator messages
 //     (requests up, responses down), kept apart from data so a request never interleaves
@@ -85,7 +87,9 @@ class Communicator {
   int data_connections() const;
   // Peers' cards (addresses) this rank has read from the store so far. Any thread.
   int peer_cards_read() const { return directory_ == nullptr ? 0 : directory_->cards_read(); }
-  int shm_peers() const;  // how many peers are reached through shared memory
+  // How many peers are reached through shared memory so far (lazily: those used so far;
+  // shm_inside_hosts() is the job-wide fact).
+  int shm_peers() const;
   int cma_peers() const;  // how many of them this rank reads single-copy from
   // Payload bytes sent to / received from all peers so far (sum of the links' counters).
   // Background thread only, like the links.

@@ -16,7 +16,8 @@ void ConnectionPark::Start(Listener listener, Admit admit, int rank) {
 
 void ConnectionPark::Loop() {
   while (!stop_.load()) {
-    Socket s;
+    ParkedConnection c;
+    Socket& s = c.socket;
     Status st = listener_.Accept(Deadline::After(1.0), &s, &stop_);
     if (stop_.load()) break;
     if (!st.ok()) {
@@ -26,7 +27,7 @@ void ConnectionPark::Loop() {
       }
       continue;
     }
-    const int peer = admit_(s);
+    const int peer = admit_(&c);
     if (peer < 0) continue;
     bool keep;
     {
@@ -36,13 +37,13 @@ void ConnectionPark::Loop() {
       // The verdict travels on the connection itself, before the peer may use it (one byte
       // on a fresh connection: it never waits for buffer space).
       Status sent = s.SendMessage(std::string(1, keep ? kAccept : kDecline), Deadline::After(1.0));
-      if (keep && sent.ok()) parked_[peer] = std::move(s);  // a second one from a peer replaces the first
+      if (keep && sent.ok()) parked_[peer] = std::move(c);  // a second one from a peer replaces the first
     }
     if (keep) parked_cv_.notify_all();
   }
 }
 
-bool ConnectionPark::BeginDial(int peer, Socket* out) {
+bool ConnectionPark::BeginDial(int peer, ParkedConnection* out) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = parked_.find(peer);
   if (it != parked_.end()) {
@@ -54,7 +55,7 @@ bool ConnectionPark::BeginDial(int peer, Socket* out) {
   return true;
 }
 
-Status ConnectionPark::Take(int peer, Deadline deadline, const std::atomic<bool>* abort, Socket* out) {
+Status ConnectionPark::Take(int peer, Deadline deadline, const std::atomic<bool>* abort, ParkedConnection* out) {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     auto it = parked_.find(peer);

@@ -25,9 +25,25 @@
 #include <set>
 #include <thread>
 
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+
 #include "base/socket.h"
+#include "transport/shm_ring.h"
 
 namespace tfring {
+
+// A data connection as it is handed over: the socket and, between ranks of one host, the
+// pair's shared-memory rings and single-copy facts (shm_pairing.h; Link's fields of the
+// same names).
+struct ParkedConnection {
+  Socket socket;
+  std::unique_ptr<ShmRing> tx, rx;    // to / from the peer; null: none
+  pid_t read_posts_of = 0;            // Link::ReadPostsOf
+  size_t post_sends_from = SIZE_MAX;  // Link::PostSendsFrom
+};
 
 class ConnectionPark {
  public:
@@ -35,9 +51,10 @@ class ConnectionPark {
   static constexpr char kAccept = 'A';
   static constexpr char kDecline = 'D';
 
-  // The peer rank a new connection is from, after whatever checks it needs (blocking,
-  // bounded by the caller); -1 to refuse it (the callback logs why).
-  using Admit = std::function<int(Socket& s)>;
+  // The peer rank a new connection (`c->socket`) is from, after whatever checks and set-up
+  // it needs (blocking, bounded by the caller; it may fill the rest of *c); -1 to refuse it
+  // (the callback logs why).
+  using Admit = std::function<int(ParkedConnection* c)>;
 
   ConnectionPark() = default;
   ~ConnectionPark();  // Stop(), then joins the accept loop
@@ -48,10 +65,10 @@ class ConnectionPark {
   void Start(Listener listener, Admit admit, int rank);
   // Before dialling `peer`: false with *out filled when its connection is already parked
   // (no dial needed); true when this rank should dial (from then on it has dialled `peer`).
-  bool BeginDial(int peer, Socket* out);
+  bool BeginDial(int peer, ParkedConnection* out);
   // Waits for `peer`'s connection and moves it to *out. kTimeout at `deadline`, kAborted
   // once `abort` is set or the park stopped.
-  Status Take(int peer, Deadline deadline, const std::atomic<bool>* abort, Socket* out);
+  Status Take(int peer, Deadline deadline, const std::atomic<bool>* abort, ParkedConnection* out);
   // Closes the listener and drops what is parked; the accept loop ends within an
   // admission's bound (not waited for: any thread may call this, e.g. an abort).
   // Idempotent.
@@ -69,7 +86,7 @@ class ConnectionPark {
   std::atomic<bool> stop_{false};
   std::mutex mu_;  // guards parked_, stopped_
   std::condition_variable parked_cv_;
-  std::map<int, Socket> parked_;
+  std::map<int, ParkedConnection> parked_;
   std::set<int> dialed_;  // peers this rank dialled (BeginDial returned true)
   int rank_ = 0;
   bool stopped_ = false;

@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "base/init_trace.h"
 #include "base/logging.h"
 #include "rendezvous/auth.h"
 #include "transport/mesh_hello.h"
@@ -25,8 +26,11 @@ Status MeshBootstrap::Run(Listener& listener, std::shared_ptr<Store> store, Dead
   out->control.resize(n);
   out->heartbeat.resize(n);
   TFRING_RETURN_IF_ERROR(ExchangeRoster(listener.port(), std::move(store), deadline, out));
+  LogInitPhase("layout");
   const PeerHandshake handshake(opt_, out->directory);
-  return ConnectMesh(handshake, listener, deadline, out);
+  TFRING_RETURN_IF_ERROR(ConnectMesh(handshake, listener, deadline, out));
+  LogInitPhase("mesh");
+  return Status::OK();
 }
 
 std::vector<int> MeshBootstrap::HeartbeatPeers(int rank, int size) {

@@ -65,6 +65,8 @@ Status CreateAndOpenRings(const std::vector<RingSlot>& rings, const std::vector<
   return Status::OK();
 }
 
+}  // namespace
+
 // Whether a rank whose card is `e` reads single-copy: TFRING_SHM_CMA=1 always (if
 // the kernel lets it), auto only where every rank on the machine has a CPU of its own. A
 // single-copy read is one copy by the receiver while the sender waits; the ring splits the
@@ -76,8 +78,6 @@ Status CreateAndOpenRings(const std::vector<RingSlot>& rings, const std::vector<
 bool TakesPartInSingleCopy(const PeerCard& e, const RosterFacts& facts) {
   return e.shm_cma && (e.shm_cma_required || !facts.Outnumbered(facts.machine_ranks));
 }
-
-}  // namespace
 
 SharedMemorySetup::SharedMemorySetup(const CommunicatorOptions& options, const ControlTree& tree,
                                      const RosterFacts& facts, PeerDirectory& directory)
@@ -112,21 +112,24 @@ Status SharedMemorySetup::Run(Store& store, Deadline deadline, Result* out) {
     TFRING_LOG(LogLevel::kDebug, "transport", facts_.machine_ranks << " ranks share " << facts_.usable_cpus()
                    << " CPUs: no single-copy reads (TFRING_SHM_CMA=auto), the rings carry every send");
   }
-  // Data rings with every local peer; control rings with control-tree neighbours only.
+  // Data rings with every local peer (lazily: none here, shm_pairing.h); control rings
+  // with control-tree neighbours only.
   std::vector<RingSlot> rings;
+  std::vector<int> ring_peers;  // the local peers this rank shares a ring with, ascending
   for (int p : local) {
-    rings.push_back(RingSlot{p, false, &out->data[p].rx, &out->data[p].tx, opt.shm_ring_bytes});
+    if (!opt.lazy_data) rings.push_back(RingSlot{p, false, &out->data[p].rx, &out->data[p].tx, opt.shm_ring_bytes});
     if (opt.shm_control && tree_.IsNeighbour(p)) {
       rings.push_back(RingSlot{p, true, &out->control[p].rx, &out->control[p].tx, kControlRingBytes});
     }
+    if (!rings.empty() && rings.back().peer == p) ring_peers.push_back(p);
   }
   if (rings.empty()) return Status::OK();
   std::map<int, PeerCard>& cards = local_cards_;
-  for (int p : local) TFRING_RETURN_IF_ERROR(directory_.Card(p, deadline, &cards[p]));
+  for (int p : ring_peers) TFRING_RETURN_IF_ERROR(directory_.Card(p, deadline, &cards[p]));
   cards[rank] = PeerCard{};
   TFRING_RETURN_IF_ERROR(directory_.Card(rank, deadline, &cards[rank]));
-  TFRING_RETURN_IF_ERROR(CreateAndOpenRings(rings, local, cards, rank, cma, store, deadline));
-  if (!cma) return Status::OK();  // nothing below applies: no single-copy reads
+  TFRING_RETURN_IF_ERROR(CreateAndOpenRings(rings, ring_peers, cards, rank, cma, store, deadline));
+  if (!cma || opt.lazy_data) return Status::OK();  // no single-copy reads here
   return ExchangeCmaReadability(local, store, deadline, out);
 }
 

@@ -1,12 +1,14 @@
 // SharedMemorySetup: Communicator::Create's last step — shared-memory data rings between
 // the ranks of one host, control rings between control-tree neighbours there, and whether
-// each pair may use single-copy reads (cma.h, TFRING_SHM_CMA).
+// each pair may use single-copy reads (cma.h, TFRING_SHM_CMA). With lazy data connections
+// (CommunicatorOptions::lazy_data) only the control rings: a pair's data rings and
+// single-copy facts are made with its data connection, on first use (shm_pairing.h).
 //
-// Every rank creates one incoming ring per local peer, opens its peers' rings for its
+// Every rank creates one incoming ring per ring peer, opens its peers' rings for its
 // outgoing side and unlinks the names once all are open (nothing stays in /dev/shm, even
-// after a crash): 4 store requests per rank with local peers, 2 more per local peer with
-// single-copy reads, and one read of each local peer's card (its ring token) unless this
-// rank read it already (peer_directory.h). Blocking, bounded by the deadline given to Run; a peer that never gets
+// after a crash): 4 store requests per rank with ring peers (their keys: one per ring
+// peer), 2 more per local peer with single-copy reads, and one read of each ring peer's
+// card (its ring token) unless this rank read it already (peer_directory.h). Blocking, bounded by the deadline given to Run; a peer that never gets
 // there is named by the wait's timeout. Used once, by the thread that runs Create; the
 // rings and facts it returns become the caller's (the Communicator's links own them). It
 // keeps references to what it is built from, which must outlive it.
@@ -34,6 +36,11 @@ namespace tfring {
 struct ShmRingPair {
   std::unique_ptr<ShmRing> tx, rx;
 };
+
+// Whether a rank whose card is `e` reads single-copy: TFRING_SHM_CMA=1 always (if the
+// kernel lets it), auto only where every rank on the machine has a CPU of its own
+// (shm_setup.cc says why). Every rank computes it alike from the card and the layout.
+bool TakesPartInSingleCopy(const PeerCard& e, const RosterFacts& facts);
 
 class SharedMemorySetup {
  public:
