@@ -41,7 +41,10 @@ def _ray_init(**kwargs):
 
 @pytest.fixture(scope="module")
 def local_ray():
-    _ray_init(num_cpus=2)
+    # address="local": a Ray of this module's own, never one another process on the machine
+    # left behind (/tmp/ray/ray_current_cluster) or started meanwhile, which a plain
+    # ray.init() would join (and then refuses num_cpus).
+    _ray_init(address="local", num_cpus=2)
     yield
     ray.shutdown()
 
