@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -14,6 +15,7 @@
 #include <memory>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "base/reduce_kernels.h"
 #include "collective_args_util.h"
@@ -672,10 +674,23 @@ TEST_P(CollectiveFailureTest, DeadPeerIsNamedWithinSeconds) {
     const int dead = size - 1;
     mesh.comms[dead].reset();  // the process "died": its sockets close
     auto t0 = std::chrono::steady_clock::now();
+    // Rank 0 must find the dead rank by itself. The others abort after their failure as the
+    // runtime does, but only once rank 0 is done (at most 10 s): an abort closes their
+    // connections, and rank 0 could otherwise meet rank 1's closed socket first (seen under
+    // TSan with single-copy posts) and rightly name rank 1.
+    std::atomic<bool> rank0_done{false};
     auto statuses = RunRanks(size - 1, 30, [&](int r) {
       std::vector<float> buf(50000, 1.0f);
       Status st = RingAllreduce(AllreduceArgs(mesh[r], buf.data(), buf.data(), buf.size(), DataType::kFloat32,
           ReduceOp::kSum, 4096));
+      if (r == 0) {
+        rank0_done = true;
+      } else {
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!rank0_done && std::chrono::steady_clock::now() < give_up) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      }
       if (!st.ok()) mesh[r].Abort();  // as the runtime does after a failure
       return st;
     });
