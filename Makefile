@@ -66,6 +66,9 @@ fresh-clone-check:
 # 2026-12-05 on a fresh clone (lab/records/test_suite.md): 946 s wall on a quiet machine
 # (install 181 s, pytest 590 s with 559 passed, sanitizer runs 175 s), against 1,831 s
 # (2026-11-29) before the fork server.
+# Later that day, after three merges, 1,196 s (pytest 790 s, sanitizer builds ending after
+# it at 1,049 s, sanitizer runs 147 s): pytest's growth is not isolated (the record says
+# what is suspected).
 # The plain C++ build (`make cctest`, for quick local runs) is not a phase: ASan+UBSan runs
 # the same tests on the same -O1 core.
 TEST_PHASES_FIRST := install lint
