@@ -6,6 +6,7 @@ The tfring job measures, in the same processes:
   numpy      the NumPy API into a preallocated output (tfring.allreduce(x, out=y))
   tf         one hvd.allreduce of a tf.function's argument, minus an empty tf.function
              (the op's own cost; the output is allocated by TensorFlow per call)
+(each as the median call, and as the mean call: what a loop of calls waits for, stalls included)
 and reports its shared-memory links' send/receive seconds (tfring.stats()['links']). Before
 each round, lab/core_to_core.cc measures the one-way cache-line latency between CPUs 0 and 1
 (a VM's mode can be where its virtual CPUs sit on the host).
@@ -58,7 +59,7 @@ def worker(args):
     reduce = tf.function(lambda t: hvd.allreduce(t, op=hvd.Sum, name="modes.tf"))
     calls = {"empty": lambda: empty(x), "tf": lambda: reduce(x),
              "numpy": lambda: tfring.allreduce(host, op=tfring.Sum, name="modes.np", out=out)}
-    medians = {}
+    medians, means, max_call = {}, {}, {}
     for name, call in calls.items():
         for _ in range(5):
             call()
@@ -69,11 +70,16 @@ def worker(args):
             call()
             times.append(time.perf_counter() - t)
         medians[name] = statistics.median(times)
+        max_call[name] = max(times)
+        means[name] = statistics.mean(times)
     links = [link for link in tfring.stats().get("links", {}).values() if link.get("shared_memory")]
     if hvd.rank() == 0:
         with open(args.json, "w") as f:
             json.dump({"numpy": _busbw(args.bytes, n, medians["numpy"]),
                        "tf": _busbw(args.bytes, n, medians["tf"] - medians["empty"]),
+                       "numpy_mean": _busbw(args.bytes, n, means["numpy"]),
+                       "tf_mean": _busbw(args.bytes, n, means["tf"] - means["empty"]),
+                       "tf_slowest_call_ms": (max_call["tf"] - medians["empty"]) * 1e3,
                        "links": links}, f)
 
 
@@ -125,7 +131,9 @@ def _verdict(rows, mpi):
     """Per path: the distribution over launches and the target (slowest >= 0.9x Open MPI's
     median launch and >= 0.8x the fastest)."""
     verdict = {}
-    for path in ("numpy", "tf"):
+    for path in ("numpy", "tf", "numpy_mean", "tf_mean"):
+        if any(path not in r for r in rows):
+            continue
         values = [r[path] for r in rows]
         v = {"min": min(values), "median": statistics.median(values), "max": max(values),
              "vs_own_fastest": min(values) / max(values)}
@@ -161,7 +169,9 @@ def main():
                 row = {"launch": launch + 1, "core_to_core_ns": _core_to_core_ns()}
                 row.update(_tfring_round(args, dict(env, **settings), os.path.join(scratch, f"{name}.{launch}.json")))
                 shm = row.get("links", [])
-                print(f"launch {launch + 1:>2} {name:>12}: numpy {row['numpy']:5.2f}  tf {row['tf']:5.2f} GB/s  "
+                print(f"launch {launch + 1:>2} {name:>12}: numpy {row['numpy']:5.2f}  tf {row['tf']:5.2f} GB/s "
+                      f"(means: {row['numpy_mean']:5.2f} {row['tf_mean']:5.2f}; slowest tf call "
+                      f"{row['tf_slowest_call_ms']:.0f} ms)  "
                       f"(shm send/recv s {sum(x.get('send_seconds', 0.0) for x in shm):.3f}/"
                       f"{sum(x.get('recv_seconds', 0.0) for x in shm):.3f}; core to core "
                       f"{row['core_to_core_ns'] or 0:.0f} ns)", flush=True)

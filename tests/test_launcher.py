@@ -72,28 +72,21 @@ def test_command_line_keeps_the_worker_command_untouched():
             args_lib.parse(bad)
 
 
-def test_workers_get_huge_pages_for_malloc_unless_the_user_set_them():
+def test_workers_get_the_users_malloc_settings_untouched():
+    """tfringrun once added glibc.malloc.hugetlb=1 to every worker's GLIBC_TUNABLES; on
+    this VM it made the mean large call 2x slower (docs/benchmarks.md), so the variable
+    passes through as the user set it, or stays unset."""
     slot = hosts.plan(None, 1)[0]
-    env = jobenv.worker_env({"PATH": "/bin"}, slot, {}, "127.0.0.1:5", "s" * 64)
-    assert env["GLIBC_TUNABLES"] == "glibc.malloc.hugetlb=1"
+    assert "GLIBC_TUNABLES" not in jobenv.worker_env({"PATH": "/bin"}, slot, {}, "127.0.0.1:5", "s" * 64)
     env = jobenv.worker_env({"GLIBC_TUNABLES": "glibc.malloc.arena_max=2"}, slot, {}, "127.0.0.1:5", "s" * 64)
-    assert env["GLIBC_TUNABLES"] == "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"
-    for theirs in ("glibc.malloc.hugetlb=0", "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=2"):
-        assert jobenv.malloc_huge_pages(theirs) == theirs
-    assert jobenv.malloc_huge_pages("glibc.malloc.hugetlbx=0") == "glibc.malloc.hugetlbx=0:glibc.malloc.hugetlb=1"
-
-
-def test_elastic_workers_get_huge_pages_for_malloc_too():
+    assert env["GLIBC_TUNABLES"] == "glibc.malloc.arena_max=2"
     from tfring._elastic import launch as elastic_launch
 
     class Store:
         def env(self):
             return {"TFRING_STORE_ADDR": "127.0.0.1:5"}
 
-    env = elastic_launch._worker_env({"PATH": "/bin"}, {}, Store(), "w0", "localhost", 5.0)
-    assert env["GLIBC_TUNABLES"] == "glibc.malloc.hugetlb=1"
-    env = elastic_launch._worker_env({"GLIBC_TUNABLES": "glibc.malloc.hugetlb=0"}, {}, Store(), "w0", "localhost", 5.0)
-    assert env["GLIBC_TUNABLES"] == "glibc.malloc.hugetlb=0"
+    assert "GLIBC_TUNABLES" not in elastic_launch._worker_env({"PATH": "/bin"}, {}, Store(), "w0", "localhost", 5.0)
 
 
 def test_options_from_python_are_the_command_lines_namespace():

@@ -55,7 +55,6 @@ def _worker_env(base, job_settings, store, wid, host, timeout_s):
     env[protocol.HOST_ENV] = host
     env["TFRING_ELASTIC_TIMEOUT_S"] = f"{timeout_s:g}"
     env.setdefault("PYTHONUNBUFFERED", "1")
-    env["GLIBC_TUNABLES"] = jobenv.malloc_huge_pages(env.get("GLIBC_TUNABLES", ""))  # as tfringrun's workers
     return env
 
 

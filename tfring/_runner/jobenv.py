@@ -8,14 +8,8 @@ layers read too (secret, store address) live in ``tfring._bootstrap.launch_env``
 
 from tfring._bootstrap.launch_env import SECRET, new_secret, split_store_address, store_address
 
-__all__ = ["SECRET", "describe", "horovod_identity", "malloc_huge_pages", "new_secret", "split_store_address",
+__all__ = ["SECRET", "describe", "horovod_identity", "new_secret", "split_store_address",
            "store_address", "worker_env"]
-
-# glibc's transparent huge pages for malloc (glibc >= 2.35; older ones and other C libraries
-# ignore the variable). docs/launcher.md, "Memory": a peer's single-copy read of a buffer on
-# 4 KiB pages pins 4,096 pages per 16 MiB, and TensorFlow's tensors come from malloc.
-HUGE_PAGES_TUNABLE = "glibc.malloc.hugetlb"
-
 
 def worker_env(base, slot, settings, store_addr, secret):
     """The full environment of the worker of ``slot``.
@@ -34,18 +28,7 @@ def worker_env(base, slot, settings, store_addr, secret):
     env["TFRING_STORE_ADDR"] = store_addr
     env[SECRET] = secret
     env.setdefault("PYTHONUNBUFFERED", "1")  # lines reach the launcher as they are printed
-    env["GLIBC_TUNABLES"] = malloc_huge_pages(env.get("GLIBC_TUNABLES", ""))
     return env
-
-
-def malloc_huge_pages(tunables):
-    """``tunables`` (a GLIBC_TUNABLES value, ``name=value:name=value``) with
-    glibc.malloc.hugetlb=1 added, unless it sets glibc.malloc.hugetlb already (the user's
-    value wins: ``GLIBC_TUNABLES=glibc.malloc.hugetlb=0`` turns it off)."""
-    items = [item for item in tunables.split(":") if item]
-    if any(item.split("=", 1)[0] == HUGE_PAGES_TUNABLE for item in items):
-        return tunables
-    return ":".join(items + [HUGE_PAGES_TUNABLE + "=1"])
 
 
 def horovod_identity(tfring_identity):
