@@ -175,8 +175,49 @@ $(1)/tfring_tests: $$(patsubst cc/%.cc,$(1)/%.o,$$(CCTEST_SRCS))
 -include $$(patsubst cc/%.cc,$(1)/%.d,$$(CCTEST_SRCS))
 endef
 $(eval $(call CCTEST_VARIANT,build/cctest,CCTEST_PLAIN,CCTEST_TEST_OPT_PLAIN))
-$(eval $(call CCTEST_VARIANT,build/cctest-asan,CCTEST_ASAN,CCTEST_TEST_OPT_ASAN))
-$(eval $(call CCTEST_VARIANT,build/cctest-tsan,CCTEST_TSAN,CCTEST_TEST_OPT_TSAN))
+
+# The sanitizer variants compile unity sources (build/unity/*.cc: #include lines only): one
+# per layer folder of cc/core, the tests in three, collectives_test.cc alone (at -O1, above).
+# Each file of a layer parses the same standard and layer headers; compiled once per layer,
+# measured 2026-12-05 under TSan: cc/core/transport 23.9 -> 6.8 CPU-s, 5 small test files
+# under ASan+UBSan 10.7 -> 4.9 CPU-s. These builds start from nothing in CI, where
+# incremental rebuilds do not matter; the plain build (the developers' own) stays per file.
+# A unity source needs file-local names to differ between its files (a clash is a compile
+# error, not a silent change).
+CCTEST_LAYERS     := $(sort $(notdir $(patsubst %/,%,$(dir $(wildcard cc/core/*/*.cc)))))
+CCTEST_TEST_FILES := $(filter-out $(CCTEST_TEST_OPT_O1:%=cc/tests/%.cc),$(sort $(wildcard cc/tests/*.cc)))
+UNITY_UNITS       := $(CCTEST_LAYERS:%=core_%) tests_1 tests_2 tests_3 $(CCTEST_TEST_OPT_O1)
+$(foreach l,$(CCTEST_LAYERS),$(eval UNITY_SRCS_core_$(l) := $(sort $(wildcard cc/core/$(l)/*.cc))))
+$(foreach t,$(CCTEST_TEST_OPT_O1),$(eval UNITY_SRCS_$(t) := cc/tests/$(t).cc))
+# tests_i: every third test file from the i-th (round robin, so the groups stay balanced).
+$(foreach i,1 2 3,$(eval UNITY_SRCS_tests_$(i) := $(shell n=0; for f in $(CCTEST_TEST_FILES); do n=$$((n + 1)); [ $$(( (n - 1) % 3 + 1 )) = $(i) ] && echo $$f; done)))
+
+# $(1): unit name. Rewritten only when its list of files changes (so its object is rebuilt
+# only then, or when an included file changes: the object's -MMD dependencies).
+define UNITY_SOURCE
+build/unity/$(1).cc: FORCE
+	@mkdir -p $$(@D)
+	@printf '#include "../../%s"\n' $$(UNITY_SRCS_$(1)) | cmp -s - $$@ || \
+	  printf '#include "../../%s"\n' $$(UNITY_SRCS_$(1)) > $$@
+endef
+$(foreach u,$(UNITY_UNITS),$(eval $(call UNITY_SOURCE,$(u))))
+
+# As CCTEST_VARIANT, from the unity sources: core units at the variant's flags, test units
+# at $(3)'s (CCTEST_TEST_OPT_O1's at -O1).
+define CCTEST_UNITY_VARIANT
+$(1)/.flags: FORCE
+	@mkdir -p $(1)
+	@echo '$$(CXX) $$(CCTEST_CXXFLAGS) $$($(2)) tests: $$($(3)) -O1: $$(CCTEST_TEST_OPT_O1) unity' | cmp -s - $$@ || \
+	  echo '$$(CXX) $$(CCTEST_CXXFLAGS) $$($(2)) tests: $$($(3)) -O1: $$(CCTEST_TEST_OPT_O1) unity' > $$@
+$(1)/unity/%.o: build/unity/%.cc $(1)/.flags
+	@mkdir -p $$(@D)
+	$$(CXX) $$(CCTEST_CXXFLAGS) $$($(2)) $$(if $$(filter core_%,$$*),,$$(if $$(filter $$*,$$(CCTEST_TEST_OPT_O1)),-O1,$$($(3)))) -c $$< -o $$@
+$(1)/tfring_tests: $$(UNITY_UNITS:%=$(1)/unity/%.o)
+	$$(CXX) $$($(2)) $$^ -o $$@ $$(CCTEST_LDLIBS)
+-include $$(UNITY_UNITS:%=$(1)/unity/%.d)
+endef
+$(eval $(call CCTEST_UNITY_VARIANT,build/cctest-asan,CCTEST_ASAN,CCTEST_TEST_OPT_ASAN))
+$(eval $(call CCTEST_UNITY_VARIANT,build/cctest-tsan,CCTEST_TSAN,CCTEST_TEST_OPT_TSAN))
 
 .PHONY: cctest cctest-asan cctest-tsan cctest-sanitizers FORCE
 FORCE:

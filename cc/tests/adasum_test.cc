@@ -29,7 +29,7 @@ using testing_util::RunRanks;
 const DataType kFloatTypes[] = {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
                                 DataType::kFloat64};
 
-void Store(char* buf, DataType dt, size_t i, double v) {
+void StoreValue(char* buf, DataType dt, size_t i, double v) {
   switch (dt) {
     case DataType::kFloat16: reinterpret_cast<uint16_t*>(buf)[i] = FloatToHalf(static_cast<float>(v)); return;
     case DataType::kBFloat16: reinterpret_cast<uint16_t*>(buf)[i] = FloatToBFloat16(static_cast<float>(v)); return;
@@ -148,7 +148,7 @@ TEST_P(AdasumTest, MatchesTheTreeReferenceAndIsBitwiseIdenticalOnEveryRank) {
     std::uniform_real_distribution<double> dist(-1, 1);
     for (int r = 0; r < n; ++r) {
       for (size_t i = 0; i < total; ++i) {
-        Store(bufs[r].data(), k.dtype, i, dist(rng));
+        StoreValue(bufs[r].data(), k.dtype, i, dist(rng));
         inputs[r][i] = Load(bufs[r].data(), k.dtype, i);
       }
     }

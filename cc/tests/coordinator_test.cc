@@ -15,7 +15,7 @@ using testing_util::NamesOf;
 
 using Clock = Coordinator::Clock;
 
-Request Allreduce(const std::string& name, std::vector<int64_t> shape,
+Request AllreduceRequest(const std::string& name, std::vector<int64_t> shape,
                   DataType dtype = DataType::kFloat32, ReduceOp op = ReduceOp::kSum) {
   Request r;
   r.name = name;
@@ -59,12 +59,12 @@ void ExpectMismatch(const Response& r, const std::vector<std::string>& parts) {
 
 TEST(CoordinatorTest, ReadyOnlyWhenEveryRankSubmitted) {
   Coordinator c(3, 0);
-  c.Add(2, Allreduce("a", {4}));
-  c.Add(0, Allreduce("a", {4}));
+  c.Add(2, AllreduceRequest("a", {4}));
+  c.Add(0, AllreduceRequest("a", {4}));
   EXPECT_FALSE(c.HasReady());
   EXPECT_TRUE(c.HasPartial());
   EXPECT_TRUE(c.TakeReady().empty());
-  c.Add(1, Allreduce("a", {4}));
+  c.Add(1, AllreduceRequest("a", {4}));
   EXPECT_TRUE(c.HasReady());
   EXPECT_FALSE(c.HasPartial());
   auto out = c.TakeReady();
@@ -89,7 +89,7 @@ TEST(CoordinatorTest, AnySubmissionOrderYieldsReadinessOrder) {
       std::vector<int> count(tensors, 0);
       std::vector<std::string> completed, taken;
       for (auto [rank, t] : order) {
-        c.Add(rank, Allreduce("t" + std::to_string(t), {t + 1}));
+        c.Add(rank, AllreduceRequest("t" + std::to_string(t), {t + 1}));
         if (++count[t] == size) completed.push_back("t" + std::to_string(t));
         if (rng() % 3 == 0) {  // rank 0 answers at arbitrary moments
           for (auto& r : c.TakeReady()) taken.push_back(r.tensors.at(0).name);
@@ -104,7 +104,7 @@ TEST(CoordinatorTest, AnySubmissionOrderYieldsReadinessOrder) {
 
 TEST(CoordinatorTest, ResponseCarriesTheAgreedAttributes) {
   Coordinator c(2, 0);
-  Request r = Allreduce("g", {3, 5}, DataType::kBFloat16, ReduceOp::kAverage);
+  Request r = AllreduceRequest("g", {3, 5}, DataType::kBFloat16, ReduceOp::kAverage);
   r.attrs.prescale = 0.5;
   r.attrs.postscale = 4;
   auto out = SubmitAll(c, 2, r);
@@ -120,26 +120,26 @@ TEST(CoordinatorTest, ResponseCarriesTheAgreedAttributes) {
 // ---- validation -----------------------------------------------------------------
 
 TEST(CoordinatorValidationTest, DtypeMismatchNamesTensorRanksAndValues) {
-  Response r = MismatchOn(3, 2, Allreduce("dense/bias", {4}),
+  Response r = MismatchOn(3, 2, AllreduceRequest("dense/bias", {4}),
                           [](Request& q) { q.attrs.dtype = DataType::kInt32; });
   ExpectMismatch(r, {"'dense/bias'", "dtype", "rank 0 has float32", "rank 2 has int32"});
   EXPECT_EQ(NamesOf(r), std::vector<std::string>{"dense/bias"});
 }
 
 TEST(CoordinatorValidationTest, ShapeMismatch) {
-  ExpectMismatch(MismatchOn(4, 1, Allreduce("w", {2, 3}), [](Request& q) { q.shape = {3, 2}; }),
+  ExpectMismatch(MismatchOn(4, 1, AllreduceRequest("w", {2, 3}), [](Request& q) { q.shape = {3, 2}; }),
                  {"'w'", "shape", "rank 0 has [2,3]", "rank 1 has [3,2]"});
-  ExpectMismatch(MismatchOn(2, 1, Allreduce("s", {}), [](Request& q) { q.shape = {1}; }),
+  ExpectMismatch(MismatchOn(2, 1, AllreduceRequest("s", {}), [](Request& q) { q.shape = {1}; }),
                  {"'s'", "rank 0 has []", "rank 1 has [1]"});
 }
 
 TEST(CoordinatorValidationTest, OpMismatch) {
-  ExpectMismatch(MismatchOn(3, 1, Allreduce("x", {4}), [](Request& q) { q.attrs.op = OpType::kBroadcast; }),
+  ExpectMismatch(MismatchOn(3, 1, AllreduceRequest("x", {4}), [](Request& q) { q.attrs.op = OpType::kBroadcast; }),
                  {"'x'", "operation", "rank 0 has allreduce", "rank 1 has broadcast"});
 }
 
 TEST(CoordinatorValidationTest, RootMismatch) {
-  Request b = Allreduce("init/w", {8});
+  Request b = AllreduceRequest("init/w", {8});
   b.attrs.op = OpType::kBroadcast;
   b.attrs.root = 0;
   ExpectMismatch(MismatchOn(3, 2, b, [](Request& q) { q.attrs.root = 1; }),
@@ -147,15 +147,15 @@ TEST(CoordinatorValidationTest, RootMismatch) {
 }
 
 TEST(CoordinatorValidationTest, ReduceOpScaleAndDeviceMismatch) {
-  ExpectMismatch(MismatchOn(2, 1, Allreduce("r", {4}), [](Request& q) { q.attrs.reduce_op = ReduceOp::kMax; }),
+  ExpectMismatch(MismatchOn(2, 1, AllreduceRequest("r", {4}), [](Request& q) { q.attrs.reduce_op = ReduceOp::kMax; }),
                  {"'r'", "reduce op", "rank 0 has Sum", "rank 1 has Max"});
-  ExpectMismatch(MismatchOn(2, 1, Allreduce("p", {4}), [](Request& q) { q.attrs.prescale = 2; }),
+  ExpectMismatch(MismatchOn(2, 1, AllreduceRequest("p", {4}), [](Request& q) { q.attrs.prescale = 2; }),
                  {"'p'", "prescale_factor", "rank 0 has 1", "rank 1 has 2"});
-  ExpectMismatch(MismatchOn(2, 1, Allreduce("q", {4}), [](Request& q) { q.attrs.postscale = 0.5; }),
+  ExpectMismatch(MismatchOn(2, 1, AllreduceRequest("q", {4}), [](Request& q) { q.attrs.postscale = 0.5; }),
                  {"'q'", "postscale_factor", "rank 1 has 0.5"});
-  ExpectMismatch(MismatchOn(2, 1, Allreduce("d", {4}), [](Request& q) { q.attrs.device = 0; }),
+  ExpectMismatch(MismatchOn(2, 1, AllreduceRequest("d", {4}), [](Request& q) { q.attrs.device = 0; }),
                  {"'d'", "device", "rank 0 has CPU", "rank 1 has GPU:0"});
-  Request on_gpu = Allreduce("e", {4});
+  Request on_gpu = AllreduceRequest("e", {4});
   on_gpu.attrs.device = 1;
   ExpectMismatch(MismatchOn(3, 2, on_gpu, [](Request& q) { q.attrs.device = -1; }),
                  {"'e'", "device", "rank 0 has GPU:1", "rank 2 has CPU"});
@@ -163,14 +163,14 @@ TEST(CoordinatorValidationTest, ReduceOpScaleAndDeviceMismatch) {
 
 TEST(CoordinatorValidationTest, RanksOnDifferentGpusAgreeWithRankZerosOrdinalAsTheLabel) {
   Coordinator c(3, 0);
-  auto out = SubmitAll(c, 3, Allreduce("g", {4}), [](int rank, Request& q) { q.attrs.device = rank; });
+  auto out = SubmitAll(c, 3, AllreduceRequest("g", {4}), [](int rank, Request& q) { q.attrs.device = rank; });
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].kind, Response::Kind::kCollective) << out[0].error_message;
   EXPECT_EQ(out[0].attrs.device, 0);
 }
 
 TEST(CoordinatorValidationTest, ReduceOpIgnoredWhereItDoesNotApply) {
-  Request b = Allreduce("b", {4});
+  Request b = AllreduceRequest("b", {4});
   b.attrs.op = OpType::kBroadcast;
   Coordinator c(2, 0);
   auto out = SubmitAll(c, 2, b, [](int rank, Request& q) {
@@ -182,7 +182,7 @@ TEST(CoordinatorValidationTest, ReduceOpIgnoredWhereItDoesNotApply) {
 }
 
 TEST(CoordinatorValidationTest, AllgatherFirstDimensionMayDiffer) {
-  Request g = Allreduce("ag", {2, 3});
+  Request g = AllreduceRequest("ag", {2, 3});
   g.attrs.op = OpType::kAllgather;
   Coordinator c(3, 0);
   auto out = SubmitAll(c, 3, g, [](int rank, Request& q) { q.shape[0] = rank * 2; });
@@ -202,7 +202,7 @@ TEST(CoordinatorValidationTest, AllgatherFirstDimensionMayDiffer) {
 }
 
 TEST(CoordinatorValidationTest, AlltoallSizesAreTheSplitMatrix) {
-  Request a = Allreduce("a2a", {0, 2});
+  Request a = AllreduceRequest("a2a", {0, 2});
   a.attrs.op = OpType::kAlltoall;
   Coordinator c(3, 0);
   auto out = SubmitAll(c, 3, a, [](int rank, Request& q) {
@@ -226,11 +226,11 @@ TEST(CoordinatorValidationTest, BarrierIgnoresShape) {
 
 TEST(CoordinatorValidationTest, DuplicateInFlightNameIsAnInvalidArgument) {
   Coordinator c(3, 0);
-  c.Add(1, Allreduce("dup", {2}));
-  c.Add(1, Allreduce("dup", {2}));
+  c.Add(1, AllreduceRequest("dup", {2}));
+  c.Add(1, AllreduceRequest("dup", {2}));
   EXPECT_FALSE(c.HasReady());
-  c.Add(0, Allreduce("dup", {2}));
-  c.Add(2, Allreduce("dup", {2}));
+  c.Add(0, AllreduceRequest("dup", {2}));
+  c.Add(2, AllreduceRequest("dup", {2}));
   auto out = c.TakeReady();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].kind, Response::Kind::kError);
@@ -239,7 +239,7 @@ TEST(CoordinatorValidationTest, DuplicateInFlightNameIsAnInvalidArgument) {
     EXPECT_NE(out[0].error_message.find(part), std::string::npos) << out[0].error_message;
   }
   // Once answered, the name is free again.
-  auto again = SubmitAll(c, 3, Allreduce("dup", {2}));
+  auto again = SubmitAll(c, 3, AllreduceRequest("dup", {2}));
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0].kind, Response::Kind::kCollective);
 }
@@ -256,12 +256,12 @@ TEST(CoordinatorTest, ReadyWaitIsPerRankAndSummedOverFusedTensors) {
   Coordinator c(3, 1 << 20);
   const auto t0 = Clock::now();
   auto at = [&](double s) { return t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); };
-  c.Add(0, Allreduce("a", {2}), at(0));
-  c.Add(1, Allreduce("a", {2}), at(1));
-  c.Add(2, Allreduce("a", {2}), at(3));  // rank 2 is the slowest: ready at 3 s
-  c.Add(2, Allreduce("b", {2}), at(3));
-  c.Add(0, Allreduce("b", {2}), at(4));
-  c.Add(1, Allreduce("b", {2}), at(4));  // rank 1 is the slowest for b: ready at 4 s
+  c.Add(0, AllreduceRequest("a", {2}), at(0));
+  c.Add(1, AllreduceRequest("a", {2}), at(1));
+  c.Add(2, AllreduceRequest("a", {2}), at(3));  // rank 2 is the slowest: ready at 3 s
+  c.Add(2, AllreduceRequest("b", {2}), at(3));
+  c.Add(0, AllreduceRequest("b", {2}), at(4));
+  c.Add(1, AllreduceRequest("b", {2}), at(4));  // rank 1 is the slowest for b: ready at 4 s
   auto out = c.TakeReady();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(NamesOf(out[0]), (std::vector<std::string>{"a", "b"}));
@@ -273,8 +273,8 @@ TEST(CoordinatorTest, ReadyWaitIsPerRankAndSummedOverFusedTensors) {
 
 TEST(CoordinatorFusionTest, FusesUpToTheThresholdExactly) {
   Coordinator c(2, 100);
-  auto out = ReadyAll(c, 2, {Allreduce("a", {10}), Allreduce("b", {10}), Allreduce("c", {5}),
-                             Allreduce("d", {1}), Allreduce("e", {30})});
+  auto out = ReadyAll(c, 2, {AllreduceRequest("a", {10}), AllreduceRequest("b", {10}), AllreduceRequest("c", {5}),
+                             AllreduceRequest("d", {1}), AllreduceRequest("e", {30})});
   // 40 + 40 + 20 = 100 bytes fit exactly; d (4 bytes) would exceed: it opens a new group,
   // which e (120 bytes) cannot join either.
   ASSERT_EQ(out.size(), 3u);
@@ -284,22 +284,22 @@ TEST(CoordinatorFusionTest, FusesUpToTheThresholdExactly) {
   EXPECT_EQ(out[1].sizes, (std::vector<int64_t>{4}));
   EXPECT_EQ(NamesOf(out[2]), (std::vector<std::string>{"e"}));
   Coordinator c2(2, 100);
-  auto big = ReadyAll(c2, 2, {Allreduce("huge", {1000}), Allreduce("small", {1})});
+  auto big = ReadyAll(c2, 2, {AllreduceRequest("huge", {1000}), AllreduceRequest("small", {1})});
   ASSERT_EQ(big.size(), 2u);  // a tensor above the threshold travels alone
   EXPECT_EQ(NamesOf(big[0]), std::vector<std::string>{"huge"});
   EXPECT_EQ(NamesOf(big[1]), std::vector<std::string>{"small"});
 }
 
 TEST(CoordinatorFusionTest, NeverAcrossDtypeOpOrScale) {
-  Request f1 = Allreduce("f1", {2}), f2 = Allreduce("f2", {2});
-  Request i1 = Allreduce("i1", {2}, DataType::kInt32), i2 = Allreduce("i2", {2}, DataType::kInt32);
-  Request m1 = Allreduce("m1", {2}, DataType::kFloat32, ReduceOp::kMax);
-  Request a1 = Allreduce("a1", {2}, DataType::kFloat32, ReduceOp::kAverage);
-  Request s1 = Allreduce("s1", {2});
+  Request f1 = AllreduceRequest("f1", {2}), f2 = AllreduceRequest("f2", {2});
+  Request i1 = AllreduceRequest("i1", {2}, DataType::kInt32), i2 = AllreduceRequest("i2", {2}, DataType::kInt32);
+  Request m1 = AllreduceRequest("m1", {2}, DataType::kFloat32, ReduceOp::kMax);
+  Request a1 = AllreduceRequest("a1", {2}, DataType::kFloat32, ReduceOp::kAverage);
+  Request s1 = AllreduceRequest("s1", {2});
   s1.attrs.prescale = 2;
-  Request s2 = Allreduce("s2", {2});
+  Request s2 = AllreduceRequest("s2", {2});
   s2.attrs.postscale = 2;
-  Request s3 = Allreduce("s3", {2});
+  Request s3 = AllreduceRequest("s3", {2});
   s3.attrs.postscale = 2;
   Coordinator c(3, 1 << 20);
   auto out = ReadyAll(c, 3, {f1, i1, m1, a1, s1, s2, f2, i2, s3});
@@ -320,20 +320,20 @@ TEST(CoordinatorFusionTest, NeverAcrossDtypeOpOrScale) {
 }
 
 TEST(CoordinatorFusionTest, OnlyCollectiveAllreducesFuse) {
-  Request b1 = Allreduce("b1", {2}), b2 = Allreduce("b2", {2});
+  Request b1 = AllreduceRequest("b1", {2}), b2 = AllreduceRequest("b2", {2});
   b1.attrs.op = b2.attrs.op = OpType::kBroadcast;
-  Request g1 = Allreduce("g1", {2}), g2 = Allreduce("g2", {2});
+  Request g1 = AllreduceRequest("g1", {2}), g2 = AllreduceRequest("g2", {2});
   g1.attrs.op = g2.attrs.op = OpType::kAllgather;
   Coordinator c(2, 1 << 20);
-  auto out = ReadyAll(c, 2, {b1, b2, g1, g2, Allreduce("x", {2}), Allreduce("y", {2})});
+  auto out = ReadyAll(c, 2, {b1, b2, g1, g2, AllreduceRequest("x", {2}), AllreduceRequest("y", {2})});
   ASSERT_EQ(out.size(), 5u);
   EXPECT_EQ(NamesOf(out[4]), (std::vector<std::string>{"x", "y"}));
 
   // An error response is never a fusion target, and travels on its own.
   Coordinator c2(2, 1 << 20);
-  c2.Add(0, Allreduce("bad", {2}));
-  c2.Add(1, Allreduce("bad", {3}));
-  for (int rank = 0; rank < 2; ++rank) c2.Add(rank, Allreduce("ok", {2}));
+  c2.Add(0, AllreduceRequest("bad", {2}));
+  c2.Add(1, AllreduceRequest("bad", {3}));
+  for (int rank = 0; rank < 2; ++rank) c2.Add(rank, AllreduceRequest("ok", {2}));
   auto mixed = c2.TakeReady();
   ASSERT_EQ(mixed.size(), 2u);
   EXPECT_EQ(mixed[0].kind, Response::Kind::kError);
@@ -343,15 +343,15 @@ TEST(CoordinatorFusionTest, OnlyCollectiveAllreducesFuse) {
 
 TEST(CoordinatorFusionTest, ThresholdZeroDisablesFusion) {
   Coordinator c(2, 0);
-  auto out = ReadyAll(c, 2, {Allreduce("a", {1}), Allreduce("b", {1}), Allreduce("c", {1})});
+  auto out = ReadyAll(c, 2, {AllreduceRequest("a", {1}), AllreduceRequest("b", {1}), AllreduceRequest("c", {1})});
   ASSERT_EQ(out.size(), 3u);
   for (const auto& r : out) EXPECT_EQ(r.tensors.size(), 1u);
 }
 
 TEST(CoordinatorFusionTest, OnlyWithinOneTakeReadyBatch) {
   Coordinator c(2, 1 << 20);
-  auto first = ReadyAll(c, 2, {Allreduce("a", {1})});
-  auto second = ReadyAll(c, 2, {Allreduce("b", {1})});
+  auto first = ReadyAll(c, 2, {AllreduceRequest("a", {1})});
+  auto second = ReadyAll(c, 2, {AllreduceRequest("b", {1})});
   ASSERT_EQ(first.size(), 1u);
   ASSERT_EQ(second.size(), 1u);
   EXPECT_EQ(NamesOf(second[0]), std::vector<std::string>{"b"});
@@ -362,9 +362,9 @@ TEST(CoordinatorFusionTest, OnlyWithinOneTakeReadyBatch) {
 TEST(CoordinatorStallTest, ReportsWaitSubmittersAndMissingRanks) {
   Coordinator c(4, 0);
   auto t0 = Clock::now();
-  c.Add(0, Allreduce("slow", {1}), t0);
-  c.Add(2, Allreduce("slow", {1}), t0 + std::chrono::seconds(3));
-  c.Add(3, Allreduce("fresh", {1}), t0 + std::chrono::seconds(9));
+  c.Add(0, AllreduceRequest("slow", {1}), t0);
+  c.Add(2, AllreduceRequest("slow", {1}), t0 + std::chrono::seconds(3));
+  c.Add(3, AllreduceRequest("fresh", {1}), t0 + std::chrono::seconds(9));
   auto stalled = c.Stalled(5, t0 + std::chrono::seconds(10));
   ASSERT_EQ(stalled.size(), 1u);
   EXPECT_EQ(stalled[0].name, "slow");
@@ -376,8 +376,8 @@ TEST(CoordinatorStallTest, ReportsWaitSubmittersAndMissingRanks) {
   EXPECT_EQ(c.Stalled(0.5, t0 + std::chrono::seconds(10)).size(), 2u);
   EXPECT_TRUE(c.Stalled(11, t0 + std::chrono::seconds(10)).empty());
   // Once the missing ranks arrive, nothing is stalled.
-  c.Add(1, Allreduce("slow", {1}));
-  c.Add(3, Allreduce("slow", {1}));
+  c.Add(1, AllreduceRequest("slow", {1}));
+  c.Add(3, AllreduceRequest("slow", {1}));
   auto left = c.Stalled(0, t0 + std::chrono::seconds(20));
   ASSERT_EQ(left.size(), 1u);
   EXPECT_EQ(left[0].name, "fresh");

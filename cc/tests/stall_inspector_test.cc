@@ -12,7 +12,7 @@ namespace {
 
 using namespace testing_util;
 
-Request Tensor(const std::string& name) {
+Request NamedRequest(const std::string& name) {
   Request r;
   r.name = name;
   r.shape = {4};
@@ -21,8 +21,8 @@ Request Tensor(const std::string& name) {
 
 TEST(StallInspectorTest, PastTheShutdownLimitItFailsNamingTheTensorAndTheMissingRank) {
   Coordinator coordinator(3, 0);
-  coordinator.Add(0, Tensor("grad/w"));
-  coordinator.Add(2, Tensor("grad/w"));
+  coordinator.Add(0, NamedRequest("grad/w"));
+  coordinator.Add(2, NamedRequest("grad/w"));
   StatsRecorder stats;
   StallInspector inspector(/*warning_s=*/0, /*shutdown_s=*/0.01, &stats);
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
@@ -33,8 +33,8 @@ TEST(StallInspectorTest, PastTheShutdownLimitItFailsNamingTheTensorAndTheMissing
 
 TEST(StallInspectorTest, WarnsOncePerStalledTensorAndLooksAtMostOnceASecond) {
   Coordinator coordinator(2, 0);
-  coordinator.Add(1, Tensor("a"));
-  coordinator.Add(1, Tensor("b"));
+  coordinator.Add(1, NamedRequest("a"));
+  coordinator.Add(1, NamedRequest("b"));
   StatsRecorder stats;
   StallInspector inspector(/*warning_s=*/0.01, /*shutdown_s=*/0, &stats);
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
@@ -48,7 +48,7 @@ TEST(StallInspectorTest, WarnsOncePerStalledTensorAndLooksAtMostOnceASecond) {
 
 TEST(StallInspectorTest, BothLimitsOffNeverLooks) {
   Coordinator coordinator(2, 0);
-  coordinator.Add(1, Tensor("a"));
+  coordinator.Add(1, NamedRequest("a"));
   StatsRecorder stats;
   StallInspector inspector(0, 0, &stats);
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
