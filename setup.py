@@ -4,6 +4,8 @@ tfring package (rpath $ORIGIN), so every process loads exactly one copy of the c
 
 Build with TensorFlow already installed:  pip install --no-build-isolation -e .
 Environment: TFRING_BUILD_JOBS (parallel compiles, default: CPU count),
+             TFRING_BUILD_UNITY=0 (compile file by file: faster rebuilds after a one-file
+               edit; the default compiles each source folder as one unit, see _units),
              TFRING_WITHOUT_TF=1 (skip the op library), TFRING_DEBUG=1 (-O0 -g),
              TFRING_WITH_NCCL=auto|1|0 (GPU support, see docs/gpu.md):
                auto (default): build the NCCL backend into libtfring_core.so (it needs no CUDA
@@ -70,16 +72,51 @@ def _newest_header_mtime(header_dirs):
     return max((os.path.getmtime(h) for h in headers), default=0)
 
 
+def _write_if_changed(path, text):
+    if os.path.exists(path):
+        with open(path) as f:
+            if f.read() == text:
+                return
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def _units(sources, obj_dir):
+    """[(file to compile, its object, the sources it stands for)]. By default one unit per
+    source folder (a generated file that #includes the folder's sources): the files of a
+    folder parse the same standard, pybind11 or TensorFlow headers, and parsing is most of
+    a compile. Measured 2026-12-05 at -O3: cc/core/transport and cc/core/control, 28 files,
+    28.9 -> 13.2 CPU-s. Names local to a file must then differ between the files of a folder
+    (a clash is a compile error, not a silent change). TFRING_BUILD_UNITY=0: one unit per file."""
+    def obj_of(src):
+        return os.path.join(obj_dir, os.path.relpath(src, ROOT).replace(os.sep, "_") + ".o")
+
+    if os.environ.get("TFRING_BUILD_UNITY", "1") == "0":
+        return [(src, obj_of(src), [src]) for src in sources]
+    folders = {}
+    for src in sources:
+        folders.setdefault(os.path.dirname(src), []).append(src)
+    units = []
+    for folder, members in sorted(folders.items()):
+        if len(members) == 1:
+            units.append((members[0], obj_of(members[0]), members))
+            continue
+        unity = os.path.join(obj_dir, "unity", os.path.relpath(folder, ROOT).replace(os.sep, "_") + ".cc")
+        os.makedirs(os.path.dirname(unity), exist_ok=True)
+        _write_if_changed(unity, "".join(f'#include "{m}"\n' for m in members))
+        units.append((unity, unity[:-3] + ".o", members))
+    return units
+
+
 def _compile_all(sources, obj_dir, flags, header_dirs):
-    """Compiles sources to objects in parallel, skipping those newer than their source and
-    every header under `header_dirs`. Returns the objects."""
+    """Compiles sources to objects in parallel (_units), skipping the units whose object is
+    newer than their sources and every header under `header_dirs`. Returns the objects."""
     os.makedirs(obj_dir, exist_ok=True)
     header_mtime = _newest_header_mtime(header_dirs)
     jobs = []
-    for src in sources:
-        obj = os.path.join(obj_dir, os.path.relpath(src, ROOT).replace(os.sep, "_") + ".o")
-        fresh = os.path.exists(obj) and os.path.getmtime(obj) >= max(os.path.getmtime(src), header_mtime)
-        jobs.append((src, obj, fresh))
+    for unit, obj, members in _units(sources, obj_dir):
+        newest = max([header_mtime] + [os.path.getmtime(f) for f in members + [unit]])
+        jobs.append((unit, obj, os.path.exists(obj) and os.path.getmtime(obj) >= newest))
     workers = int(os.environ.get("TFRING_BUILD_JOBS", os.cpu_count() or 1))
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(_run, [CXX] + flags + ["-c", src, "-o", obj]) for src, obj, fresh in jobs if not fresh]
