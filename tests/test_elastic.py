@@ -17,14 +17,21 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 
 import numpy as np
 import pytest
 
-from tests.helpers import LAUNCHER, REPO_ROOT, format_job_output, job_env, rank_output, run_launcher
+from tests.helpers import (
+    LAUNCHER,
+    REPO_ROOT,
+    format_job_output,
+    job_env,
+    rank_output,
+    rank_python,
+    run_launcher,
+)
 
 pytestmark = pytest.mark.multiprocess
 
@@ -226,7 +233,10 @@ def test_the_example_goes_on_when_a_worker_is_killed_mid_training():
     """examples/keras_elastic.py as a user runs it; the test SIGKILLs worker w1 from outside
     once rank 0 has started epoch 3."""
     example = os.path.join(REPO_ROOT, "examples", "keras_elastic.py")
-    cmd = [*LAUNCHER, "-np", "3", "--min-np", "2", "-H", THREE_HOSTS, "-v", sys.executable, example,
+    # Fork-server ranks (tests/fork_server.py): the pid the launcher reports is the rank's
+    # stand-in, whose SIGKILL the server turns into its rank's at once; fresh ranks added
+    # ~18 CPU-s of imports and proved nothing more about the example.
+    cmd = [*LAUNCHER, "-np", "3", "--min-np", "2", "-H", THREE_HOSTS, "-v", *rank_python(fork=True), example,
            "--epochs", "30"]
     proc = subprocess.Popen(cmd, env=job_env(), cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)

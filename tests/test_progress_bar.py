@@ -8,12 +8,11 @@ import pty
 import re
 import select
 import subprocess
-import sys
 import time
 
 import pytest
 
-from tests.helpers import LAUNCHER, REPO_ROOT, job_env, rank_output, run_job
+from tests.helpers import LAUNCHER, REPO_ROOT, job_env, rank_output, rank_python, run_job
 from tfring._runner.output import _split_pieces
 
 FIT = """
@@ -46,7 +45,9 @@ def _run_on_a_terminal(script, env, timeout):
     with open(path, "w") as f:
         f.write(script)
     main, sub = pty.openpty()
-    proc = subprocess.Popen([*LAUNCHER, "-np", "2", sys.executable, path], env=job_env(env), cwd=REPO_ROOT,
+    # Fork-server ranks (rank_python): the launcher's pipes and pty are passed to the rank
+    # as its own stdio, so Keras and tfring see what a fresh rank sees.
+    proc = subprocess.Popen([*LAUNCHER, "-np", "2", *rank_python(script), path], env=job_env(env), cwd=REPO_ROOT,
                             stdin=subprocess.DEVNULL, stdout=sub, stderr=sub, start_new_session=True)
     os.close(sub)
     chunks, deadline = [], time.monotonic() + timeout

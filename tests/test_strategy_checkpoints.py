@@ -15,7 +15,11 @@ from tests.helpers import job_env, rank_output, rank_python, run_job
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workers", "checkpoint_script.py")
 REFUSED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workers", "refused_saves.py")
 GUIDE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workers", "strategy_keras_guide.py")
-ROUNDS = 10
+# Rounds per launch: with the waiting ranks' wait removed (coordination._wait_done returning
+# at once), round 0 failed in 3 of 3 launches (np=2, 2, 3: load_model found no file); a few
+# more rounds repeat every save on fresh paths in the same job (was 10; under load the two
+# 10-round launches hit their 200 s timeout in one of two runs).
+ROUNDS = 3
 
 pytestmark = [
     pytest.mark.multiprocess,
