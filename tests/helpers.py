@@ -135,8 +135,8 @@ def rank_python(script_text="", env=None, fork=None):
     the suite's server runs. ``fork=False`` (or
     ``TFRING_TEST_FORK_SERVER=""`` in ``env``) keeps a fresh process: for a test of what
     only a fresh process shows (the launcher watching the rank's own process state: a
-    SIGSTOPped rank; ``os.getppid()``; TensorFlow settings read at import; signals that
-    must reach every rank at once, as a terminal's Ctrl-C)."""
+    SIGSTOPped rank; ``os.getppid()``; TensorFlow settings read at import). A signal sent
+    to the stand-in reaches the forked rank a few ms later (relayed)."""
     path = (env or {}).get(FORK_SERVER_ENV, os.environ.get(FORK_SERVER_ENV))
     if fork is False or not path or (fork is None and not _IMPORTS_TF.search(script_text)):
         return [sys.executable]
