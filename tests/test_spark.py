@@ -192,17 +192,19 @@ def test_keras_fit_weights_equal_tfringrun(spark, tmp_path):
     import cloudpickle
 
     import tfring.spark
+    from tests.helpers import rank_executable, rank_python
     from tests.workers import spark_fit
 
     out = tmp_path / "weights.json"
     env = dict(os.environ, **RANK_ENV)
+    # Both jobs' ranks are forks of the suite's fork server (TensorFlow imported once).
     reference = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "tfringrun"), "-np", "2",
-                                  sys.executable, os.path.join(REPO, "tests", "workers", "spark_fit.py"), str(out)],
-                                 env=env)  # meanwhile, the same fit on Spark
+                                  *rank_python(fork=True), os.path.join(REPO, "tests", "workers", "spark_fit.py"),
+                                  str(out)], env=env)  # meanwhile, the same fit on Spark
     try:
         cloudpickle.register_pickle_by_value(spark_fit)  # the executors need not import tests/
         try:
-            on_spark = tfring.spark.run(spark_fit.train, num_proc=2)
+            on_spark = tfring.spark.run(spark_fit.train, num_proc=2, executable=rank_executable(tmp_path))
         finally:
             cloudpickle.unregister_pickle_by_value(spark_fit)
         assert reference.wait(timeout=120) == 0
