@@ -7,7 +7,9 @@ that has already imported them pays nothing for it.
 
 How a rank starts (tests/helpers.py ``run_launcher``, for scripts that import TensorFlow):
 the launcher starts ``python tests/fork_client.py SCRIPT ARGS...`` exactly where it would
-start ``python SCRIPT ARGS...``. The client connects to this server's Unix socket and sends
+start ``python SCRIPT ARGS...`` (or ``python -m MODULE ARGS...``; where a product API takes
+one executable for its ranks, as ``tfring.run(executable=...)``, ``tests.helpers.rank_executable``
+writes a shell script that runs the client). The client connects to this server's Unix socket and sends
 its stdin/stdout/stderr (SCM_RIGHTS), argv, environment, working folder and CPU affinity;
 the server forks a child that takes them over and runs SCRIPT as ``__main__``. The client
 stays as the launcher's view of the rank: it forwards the signals it receives to the child,

@@ -68,7 +68,8 @@ def test_shares_then_the_example_trains_identical_weights(compute_job, monkeypat
     assert not set(shares[0]) & set(shares[1]), shares
     assert sorted(shares[0] + shares[1]) == list(range(40)), shares
 
-    example = subprocess.run([sys.executable, os.path.join(REPO, "examples", "tensorflow2_data_service.py"),
+    # the example's driver imports TensorFlow too: a fork (its tfring.run ranks are fresh processes)
+    example = subprocess.run([*rank_python(fork=True), os.path.join(REPO, "examples", "tensorflow2_data_service.py"),
                               "--compute-service-config-file", str(config_file), "--training-tasks", "2",
                               "--reuse-dataset", "--steps", "4", "--epochs", "2"],
                              env=dict(os.environ, **ENV), capture_output=True, text=True, timeout=150, check=False)

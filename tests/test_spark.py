@@ -229,7 +229,10 @@ def test_compute_worker_on_spark_serves_the_data_service_example(spark, tmp_path
     from tfring._tensorflow.data.compute_service import TfDataServiceConfig
 
     config_file = tmp_path / "compute.json"
-    example = subprocess.Popen([sys.executable, os.path.join(REPO, "examples", "tensorflow2_data_service.py"),
+    from tests.helpers import rank_python
+
+    # the example's driver imports TensorFlow: a fork of the suite's fork server
+    example = subprocess.Popen([*rank_python(fork=True), os.path.join(REPO, "examples", "tensorflow2_data_service.py"),
                                 "--compute-service-config-file", str(config_file), "--training-tasks", "2",
                                 "--reuse-dataset", "--steps", "4", "--epochs", "1"],
                                env=dict(os.environ, **RANK_ENV), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
