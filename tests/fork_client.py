@@ -4,6 +4,7 @@ has TensorFlow and Keras imported already, forwards the signals this process get
 stops when it stops (SIGCONT, forwarded, continues both) and exits as it exited. Imports only the standard library (starts in ~20 ms).
 
   python tests/fork_client.py SCRIPT [ARGS...]
+  python tests/fork_client.py -m MODULE [ARGS...]
 """
 
 import json

@@ -7,7 +7,9 @@ that has already imported them pays nothing for it.
 
 How a rank starts (tests/helpers.py ``run_launcher``, for scripts that import TensorFlow):
 the launcher starts ``python tests/fork_client.py SCRIPT ARGS...`` exactly where it would
-start ``python SCRIPT ARGS...``. The client connects to this server's Unix socket and sends
+start ``python SCRIPT ARGS...`` (or ``python -m MODULE ARGS...``; where a product API takes
+one executable for its ranks, as ``tfring.run(executable=...)``, ``tests.helpers.rank_executable``
+writes a shell script that runs the client). The client connects to this server's Unix socket and sends
 its stdin/stdout/stderr (SCM_RIGHTS), argv, environment, working folder and CPU affinity;
 the server forks a child that takes them over and runs SCRIPT as ``__main__``. The client
 stays as the launcher's view of the rank: it forwards the signals it receives to the child,
@@ -113,7 +115,7 @@ def _stdio(env):
 
 def _become_rank(conn, request, fds):
     """In the child: take over the client's stdio, environment, folder and CPUs; returns the
-    script's path (the caller runs it as ``__main__``)."""
+    script's path, or ``"-m"`` and a module's name (the caller runs it as ``__main__``)."""
     os.setsid()
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
@@ -132,6 +134,10 @@ def _become_rank(conn, request, fds):
             os.close(fd)
         except OSError:
             pass
+    if request["argv"][:1] == ["-m"]:  # python -m MODULE ARGS...: the folder on sys.path
+        sys.argv = ["-m", *request["argv"][2:]]  # runpy puts the module's path in argv[0]
+        sys.path[0] = os.getcwd()
+        return "-m", request["argv"][1]
     script = request["argv"][0]
     sys.argv = list(request["argv"])
     sys.path[0] = os.path.dirname(os.path.abspath(script))
@@ -181,11 +187,15 @@ def serve(path):
 
 
 def _run_as_main(script):
-    """Runs ``script`` as ``python script`` would: its traceback without this file's frames."""
+    """Runs ``script`` as ``python script`` would (``("-m", module)``: as ``python -m
+    module``): its traceback without this file's frames."""
     import runpy
     import traceback
 
     try:
+        if isinstance(script, tuple):
+            runpy.run_module(script[1], run_name="__main__", alter_sys=True)
+            return
         runpy.run_path(script, run_name="__main__")
     except (SystemExit, KeyboardInterrupt):
         raise

@@ -23,6 +23,7 @@ SIGTERM (which it passes on to every worker's process group), then SIGKILL.
 
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -186,6 +187,25 @@ def one_tf_thread_each():
         tf.config.threading.set_inter_op_parallelism_threads(1)
     except RuntimeError:
         pass
+
+
+def rank_executable(folder, fork=True):
+    """A path that stands in for ``python`` where a product API takes one executable for its
+    rank processes (``tfring.run(executable=...)``, ``tfring.spark.run(executable=...)``,
+    which start ``EXECUTABLE -m tfring._runner.function_worker``): a shell script in
+    ``folder`` that runs the fork server's client with the server's socket set (the product
+    drops TFRING_* variables it did not set), so the ranks are forks that have TensorFlow
+    imported. ``sys.executable`` when no fork server runs or ``fork=False``."""
+    path = os.environ.get(FORK_SERVER_ENV)
+    if not fork or not path:
+        return sys.executable
+    wait_for_fork_server()
+    script = os.path.join(str(folder), "python_fork")
+    with open(script, "w") as f:
+        f.write(f'#!/bin/sh\n{FORK_SERVER_ENV}={shlex.quote(path)} exec {shlex.quote(sys.executable)} '
+                f'{shlex.quote(FORK_CLIENT)} "$@"\n')
+    os.chmod(script, 0o755)
+    return script
 
 
 # ---- the suite's fork server (tests/fork_server.py) ---------------------------------------

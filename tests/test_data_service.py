@@ -15,6 +15,8 @@ import sys
 
 import pytest
 
+from tests.helpers import rank_executable, rank_python
+
 pytestmark = [pytest.mark.multiprocess, pytest.mark.timeout(200)]
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -41,7 +43,9 @@ def _read_share(config):
 def compute_job(tmp_path):
     config_file = tmp_path / "compute.json"
     tfringrun = os.path.join(os.path.dirname(sys.executable), "tfringrun")
-    proc = subprocess.Popen([tfringrun, "-np", "2", sys.executable, "-m", "tfring.tensorflow.data.compute_worker",
+    # The ranks (here, of tfring.run below, and in the next test) are forks of the suite's
+    # fork server, which has TensorFlow imported (tests/fork_server.py).
+    proc = subprocess.Popen([tfringrun, "-np", "2", *rank_python(fork=True), "-m", "tfring.tensorflow.data.compute_worker",
                              str(config_file), "--timeout", "90"], env=dict(os.environ, **ENV),
                             start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -52,7 +56,7 @@ def compute_job(tmp_path):
             proc.wait(timeout=20)
 
 
-def test_shares_then_the_example_trains_identical_weights(compute_job, monkeypatch):
+def test_shares_then_the_example_trains_identical_weights(compute_job, monkeypatch, tmp_path):
     import tfring
     from tfring._tensorflow.data.compute_service import TfDataServiceConfig
 
@@ -60,11 +64,12 @@ def test_shares_then_the_example_trains_identical_weights(compute_job, monkeypat
     config = TfDataServiceConfig.read(str(config_file), wait_for_file_creation=True, timeout=90)
     for name, value in ENV.items():
         monkeypatch.setenv(name, value)
-    shares = tfring.run(_read_share, args=(config,), np=2)
+    shares = tfring.run(_read_share, args=(config,), np=2, executable=rank_executable(tmp_path))
     assert not set(shares[0]) & set(shares[1]), shares
     assert sorted(shares[0] + shares[1]) == list(range(40)), shares
 
-    example = subprocess.run([sys.executable, os.path.join(REPO, "examples", "tensorflow2_data_service.py"),
+    # the example's driver imports TensorFlow too: a fork (its tfring.run ranks are fresh processes)
+    example = subprocess.run([*rank_python(fork=True), os.path.join(REPO, "examples", "tensorflow2_data_service.py"),
                               "--compute-service-config-file", str(config_file), "--training-tasks", "2",
                               "--reuse-dataset", "--steps", "4", "--epochs", "2"],
                              env=dict(os.environ, **ENV), capture_output=True, text=True, timeout=150, check=False)
@@ -104,7 +109,7 @@ def test_unreachable_registry_names_the_config_file_and_why_the_compute_job_stop
     # a compute job that gave up waiting for its training-side dispatcher: its registry is
     # gone, and the training side's errors say why
     config_file = tmp_path / "compute.json"
-    proc = subprocess.Popen([sys.executable, "-m", "tfring.tensorflow.data.compute_worker", str(config_file),
+    proc = subprocess.Popen([*rank_python(fork=True), "-m", "tfring.tensorflow.data.compute_worker", str(config_file),
                              "--dispatcher-side", "training", "--timeout", "3"], env=dict(os.environ, **ENV),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

@@ -192,17 +192,19 @@ def test_keras_fit_weights_equal_tfringrun(spark, tmp_path):
     import cloudpickle
 
     import tfring.spark
+    from tests.helpers import rank_executable, rank_python
     from tests.workers import spark_fit
 
     out = tmp_path / "weights.json"
     env = dict(os.environ, **RANK_ENV)
+    # Both jobs' ranks are forks of the suite's fork server (TensorFlow imported once).
     reference = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "tfringrun"), "-np", "2",
-                                  sys.executable, os.path.join(REPO, "tests", "workers", "spark_fit.py"), str(out)],
-                                 env=env)  # meanwhile, the same fit on Spark
+                                  *rank_python(fork=True), os.path.join(REPO, "tests", "workers", "spark_fit.py"),
+                                  str(out)], env=env)  # meanwhile, the same fit on Spark
     try:
         cloudpickle.register_pickle_by_value(spark_fit)  # the executors need not import tests/
         try:
-            on_spark = tfring.spark.run(spark_fit.train, num_proc=2)
+            on_spark = tfring.spark.run(spark_fit.train, num_proc=2, executable=rank_executable(tmp_path))
         finally:
             cloudpickle.unregister_pickle_by_value(spark_fit)
         assert reference.wait(timeout=120) == 0
@@ -227,7 +229,10 @@ def test_compute_worker_on_spark_serves_the_data_service_example(spark, tmp_path
     from tfring._tensorflow.data.compute_service import TfDataServiceConfig
 
     config_file = tmp_path / "compute.json"
-    example = subprocess.Popen([sys.executable, os.path.join(REPO, "examples", "tensorflow2_data_service.py"),
+    from tests.helpers import rank_python
+
+    # the example's driver imports TensorFlow: a fork of the suite's fork server
+    example = subprocess.Popen([*rank_python(fork=True), os.path.join(REPO, "examples", "tensorflow2_data_service.py"),
                                 "--compute-service-config-file", str(config_file), "--training-tasks", "2",
                                 "--reuse-dataset", "--steps", "4", "--epochs", "1"],
                                env=dict(os.environ, **RANK_ENV), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
