@@ -66,9 +66,9 @@ fresh-clone-check:
 # 2026-12-05 on a fresh clone (lab/records/test_suite.md): 946 s wall on a quiet machine
 # (install 181 s, pytest 590 s with 559 passed, sanitizer runs 175 s), against 1,831 s
 # (2026-11-29) before the fork server.
-# Later that day, after three merges, 1,196 s (pytest 790 s, sanitizer builds ending after
-# it at 1,049 s, sanitizer runs 147 s): pytest's growth is not isolated (the record says
-# what is suspected).
+# Later, with unity builds (the install's C++ and the sanitizer builds compile a folder as
+# one unit) and more ranks forked: 753 s (install 162 s, pytest 469 s with 561 passed,
+# sanitizer builds ending at 317 s, sanitizer runs 122 s).
 # The plain C++ build (`make cctest`, for quick local runs) is not a phase: ASan+UBSan runs
 # the same tests on the same -O1 core.
 TEST_PHASES_FIRST := install lint
