@@ -33,6 +33,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import bench_common
+
 CALLS = 40
 
 
@@ -42,16 +45,10 @@ def _busbw(nbytes, n, seconds):
 
 def worker(args):
     """One tfring job: the NumPy and tf.function paths, medians of CALLS calls each."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import numpy as np
-    import tensorflow as tf
-
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
+    tf, hvd = bench_common.tf_rank()
     import tfring
-    import tfring.tensorflow as hvd
 
-    hvd.init()
     n, count = hvd.size(), args.bytes // 4
     x = tf.ones([count], tf.float32)
     host, out = np.ones(count, np.float32), np.empty(count, np.float32)

@@ -4,9 +4,26 @@ min_iters) and broadcast, then the median of per-iteration wall times on rank 0.
 busbw = bytes / time x 2(n-1)/n (the nccl-tests convention)."""
 
 import json
+import os
 import platform
 import statistics
 import time
+
+
+def tf_rank():
+    """Set-up of a rank that times TensorFlow: TF's C++ logs quiet, one intra-op and one
+    inter-op thread (the ranks share this machine's few CPUs; the timings describe that
+    set-up), tfring initialised. Imports TensorFlow, so call it in the worker, not at import.
+    Returns (tf, hvd): the ``tensorflow`` and ``tfring.tensorflow`` modules."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    import tfring.tensorflow as hvd
+
+    hvd.init()
+    return tf, hvd
 
 
 def sizes(min_bytes, max_bytes):

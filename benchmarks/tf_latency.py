@@ -33,21 +33,18 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import bench_common
+
 SIZES = (8, 1024, 64 << 10, 1 << 20, 16 << 20)
 VARIANTS = ("empty", "argument", "produce", "produced", "numpy")
 
 
 def worker(args):
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import numpy as np
-    import tensorflow as tf
-
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
+    tf, hvd = bench_common.tf_rank()
     import tfring
-    import tfring.tensorflow as hvd
 
-    hvd.init()
     one = tf.constant(1.0)
     functions = {
         "empty": tf.function(lambda t, s: t),

@@ -18,18 +18,14 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+import bench_common
+
 PER_BLOCK = 200
 
 
 def worker(blocks):
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
-
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
-    import tfring.tensorflow as hvd
-
-    hvd.init()
+    tf, hvd = bench_common.tf_rank()
     x = tf.ones([2], tf.float32)
     empty = tf.function(lambda t: t)
     allreduce = tf.function(lambda t: hvd.allreduce(t, op=hvd.Sum, name="call_ab"))

@@ -12,16 +12,15 @@ Rank 0 prints one line per kind. Used for docs/benchmarks.md's "malloc on huge p
 the median hides the stalls, the mean shows them.
 """
 
+import os
 import statistics
+import sys
 import time
 
 import numpy as np
-import tensorflow as tf
 
-tf.config.threading.set_intra_op_parallelism_threads(1)
-tf.config.threading.set_inter_op_parallelism_threads(1)
-import tfring
-import tfring.tensorflow as hvd
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+import bench_common
 
 CALLS = 40
 COUNT = 4 << 20  # float32: 16 MiB
@@ -39,7 +38,9 @@ def _numbers(stats, prefix=""):
 
 
 def main():
-    hvd.init()
+    tf, hvd = bench_common.tf_rank()
+    import tfring
+
     x = tf.ones([COUNT], tf.float32)
     host, out = np.ones(COUNT, np.float32), np.empty(COUNT, np.float32)
     held = tf.function(lambda t: hvd.allreduce(t, op=hvd.Sum, name="probe.held"))

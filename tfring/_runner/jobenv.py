@@ -11,6 +11,7 @@ from tfring._bootstrap.launch_env import SECRET, new_secret, split_store_address
 __all__ = ["SECRET", "describe", "horovod_identity", "new_secret", "split_store_address",
            "store_address", "worker_env"]
 
+
 def worker_env(base, slot, settings, store_addr, secret):
     """The full environment of the worker of ``slot``.
 
