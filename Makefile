@@ -156,8 +156,15 @@ CCTEST_TEST_OPT_TSAN := -O0
 # 10.4 -> 6.4 CPU-s, TSan's 29 -> 21, for +10.6 CPU-s (ASan) and +0 (TSan) of compile.
 CCTEST_TEST_OPT_O1 := collectives_test
 
+# The objects of variant folder $(1): one per file (CCTEST_FILE_OBJS) or one per unity
+# source (CCTEST_UNITY_OBJS, below).
+CCTEST_FILE_OBJS  = $(patsubst cc/%.cc,$(1)/%.o,$(CCTEST_SRCS))
+CCTEST_UNITY_OBJS = $(UNITY_UNITS:%=$(1)/unity/%.o)
+
 # $(1): build folder, $(2): name of the variable holding the sanitizer flags, $(3): name of
-# the variable holding extra flags for cc/tests' files (empty: the same as the core's).
+# the variable holding extra flags for cc/tests' files (empty: the same as the core's), $(4):
+# CCTEST_FILE_OBJS or CCTEST_UNITY_OBJS. Test files (and test units) compile at $(3)'s
+# flags, CCTEST_TEST_OPT_O1's at -O1; core files and core_* units at the variant's flags.
 # A .flags stamp rebuilds the variant's objects when its flags change.
 define CCTEST_VARIANT
 $(1)/.flags: FORCE
@@ -170,11 +177,14 @@ $(1)/%.o: cc/%.cc $(1)/.flags
 $(1)/tests/%.o: cc/tests/%.cc $(1)/.flags
 	@mkdir -p $$(@D)
 	$$(CXX) $$(CCTEST_CXXFLAGS) $$($(2)) $$(if $$(filter $$*,$$(CCTEST_TEST_OPT_O1)),-O1,$$($(3))) -c $$< -o $$@
-$(1)/tfring_tests: $$(patsubst cc/%.cc,$(1)/%.o,$$(CCTEST_SRCS))
+$(1)/unity/%.o: build/unity/%.cc $(1)/.flags
+	@mkdir -p $$(@D)
+	$$(CXX) $$(CCTEST_CXXFLAGS) $$($(2)) $$(if $$(filter core_%,$$*),,$$(if $$(filter $$*,$$(CCTEST_TEST_OPT_O1)),-O1,$$($(3)))) -c $$< -o $$@
+$(1)/tfring_tests: $$(call $(4),$(1))
 	$$(CXX) $$($(2)) $$^ -o $$@ $$(CCTEST_LDLIBS)
--include $$(patsubst cc/%.cc,$(1)/%.d,$$(CCTEST_SRCS))
+-include $$(patsubst %.o,%.d,$$(call $(4),$(1)))
 endef
-$(eval $(call CCTEST_VARIANT,build/cctest,CCTEST_PLAIN,CCTEST_TEST_OPT_PLAIN))
+$(eval $(call CCTEST_VARIANT,build/cctest,CCTEST_PLAIN,CCTEST_TEST_OPT_PLAIN,CCTEST_FILE_OBJS))
 
 # The sanitizer variants compile unity sources (build/unity/*.cc: #include lines only): one
 # per layer folder of cc/core, the tests in three, collectives_test.cc alone (at -O1, above).
@@ -202,22 +212,8 @@ build/unity/$(1).cc: FORCE
 endef
 $(foreach u,$(UNITY_UNITS),$(eval $(call UNITY_SOURCE,$(u))))
 
-# As CCTEST_VARIANT, from the unity sources: core units at the variant's flags, test units
-# at $(3)'s (CCTEST_TEST_OPT_O1's at -O1).
-define CCTEST_UNITY_VARIANT
-$(1)/.flags: FORCE
-	@mkdir -p $(1)
-	@echo '$$(CXX) $$(CCTEST_CXXFLAGS) $$($(2)) tests: $$($(3)) -O1: $$(CCTEST_TEST_OPT_O1) unity' | cmp -s - $$@ || \
-	  echo '$$(CXX) $$(CCTEST_CXXFLAGS) $$($(2)) tests: $$($(3)) -O1: $$(CCTEST_TEST_OPT_O1) unity' > $$@
-$(1)/unity/%.o: build/unity/%.cc $(1)/.flags
-	@mkdir -p $$(@D)
-	$$(CXX) $$(CCTEST_CXXFLAGS) $$($(2)) $$(if $$(filter core_%,$$*),,$$(if $$(filter $$*,$$(CCTEST_TEST_OPT_O1)),-O1,$$($(3)))) -c $$< -o $$@
-$(1)/tfring_tests: $$(UNITY_UNITS:%=$(1)/unity/%.o)
-	$$(CXX) $$($(2)) $$^ -o $$@ $$(CCTEST_LDLIBS)
--include $$(UNITY_UNITS:%=$(1)/unity/%.d)
-endef
-$(eval $(call CCTEST_UNITY_VARIANT,build/cctest-asan,CCTEST_ASAN,CCTEST_TEST_OPT_ASAN))
-$(eval $(call CCTEST_UNITY_VARIANT,build/cctest-tsan,CCTEST_TSAN,CCTEST_TEST_OPT_TSAN))
+$(eval $(call CCTEST_VARIANT,build/cctest-asan,CCTEST_ASAN,CCTEST_TEST_OPT_ASAN,CCTEST_UNITY_OBJS))
+$(eval $(call CCTEST_VARIANT,build/cctest-tsan,CCTEST_TSAN,CCTEST_TEST_OPT_TSAN,CCTEST_UNITY_OBJS))
 
 .PHONY: cctest cctest-asan cctest-tsan cctest-sanitizers FORCE
 FORCE:
