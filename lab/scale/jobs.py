@@ -131,6 +131,9 @@ def summarize(job):
         # init once every rank had called it: what the ranks' start (on these 2 cores) leaves
         "init_after_last_call_s": max(d["t_init_done"] for d in ranks) - max(d["t_init_call"] for d in ranks),
         "init_timeline": init_timeline(job),
+        # CPU the ranks spent starting (interpreter, imports) and inside init(), summed over ranks
+        "ranks_cpu_s_to_init_call": sum(d.get("cpu_s_at_init_call", 0.0) for d in ranks),
+        "ranks_cpu_s_in_init": sum(d.get("cpu_s_in_init", 0.0) for d in ranks),
         "rank0_fds": r0["fds"]["total"], "rank0_sockets": r0["fds"]["by_kind"].get("socket", 0),
         "other_fds_max": max((d["fds"]["total"] for d in others), default=None),
         "rank0_fds_after_work": r0.get("fds_after_work", {}).get("total"),

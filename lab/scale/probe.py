@@ -180,12 +180,13 @@ def main():
     t_start = process_start_wall()
     import tfring
 
-    t_call = time.time()
+    t_call, cpu_call = time.time(), cpu_seconds()
     tfring.init()
-    t_done = time.time()
+    t_done, cpu_done = time.time(), cpu_seconds()
     rank, size = tfring.rank(), tfring.size()
     result = {"rank": rank, "size": size, "local_size": tfring.local_size(), "pid": os.getpid(),
               "t_process_start": t_start, "t_import": T_IMPORT, "t_init_call": t_call, "t_init_done": t_done,
+              "cpu_s_at_init_call": cpu_call, "cpu_s_in_init": cpu_done - cpu_call,
               "fds": descriptors(), "memory_kb": memory_kb(), "loadavg": os.getloadavg(),
               "store_bytes_after_init": store_bytes()}
     path = os.path.join(args.out, f"rank{rank}.json")

@@ -125,6 +125,12 @@
       "thread between collectives, a NumPy call waiting for its result (microseconds; latency vs CPU). " \
       "Unset, with more ranks on this host than CPUs, it is 0.", \
       nullptr, nullptr) \
+  X(keep_freed_memory, "TFRING_KEEP_FREED_MEMORY", kBool, "1", 0, 0, kPerRank, \
+      "At init, set glibc's malloc trim threshold to 256 MiB and its mmap threshold to 32 MiB, so that " \
+      "the large buffers TensorFlow allocates and frees on every step are reused instead of returned " \
+      "to the kernel and faulted in again (on VMs such a call stalls for 40-150 ms). Resident memory " \
+      "then stays at its high-water mark. Never overrides GLIBC_TUNABLES' or MALLOC_*_ thresholds.", \
+      nullptr, nullptr) \
   X(chunk_bytes, "TFRING_CHUNK_BYTES", kInt, "262144", 1024, 1LL << 32, kPerRank, \
       "Granularity at which received data is reduced while the rest is still in flight.", \
       nullptr, nullptr) \

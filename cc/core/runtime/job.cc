@@ -9,6 +9,7 @@
 
 #include "base/init_trace.h"
 #include "base/logging.h"
+#include "base/malloc_policy.h"
 #include "base/spin_budget.h"
 #include "rendezvous/memory_store.h"
 #include "runtime/validate_submission.h"
@@ -22,6 +23,10 @@ constexpr int kIdleWakeMs = 1000;  // the stall inspector's period
 // other threads (SpinBudget; at least TFRING_SPIN_US): longer than a tf.function call's
 // own overhead (~100 us), shorter than a training step's compute.
 constexpr auto kMaxYieldingSpin = std::chrono::milliseconds(1);
+// TFRING_KEEP_FREED_MEMORY's thresholds (base/malloc_policy.h): glibc's largest mmap
+// threshold on 64-bit, and free space at an arena's top kept up to 256 MiB.
+constexpr long kKeepMmapBytes = 32L << 20;
+constexpr long kKeepTrimBytes = 256L << 20;
 
 std::string HostOf(const std::string& host_port) {
   auto colon = host_port.rfind(':');
@@ -51,6 +56,7 @@ Status Job::Start(Config config, std::shared_ptr<Job>* out) {
   job->config_ = std::move(config);
   job->ReadIdentity();
   LogInitPhase("start");
+  job->ApplyMallocPolicy();
   TFRING_RETURN_IF_ERROR(job->ConnectCommunicator());
   job->TuneSpinning();
   TFRING_RETURN_IF_ERROR(job->BuildWorkers());
@@ -65,6 +71,12 @@ Status Job::Start(Config config, std::shared_ptr<Job>* out) {
 
 Job::~Job() {
   if (liveness_) liveness_->Stop();  // its callback writes wake_fd_, closed after this
+}
+
+void Job::ApplyMallocPolicy() {
+  if (!config_.settings().keep_freed_memory) return;
+  const MallocPolicyResult result = KeepFreedMemory(kKeepTrimBytes, kKeepMmapBytes);
+  TFRING_LOG(LogLevel::kDebug, "runtime", "malloc: " << result.reason << " (TFRING_KEEP_FREED_MEMORY)");
 }
 
 void Job::ReadIdentity() {

@@ -90,6 +90,8 @@ class Job : public JobEvents {
   Job() = default;
   // Start()'s steps, in order.
   void ReadIdentity();
+  // TFRING_KEEP_FREED_MEMORY: glibc's malloc keeps freed buffers (base/malloc_policy.h).
+  void ApplyMallocPolicy();
   Status ConnectCommunicator();
   void TuneSpinning();
   Status BuildWorkers();
