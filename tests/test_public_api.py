@@ -109,6 +109,24 @@ def test_lazy_names_are_not_imported_with_their_package():
     assert not HAS_TF or "tfring.tensorflow OK" in out.stdout, out.stdout + out.stderr
 
 
+@pytest.mark.timeout(120)
+def test_a_rank_starts_without_the_launchers_modules():
+    """Every rank pays its imports and init() once per process, 256 of them on a host in the
+    scale lab: secret making (hashlib, OpenSSL), tfring-migrate's tables (only read when a
+    HOROVOD_ setting is in the environment) and MPI discovery's socket stay unloaded."""
+    code = (
+        "import sys, tfring\n"
+        "tfring.init()\n"
+        "print('loaded:', sorted(m for m in ('secrets', 'hmac', 'socket', 'tfring._migrate', 'tfring._migrate.rules')"
+        " if m in sys.modules))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HOROVOD_", "TFRING_"))}
+    env.update(PYTHONPATH=ROOT, TFRING_RANK="0", TFRING_SIZE="1")
+    out = subprocess.run([sys.executable, "-c", code], check=False, env=env, capture_output=True, text=True,
+                         timeout=100)
+    assert "loaded: []" in out.stdout, out.stdout + out.stderr
+
+
 def test_every_name_the_docs_show_is_exported():
     """``hvd.X`` in the docs is a name of tfring.tensorflow or tfring.keras (both are
     imported as hvd), ``tfring.X`` one of tfring's or a subpackage."""

@@ -38,7 +38,6 @@ The result is computed once per process and reused by later ``init()`` calls (af
 import dataclasses
 import os
 import re
-import socket
 
 from tfring import _errors as errors
 
@@ -152,6 +151,8 @@ def from_environment(environ=None):
 def _mpi_store(identity, environ):
     """Identity settings with cross ranks by host name, plus the store that rank 0 serves and
     announces through MPI_Bcast."""
+    import socket  # here, not at the top: init() under tfringrun never needs it
+
     from mpi4py import MPI  # initializes MPI if the program has not
 
     from tfring import _core

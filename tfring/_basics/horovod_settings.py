@@ -20,8 +20,10 @@ _IDENTITY = {"HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK", "HOROVOD_LOCA
 
 def ignored(environ=None):
     """``[(name, advice)]`` for every Horovod setting in ``environ`` that tfring ignores."""
-    rules = providers.get("horovod_rules")
     environ = os.environ if environ is None else environ
+    if not any(n.startswith("HOROVOD_") and n not in _IDENTITY for n in environ):
+        return []  # the common case: the rules' tables are not even loaded (init's cost per rank)
+    rules = providers.get("horovod_rules")
     out = []
     for name in sorted(n for n in environ if n in rules.ENVIRONMENT and n not in _IDENTITY):
         new = rules.ENVIRONMENT[name]

@@ -7,7 +7,6 @@ the workers' environment, never in argv. ``tfring._runner.jobenv`` and
 """
 
 import os
-import secrets
 
 SECRET = "TFRING_SECRET"
 STORE_ADDR = "TFRING_STORE_ADDR"
@@ -21,6 +20,8 @@ def elastic_worker_id(environ=None):
 
 def new_secret():
     """A fresh per-job secret: 32 random bytes, hex-encoded."""
+    import secrets  # here: every rank imports this module, only launchers make secrets (hashlib, ~3 ms)
+
     return secrets.token_hex(32)
 
 
