@@ -3,7 +3,7 @@ hosts whose links are shaped (tools/hostlab/netns.py)?
 
     sudo .venv/bin/python -m benchmarks.autotune [--hosts 2 --ranks 2] [--rate-gbit 1]
         [--slow-fraction 0] [--grid TFRING_FUSION_THRESHOLD,TFRING_CHUNK_BYTES]
-        [--steps 60] [--json lab/results/autotune.json]
+        [--steps 60] [--repeats 1] [--json lab/results/autotune.json]
 
 One case = H emulated hosts x R ranks, every link at --rate-gbit (with --slow-fraction > 0
 the last host's link at that fraction of it). The job is a synthetic training step (NumPy
@@ -13,12 +13,14 @@ last --steps steps, timed by rank 0.
 
   * Grid: one job per point of the product of the --grid settings' candidate lists (the
     autotuner's own, control/tunables.cc), each set explicitly, the others at their defaults.
-  * Autotuned: one job with TFRING_AUTOTUNE=1 (warm-up 1 sample, 5 steps per sample) that
-    runs until its search has ended, then the same --steps timed steps with the setting it
-    chose. Its CSV log gives the trials and the step at which the best was fixed.
+  * Autotuned: one job with TFRING_AUTOTUNE=1 (warm-up 1 sample, --steps-per-sample steps
+    per sample, 5 by default) that runs until its search has ended, then the same --steps
+    timed steps with the setting it chose. Its CSV log gives the trials and the step at
+    which the best was fixed.
 
-Prints, per case, the grid (best first), the autotuned choice and its score as a fraction of
-the grid's best. The autotuner searches more settings than the grid (all of tunables.cc), so
+With --repeats R, R rounds each run every grid point and one autotuned job; every score is
+then the median over the rounds. Prints, per case, the grid (best first), the autotuned
+choice and its score as a fraction of the grid's best. The autotuner searches more settings than the grid (all of tunables.cc), so
 it may beat it; both are single launches on a shared 2-core machine, where scores move
 +-30% between runs (/work/shared/ARCHITECTURE.md): read the ratio with that in mind.
 """
@@ -29,6 +31,7 @@ import itertools
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -48,7 +51,11 @@ CANDIDATES = {
     "TFRING_CHUNK_BYTES": [64 << 10, 256 << 10, 1 << 20],
     "TFRING_HIERARCHICAL_BLOCK_BYTES": [0, 512 << 10, 2 << 20, 8 << 20],
 }
-WARMUP_SAMPLES, STEPS_PER_SAMPLE = 1, 5
+# Their defaults (cc/core/base/settings_table.h), to find the defaults' point in a grid.
+DEFAULTS = {"TFRING_FUSION_THRESHOLD": 64 << 20, "TFRING_CYCLE_TIME_MS": 1, "TFRING_CONTROL_HOLD_US": 200,
+            "TFRING_RECURSIVE_DOUBLING_BYTES": 64 << 10, "TFRING_CHUNK_BYTES": 256 << 10,
+            "TFRING_HIERARCHICAL_BLOCK_BYTES": 2 << 20}
+WARMUP_SAMPLES = 1
 
 WORKER = """
 import json, sys, time, numpy as np, tfring
@@ -88,40 +95,65 @@ def one_job(hosts, args, env, untimed):
     return json.loads(re.search(r"SCORE (.*)", out.stdout).group(1))
 
 
+def _autotuned_job(hosts, args):
+    """One autotuned job: (its score, the rows of its CSV log, the untimed steps it ran)."""
+    with tempfile.TemporaryDirectory(prefix="tfring-autotune-log-") as tmp:
+        log = os.path.join(tmp, "autotune.csv")
+        trials = 1 + sum(len(c) - 1 for n, c in CANDIDATES.items()
+                         if n != "TFRING_HIERARCHICAL_BLOCK_BYTES" or args.hosts > 1)
+        # Untimed steps: warm-up and every trial, one sample each, a settling step after each
+        # switch (at most one per trial), then one step more.
+        untimed = (WARMUP_SAMPLES + trials) * args.steps_per_sample + trials + 2
+        env = {"TFRING_AUTOTUNE": "1", "TFRING_AUTOTUNE_LOG": log,
+               "TFRING_AUTOTUNE_WARMUP_SAMPLES": str(WARMUP_SAMPLES),
+               "TFRING_AUTOTUNE_STEPS_PER_SAMPLE": str(args.steps_per_sample),
+               "TFRING_AUTOTUNE_MAX_SAMPLES": str(trials)}
+        tuned = one_job(hosts, args, env, untimed=untimed)
+        with open(log) as f:
+            rows = list(csv.reader(f))
+    assert rows[-1][0] == "best", f"the search did not end within {untimed} steps: {rows}"
+    return tuned, rows, untimed
+
+
 def run_case(args):
+    """The grid and the autotuned job, ``args.repeats`` rounds (each round runs every grid
+    point and one autotuned job, so the machine's drift reaches all of them alike); scores
+    are the medians over the rounds."""
     names = [g for g in args.grid.split(",") if g]
+    points = [{n: str(v) for n, v in zip(names, values)}
+              for values in itertools.product(*(CANDIDATES[n] for n in names))]
+    scores = {i: [] for i in range(len(points))}
+    tuned_runs = []
     with NetnsHosts(args.hosts, prefix="tsl", rate_bits=args.rate_gbit * 1e9) as hosts:
         faults = HostFaults(hosts)
         try:
             if args.slow_fraction > 0:
                 faults.throttle(args.hosts - 1, args.rate_gbit * 1e9 * args.slow_fraction)
-            grid = []
-            for values in itertools.product(*(CANDIDATES[n] for n in names)):
-                point = {n: str(v) for n, v in zip(names, values)}
-                grid.append({"settings": point, **one_job(hosts, args, point, untimed=5)})
-                print(f"  grid {point}: {grid[-1]['bytes_per_s'] / 1e6:.1f} MB/s", flush=True)
-            grid.sort(key=lambda g: -g["bytes_per_s"])
-            with tempfile.TemporaryDirectory(prefix="tfring-autotune-log-") as tmp:
-                log = os.path.join(tmp, "autotune.csv")
-                trials = 1 + sum(len(c) - 1 for n, c in CANDIDATES.items()
-                                 if n != "TFRING_HIERARCHICAL_BLOCK_BYTES" or args.hosts > 1)
-                # Untimed steps: warm-up and every trial, one sample each, then one step more.
-                untimed = (WARMUP_SAMPLES + trials) * STEPS_PER_SAMPLE + 2
-                env = {"TFRING_AUTOTUNE": "1", "TFRING_AUTOTUNE_LOG": log,
-                       "TFRING_AUTOTUNE_WARMUP_SAMPLES": str(WARMUP_SAMPLES),
-                       "TFRING_AUTOTUNE_STEPS_PER_SAMPLE": str(STEPS_PER_SAMPLE),
-                       "TFRING_AUTOTUNE_MAX_SAMPLES": str(trials)}
-                tuned = one_job(hosts, args, env, untimed=untimed)
-                with open(log) as f:
-                    rows = list(csv.reader(f))
+            for round_ in range(args.repeats):
+                for i, point in enumerate(points):
+                    scores[i].append(one_job(hosts, args, point, untimed=5))
+                    print(f"  round {round_ + 1} grid {point}: {scores[i][-1]['bytes_per_s'] / 1e6:.1f} MB/s",
+                          flush=True)
+                tuned, rows, untimed = _autotuned_job(hosts, args)
+                chosen = dict(zip(rows[0][1:-1], rows[-1][1:-1]))
+                tuned_runs.append({**tuned, "chosen": chosen, "trials": len(rows) - 2,
+                                   "fixed_after_steps": untimed - 2, "log": rows})
+                print(f"  round {round_ + 1} autotuned {chosen}: {tuned['bytes_per_s'] / 1e6:.1f} MB/s", flush=True)
         finally:
             faults.stop_all()
-    header, best = rows[0], rows[-1]
-    assert best[0] == "best", f"the search did not end within {untimed} steps: {rows}"
-    return {"grid": grid, "autotuned": {**tuned, "chosen": dict(zip(header[1:-1], best[1:-1])),
-                                        "trials": len(rows) - 2, "fixed_after_steps": untimed - 2,
-                                        "log": rows},
-            "ratio_to_grid_best": tuned["bytes_per_s"] / grid[0]["bytes_per_s"]}
+    grid = [{"settings": point, "bytes_per_s": statistics.median(r["bytes_per_s"] for r in scores[i]),
+             "step_ms": statistics.median(r["step_ms"] for r in scores[i]),
+             "runs_bytes_per_s": [r["bytes_per_s"] for r in scores[i]]} for i, point in enumerate(points)]
+    grid.sort(key=lambda g: -g["bytes_per_s"])
+    median_tuned = statistics.median(t["bytes_per_s"] for t in tuned_runs)
+    return {"grid": grid,
+            "autotuned": {"bytes_per_s": median_tuned,
+                          "step_ms": statistics.median(t["step_ms"] for t in tuned_runs),
+                          "runs": tuned_runs,
+                          # the last round's, for the summary line (every round's is in runs)
+                          "chosen": tuned_runs[-1]["chosen"], "trials": tuned_runs[-1]["trials"],
+                          "fixed_after_steps": tuned_runs[-1]["fixed_after_steps"]},
+            "ratio_to_grid_best": median_tuned / grid[0]["bytes_per_s"]}
 
 
 def main():
@@ -132,6 +164,10 @@ def main():
     parser.add_argument("--slow-fraction", type=float, default=0.0)
     parser.add_argument("--grid", default="TFRING_FUSION_THRESHOLD,TFRING_CHUNK_BYTES")
     parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--steps-per-sample", type=int, default=5,
+                        help="the autotuned job's TFRING_AUTOTUNE_STEPS_PER_SAMPLE")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="rounds of the whole grid and the autotuned job; scores are medians")
     parser.add_argument("--json")
     args = parser.parse_args()
     why = unavailable()
@@ -144,6 +180,12 @@ def main():
     tuned = report["autotuned"]
     print(f"grid best {best['settings']}: {best['bytes_per_s'] / 1e6:.1f} MB/s "
           f"({best['step_ms']:.1f} ms per step)")
+    defaults = next((g for g in report["grid"]
+                     if all(v == str(DEFAULTS[n]) for n, v in g["settings"].items())), None)
+    if defaults is not None:
+        report["defaults_to_grid_best"] = defaults["bytes_per_s"] / best["bytes_per_s"]
+        print(f"grid at the defaults: {defaults['bytes_per_s'] / 1e6:.1f} MB/s, "
+              f"{report['defaults_to_grid_best']:.2f} of the grid's best")
     print(f"autotuned ({tuned['trials']} trials, fixed after {tuned['fixed_after_steps']} steps) {tuned['chosen']}: "
           f"{tuned['bytes_per_s'] / 1e6:.1f} MB/s ({tuned['step_ms']:.1f} ms per step), "
           f"{report['ratio_to_grid_best']:.2f} of the grid's best")

@@ -100,17 +100,24 @@ TEST(AutotunerTest, SamplesStepsDiscardsWarmUpAndLogsEveryTrialThenTheBest) {
   auto t = Autotuner::Clock::time_point{};
   std::vector<TunedValues> sent;
   int steps = 0;
+  bool switched = false;
   while (!tuner.done() && steps < 1000) {
-    // Time per step: 1 ms, except with cycle time 0.25 (0.5 ms): the best.
+    // Time per step: 1 ms, except with cycle time 0.25 (0.5 ms): the best. The first step
+    // after a switch takes 20 ms (new fused groups, responses not cached yet): unscored.
     const double cycle = tuner.current()[1];
-    t += std::chrono::microseconds(cycle == 0.25 ? 500 : 1000);
-    if (auto v = tuner.Observe(Step({"a", "b"}, 1000), t)) sent.push_back(*v);
+    t += std::chrono::microseconds(switched ? 20000 : cycle == 0.25 ? 500 : 1000);
+    switched = false;
+    if (auto v = tuner.Observe(Step({"a", "b"}, 1000), t)) {
+      sent.push_back(*v);
+      switched = true;
+    }
     ++steps;
   }
   ASSERT_TRUE(tuner.done());
   EXPECT_EQ(tuner.trials(), 4);
-  // Each sample is 3 steps; the 4th step's message starts the next sample.
-  EXPECT_EQ(steps, 1 + 3 * (2 + 4));
+  // Each sample is 3 steps; the 4th step's message starts the next sample; each of the 3
+  // switches (to 0, 0.25, 4) is followed by a settling step that no sample counts.
+  EXPECT_EQ(steps, 1 + 3 * (2 + 4) + 3);
   ASSERT_EQ(sent.size(), 4u) << "0, 0.25, 4, then the best";
   EXPECT_EQ(sent[0][1], 0);
   EXPECT_EQ(sent[1][1], 0.25);

@@ -62,6 +62,9 @@ Autotuner::Autotuner(const Config& config, const AutotuneOptions& options)
 std::optional<TunedValues> Autotuner::Observe(const std::vector<Response>& responses, Clock::time_point now) {
   if (finished_) return std::nullopt;
   if (!sample_start_) sample_start_ = now;
+  // While settling, the step in progress is the first under new values: it ends at its
+  // second message of some tensor, and is not scored.
+  const int steps_in_sample = settling_ ? 1 : options_.steps_per_sample;
   bool ends = false;
   int64_t bytes = 0;
   for (const auto& r : responses) {
@@ -69,7 +72,7 @@ std::optional<TunedValues> Autotuner::Observe(const std::vector<Response>& respo
     for (size_t i = 0; i < r.tensors.size(); ++i) {
       const Response::Tensor& t = r.tensors[i];
       const std::string key = t.name.empty() ? "#" + std::to_string(t.cache_id) : t.name;
-      if (++counts_[key] > options_.steps_per_sample) ends = true;
+      if (++counts_[key] > steps_in_sample) ends = true;
       if (i < r.sizes.size()) bytes += r.sizes[i];
     }
   }
@@ -77,16 +80,15 @@ std::optional<TunedValues> Autotuner::Observe(const std::vector<Response>& respo
     bytes_ += bytes;
     return std::nullopt;
   }
+  if (settling_) {  // the settling step is over: the trial's sample starts with this message
+    settling_ = false;
+    RestartSample(responses, bytes, now);
+    return std::nullopt;
+  }
   // This message starts the next sample: its tensors are that sample's first step.
   const TunedValues before = search_.Current();
   EndSample(now);
-  counts_.clear();
-  for (const auto& r : responses) {
-    if (r.kind != Response::Kind::kCollective || r.attrs.op != OpType::kAllreduce) continue;
-    for (const auto& t : r.tensors) ++counts_[t.name.empty() ? "#" + std::to_string(t.cache_id) : t.name];
-  }
-  bytes_ = bytes;
-  sample_start_ = now;
+  RestartSample(responses, bytes, now);
   if (search_.done()) {
     finished_ = true;
     WriteRow("best", search_.Best(), search_.best_score());
@@ -95,8 +97,19 @@ std::optional<TunedValues> Autotuner::Observe(const std::vector<Response>& respo
                                                << DescribeTunedValues(search_.Best()));
     return search_.Best();
   }
-  if (search_.Current() != before) return search_.Current();
-  return std::nullopt;
+  if (search_.Current() == before) return std::nullopt;
+  settling_ = true;
+  return search_.Current();
+}
+
+void Autotuner::RestartSample(const std::vector<Response>& responses, int64_t bytes, Clock::time_point now) {
+  counts_.clear();
+  for (const auto& r : responses) {
+    if (r.kind != Response::Kind::kCollective || r.attrs.op != OpType::kAllreduce) continue;
+    for (const auto& t : r.tensors) ++counts_[t.name.empty() ? "#" + std::to_string(t.cache_id) : t.name];
+  }
+  bytes_ = bytes;
+  sample_start_ = now;
 }
 
 void Autotuner::EndSample(Clock::time_point now) {
