@@ -68,6 +68,49 @@ def test_bad_setting_fails_init_naming_the_variable(var, value):
     assert var in out.stdout, out.stdout + out.stderr
 
 
+FAULTS_OF_STEPS = """
+import ctypes, resource, threading, tfring
+tfring.init()
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+faults = []
+def steps():  # a thread's arena, as TF's compute threads have: 16 MiB out per step, the last one held
+    held, start = None, 0
+    for step in range(22):
+        if step == 2:
+            start = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+        out = libc.malloc(16 << 20)
+        ctypes.memset(out, step, 16 << 20)
+        if held:
+            libc.free(held)
+        held = out
+    faults.append(resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - start)
+    libc.free(held)
+t = threading.Thread(target=steps)
+t.start()
+t.join()
+print("FAULTS", faults[0])
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
+@pytest.mark.parametrize("keep", ["1", "0"])
+def test_init_keeps_freed_buffers_for_the_next_step_unless_turned_off(keep):
+    """TFRING_KEEP_FREED_MEMORY (docs/core.md): after init(), a freed 16 MiB buffer is reused
+    without faulting its 4,096 pages in again; turned off, glibc trims and refaults it."""
+    env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES" and not k.startswith("MALLOC_")}
+    env.update(PYTHONPATH=ROOT, TFRING_KEEP_FREED_MEMORY=keep)
+    out = subprocess.run([sys.executable, "-c", FAULTS_OF_STEPS], check=False, env=env, capture_output=True,
+                         text=True, timeout=60)
+    faults = int(re.search(r"FAULTS (\d+)", out.stdout).group(1)) if "FAULTS" in out.stdout else None
+    assert faults is not None, out.stdout + out.stderr
+    if keep == "1":
+        assert faults < 1024, f"{faults} page faults in 20 steps with freed buffers kept"
+    else:
+        assert faults > 4096, f"only {faults} page faults in 20 steps with glibc's defaults: the test shows nothing"
+
+
 def test_unknown_explicit_setting_is_refused():
     with pytest.raises(errors.InvalidArgumentError, match="unknown tfring setting"):
         tfring.init(no_such_setting=1)
