@@ -1,7 +1,8 @@
 """Stands in for ``python SCRIPT ARGS...`` in a test's job: asks the fork server
 (tests/fork_server.py, socket in ``TFRING_TEST_FORK_SERVER``) to run SCRIPT in a fork that
 has TensorFlow and Keras imported already, forwards the signals this process gets to it,
-stops when it stops (SIGCONT, forwarded, continues both) and exits as it exited. Imports only the standard library (starts in ~20 ms).
+stops when it stops (SIGCONT, forwarded, continues both) and exits as it exited. Imports
+only the standard library (starts in ~20 ms).
 
   python tests/fork_client.py SCRIPT [ARGS...]
   python tests/fork_client.py -m MODULE [ARGS...]
@@ -18,6 +19,20 @@ FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signa
              signal.SIGCONT)
 
 
+def _forwarder(child):
+    """A signal handler that passes the signal on to ``child``. The child may have exited
+    already (a launcher stopping a worker that is just finishing): its status is then on
+    its way from the server, and the signal has nobody to reach."""
+
+    def forward(sig, _frame):
+        try:
+            os.kill(child, sig)
+        except ProcessLookupError:
+            pass
+
+    return forward
+
+
 def main(argv):
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(os.environ["TFRING_TEST_FORK_SERVER"])
@@ -27,7 +42,7 @@ def main(argv):
     replies = sock.makefile("rb")
     child = json.loads(replies.readline())["pid"]
     for sig in FORWARDED:
-        signal.signal(sig, lambda s, _frame: os.kill(child, s))
+        signal.signal(sig, _forwarder(child))
     while True:
         line = replies.readline()
         if not line:
