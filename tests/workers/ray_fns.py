@@ -61,7 +61,9 @@ def keras_digits(config):
 
 def raise_on_rank_1(config):
     """Rank 1 raises after a first allreduce (writing when); rank 0 then waits in a second
-    one, which must fail naming rank 1."""
+    one, which must fail naming rank 1. Rank 0 writes its error to config["rank0_error"]:
+    Ray's report of a failed fit lists the errors of the workers it had seen fail when it
+    stopped the group, which may be rank 1's alone."""
     import numpy as np
 
     import tfring
@@ -71,7 +73,13 @@ def raise_on_rank_1(config):
         with open(config["raised_at"], "w") as f:
             f.write(repr(time.time()))
         raise ValueError("boom on purpose")
-    tfring.allreduce(np.ones(2, np.float32), name="never_matched")
+    try:
+        tfring.allreduce(np.ones(2, np.float32), name="never_matched")
+    except Exception as e:
+        with open(config["rank0_error"] + ".tmp", "w") as f:
+            f.write(f"{type(e).__name__}: {e}")
+        os.replace(config["rank0_error"] + ".tmp", config["rank0_error"])  # whole, or not there yet
+        raise
 
 
 def fail_first_attempt(config):
