@@ -19,10 +19,11 @@ last --steps steps, timed by rank 0.
     which the best was fixed.
 
 With --repeats R, R rounds each run every grid point and one autotuned job; every score is
-then the median over the rounds. Prints, per case, the grid (best first), the autotuned
-choice and its score as a fraction of the grid's best. The autotuner searches more settings than the grid (all of tunables.cc), so
-it may beat it; both are single launches on a shared 2-core machine, where scores move
-+-30% between runs (/work/shared/ARCHITECTURE.md): read the ratio with that in mind.
+then the median over the rounds. Prints, per case, the grid (best first), the defaults'
+point, the autotuned choice and its score as a fraction of the grid's best. The autotuner
+searches more settings than the grid (all of tunables.cc), so it may beat it; with one
+round both are single launches on a shared 2-core machine, where scores move +-30% between
+runs (/work/shared/ARCHITECTURE.md): read the ratio with that in mind.
 """
 
 import argparse

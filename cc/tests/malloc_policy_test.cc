@@ -49,7 +49,7 @@ long FaultsOfSteps(int steps) {
 TEST(MallocPolicyTest, FreedBuffersAreReusedWithoutFaultingTheirPagesIn) {
   if (kSanitizerAllocator) GTEST_SKIP() << "a sanitizer's allocator";
   if (std::getenv("GLIBC_TUNABLES") != nullptr) GTEST_SKIP() << "GLIBC_TUNABLES is set here";
-  const MallocPolicyResult result = KeepFreedMemory(256L << 20, 32L << 20);
+  const MallocPolicyResult result = KeepFreedMemory(kKeepFreedTrimBytes, kKeepFreedMmapBytes);
   ASSERT_TRUE(result.applied) << result.reason;
   // glibc's defaults fault ~10% of each buffer's 4096 pages in again per step (the freed
   // top of the arena is trimmed); kept, none.
@@ -58,7 +58,7 @@ TEST(MallocPolicyTest, FreedBuffersAreReusedWithoutFaultingTheirPagesIn) {
 
 TEST(MallocPolicyTest, AUsersOwnMallocSettingIsLeftAlone) {
   ASSERT_EQ(setenv("MALLOC_TRIM_THRESHOLD_", "131072", 1), 0);
-  const MallocPolicyResult result = KeepFreedMemory(256L << 20, 32L << 20);
+  const MallocPolicyResult result = KeepFreedMemory(kKeepFreedTrimBytes, kKeepFreedMmapBytes);
   unsetenv("MALLOC_TRIM_THRESHOLD_");
   EXPECT_FALSE(result.applied);
   EXPECT_NE(result.reason.find("MALLOC_TRIM_THRESHOLD_"), std::string::npos) << result.reason;

@@ -21,7 +21,12 @@
 
 namespace tfring {
 
-// What KeepFreedMemory did, for the init log and tfring.stats().
+// TFRING_KEEP_FREED_MEMORY's thresholds: free space at an arena's top is kept up to 256 MiB;
+// buffers up to 32 MiB (glibc's largest mmap threshold on 64-bit) come from the arenas.
+constexpr long kKeepFreedTrimBytes = 256L << 20;
+constexpr long kKeepFreedMmapBytes = 32L << 20;
+
+// What KeepFreedMemory did, for the init log.
 struct MallocPolicyResult {
   bool applied = false;
   std::string reason;  // why not applied, or what was set

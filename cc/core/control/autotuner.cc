@@ -34,6 +34,10 @@ std::vector<CoordinateSearch::Dimension> Dimensions(const Config& config, bool s
   return dims;
 }
 
+// A tensor's key in a sample's step counts: its name, or its cache id when the response
+// carries only that.
+std::string StepKey(const Response::Tensor& t) { return t.name.empty() ? "#" + std::to_string(t.cache_id) : t.name; }
+
 }  // namespace
 
 Autotuner::Autotuner(const Config& config, const AutotuneOptions& options)
@@ -71,8 +75,7 @@ std::optional<TunedValues> Autotuner::Observe(const std::vector<Response>& respo
     if (r.kind != Response::Kind::kCollective || r.attrs.op != OpType::kAllreduce) continue;
     for (size_t i = 0; i < r.tensors.size(); ++i) {
       const Response::Tensor& t = r.tensors[i];
-      const std::string key = t.name.empty() ? "#" + std::to_string(t.cache_id) : t.name;
-      if (++counts_[key] > steps_in_sample) ends = true;
+      if (++counts_[StepKey(t)] > steps_in_sample) ends = true;
       if (i < r.sizes.size()) bytes += r.sizes[i];
     }
   }
@@ -106,7 +109,7 @@ void Autotuner::RestartSample(const std::vector<Response>& responses, int64_t by
   counts_.clear();
   for (const auto& r : responses) {
     if (r.kind != Response::Kind::kCollective || r.attrs.op != OpType::kAllreduce) continue;
-    for (const auto& t : r.tensors) ++counts_[t.name.empty() ? "#" + std::to_string(t.cache_id) : t.name];
+    for (const auto& t : r.tensors) ++counts_[StepKey(t)];
   }
   bytes_ = bytes;
   sample_start_ = now;

@@ -23,10 +23,6 @@ constexpr int kIdleWakeMs = 1000;  // the stall inspector's period
 // other threads (SpinBudget; at least TFRING_SPIN_US): longer than a tf.function call's
 // own overhead (~100 us), shorter than a training step's compute.
 constexpr auto kMaxYieldingSpin = std::chrono::milliseconds(1);
-// TFRING_KEEP_FREED_MEMORY's thresholds (base/malloc_policy.h): glibc's largest mmap
-// threshold on 64-bit, and free space at an arena's top kept up to 256 MiB.
-constexpr long kKeepMmapBytes = 32L << 20;
-constexpr long kKeepTrimBytes = 256L << 20;
 
 std::string HostOf(const std::string& host_port) {
   auto colon = host_port.rfind(':');
@@ -75,7 +71,7 @@ Job::~Job() {
 
 void Job::ApplyMallocPolicy() {
   if (!config_.settings().keep_freed_memory) return;
-  const MallocPolicyResult result = KeepFreedMemory(kKeepTrimBytes, kKeepMmapBytes);
+  const MallocPolicyResult result = KeepFreedMemory(kKeepFreedTrimBytes, kKeepFreedMmapBytes);
   TFRING_LOG(LogLevel::kDebug, "runtime", "malloc: " << result.reason << " (TFRING_KEEP_FREED_MEMORY)");
 }
 
