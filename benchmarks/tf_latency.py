@@ -14,7 +14,9 @@ the result, 1.5 ms at 16 MiB here):
                      as gradients are
   numpy              the NumPy API on the same bytes into a preallocated output
 
-The allreduce's own cost is `argument - empty` and `produced - produce`; the bus bandwidth
+The five are timed interleaved, in blocks of 10 calls each in turn, for --seconds per variant
+in all, so that the VM's speed drifting within a job falls on all five alike. The
+allreduce's own cost is `argument - empty` and `produced - produce`; the bus bandwidth
 at 16 MiB is computed from those (bytes x 2(n-1)/n / time). `--runs` separate jobs give
 medians and ranges.
 
@@ -38,6 +40,7 @@ import bench_common
 
 SIZES = (8, 1024, 64 << 10, 1 << 20, 16 << 20)
 VARIANTS = ("empty", "argument", "produce", "produced", "numpy")
+BLOCK = 10  # calls of one variant in a row (interleaved timing)
 
 
 def worker(args):
@@ -58,32 +61,38 @@ def worker(args):
         host, out = np.ones(nbytes // 4, np.float32), np.empty(nbytes // 4, np.float32)
         calls = {name: (lambda f=f, x=x: f(x, one)) for name, f in functions.items()}
         calls["numpy"] = lambda host=host, out=out: tfring.allreduce(host, op=tfring.Sum, name="latency.np", out=out)
-        for variant in VARIANTS:
-            times = _time_calls(hvd, calls[variant], args.seconds)
-            rows.append({"bytes": nbytes, "variant": variant, "calls": len(times),
-                         "median_us": statistics.median(times) * 1e6})
+        times = _time_interleaved(hvd, [calls[v] for v in VARIANTS], args.seconds * len(VARIANTS))
+        for variant, per_call in zip(VARIANTS, times):
+            rows.append({"bytes": nbytes, "variant": variant, "calls": len(per_call),
+                         "median_us": statistics.median(per_call) * 1e6})
     if hvd.rank() == 0 and args.json:
         with open(args.json, "w") as f:
             json.dump({"np": hvd.size(), "results": rows}, f, indent=1)
 
 
-def _time_calls(hvd, call, seconds):
-    """Per-call times of ``call()``; every rank makes the same number of calls (rank 0
-    picks it from a calibration)."""
+def _time_interleaved(hvd, calls, seconds):
+    """Per-call times of each of ``calls``, taken in alternating blocks of BLOCK calls, so
+    that a drift of the machine's speed within the job (this VM's come and go in seconds)
+    falls on every variant alike instead of on whichever ran in that second. Every rank makes
+    the same calls in the same order (rank 0 picks the number of rounds from a calibration)."""
     import tensorflow as tf
 
-    for _ in range(20):
-        call()
+    for call in calls:
+        for _ in range(2 * BLOCK):
+            call()
     calibration = time.perf_counter()
-    for _ in range(20):
-        call()
-    per_call = (time.perf_counter() - calibration) / 20
-    calls = int(hvd.broadcast(tf.constant(max(30, int(seconds / per_call))), 0, name="latency.calls"))
-    times = []
-    for _ in range(calls):
-        t = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - t)
+    for call in calls:
+        for _ in range(BLOCK):
+            call()
+    per_round = time.perf_counter() - calibration
+    rounds = int(hvd.broadcast(tf.constant(max(3, int(seconds / per_round))), 0, name="latency.rounds"))
+    times = [[] for _ in calls]
+    for _ in range(rounds):
+        for call, record in zip(calls, times):
+            for _ in range(BLOCK):
+                t = time.perf_counter()
+                call()
+                record.append(time.perf_counter() - t)
     return times
 
 
