@@ -9,15 +9,55 @@ CoordinateSearch::CoordinateSearch(std::vector<Dimension> dimensions, int max_tr
   for (const auto& d : dims_) current_.push_back(d.start);
   best_ = current_;
   done_ = max_trials_ <= 0;
+  BeginDimension(0);  // the first trial (the start point) is its opening
+}
+
+bool CoordinateSearch::Searchable(size_t i) const {
+  if (dims_[i].fixed) return false;
+  for (double v : dims_[i].candidates) {
+    if (v != best_[i]) return true;
+  }
+  return false;
+}
+
+void CoordinateSearch::BeginDimension(size_t from) {
+  for (dim_ = from; dim_ < dims_.size() && !Searchable(dim_); ++dim_) {
+  }
+  candidate_ = 0;
+  top_score_ = -1;
+  if (dim_ < dims_.size()) entry_value_ = best_[dim_];
+  current_ = best_;
+}
+
+bool CoordinateSearch::NextCandidate() {
+  const Dimension& d = dims_[dim_];
+  while (candidate_ < d.candidates.size()) {
+    const double value = d.candidates[candidate_++];
+    if (value == entry_value_) continue;  // the opening measured it
+    current_ = best_;
+    current_[dim_] = value;
+    return true;
+  }
+  return false;
 }
 
 void CoordinateSearch::Report(double score) {
   if (done_) return;
   ++trials_;
-  // The start point sets the bar; a candidate must clear it by min_gain.
-  if (trials_ == 1 || score > best_score_ * (1 + min_gain_)) {
-    best_score_ = score;
-    best_ = current_;
+  switch (phase_) {
+    case Phase::kOpening:
+      opening_ = score;
+      if (trials_ == 1) best_score_ = score;
+      break;
+    case Phase::kCandidate:
+      if (score > top_score_) {
+        top_score_ = score;
+        top_value_ = current_[dim_];
+      }
+      break;
+    case Phase::kClosing:
+      Decide(score);
+      break;
   }
   if (trials_ >= max_trials_) {
     done_ = true;
@@ -26,21 +66,46 @@ void CoordinateSearch::Report(double score) {
   Advance();
 }
 
-void CoordinateSearch::Advance() {
-  for (; dim_ < dims_.size(); ++dim_, candidate_ = 0) {
-    const Dimension& d = dims_[dim_];
-    if (d.fixed) continue;
-    if (candidate_ == 0) entry_value_ = best_[dim_];
-    while (candidate_ < d.candidates.size()) {
-      const double value = d.candidates[candidate_++];
-      // The best point as this dimension began has it: measured already.
-      if (value == entry_value_) continue;
-      current_ = best_;
-      current_[dim_] = value;
-      return;
-    }
+void CoordinateSearch::Decide(double closing) {
+  const double entry_score = (opening_ + closing) / 2;
+  if (top_score_ > entry_score * (1 + min_gain_)) {
+    best_[dim_] = top_value_;
+    best_score_ = top_score_;
+    opening_known_ = false;  // the new best point has not been measured next to what follows
+  } else {
+    best_score_ = entry_score;
+    opening_ = closing;
+    opening_known_ = true;
   }
-  done_ = true;
+}
+
+void CoordinateSearch::Advance() {
+  switch (phase_) {
+    case Phase::kOpening:
+      if (dim_ == dims_.size()) {  // nothing to search: the start point was the only trial
+        done_ = true;
+        return;
+      }
+      NextCandidate();  // a searchable dimension has one
+      phase_ = Phase::kCandidate;
+      return;
+    case Phase::kCandidate:
+      if (NextCandidate()) return;
+      phase_ = Phase::kClosing;
+      current_ = best_;
+      return;
+    case Phase::kClosing:
+      BeginDimension(dim_ + 1);
+      if (dim_ == dims_.size()) {
+        done_ = true;
+      } else if (opening_known_) {
+        NextCandidate();
+        phase_ = Phase::kCandidate;
+      } else {
+        phase_ = Phase::kOpening;  // measure the new best point next to its candidates
+      }
+      return;
+  }
 }
 
 }  // namespace tfring
