@@ -103,10 +103,10 @@ def _autotuned_job(hosts, args):
     """One autotuned job: (its score, the rows of its CSV log, the untimed steps it ran)."""
     with tempfile.TemporaryDirectory(prefix="tfring-autotune-log-") as tmp:
         log = os.path.join(tmp, "autotune.csv")
-        # One pass at most: per setting its candidates (the best point's value among them is
-        # the opening), a closing, and an opening after each change but the last setting's.
+        # One pass: the start, then per setting its other candidates, the top one again and
+        # the best point again (coordinate_search.h).
         searched = [c for n, c in CANDIDATES.items() if n != "TFRING_HIERARCHICAL_BLOCK_BYTES" or args.hosts > 1]
-        trials = sum(len(c) for c in searched) + len(searched)
+        trials = 1 + sum(len(c) + 1 for c in searched)
         # Untimed steps: warm-up and every trial, one sample each, a settling step after each
         # switch (at most one per trial), then one step more.
         untimed = (WARMUP_SAMPLES + trials) * args.steps_per_sample + trials + 2

@@ -229,7 +229,7 @@
       nullptr, nullptr) \
   X(autotune_max_samples, "TFRING_AUTOTUNE_MAX_SAMPLES", kInt, "32", 1, 1 << 20, kPerRank, \
       "Most scored trials (the defaults' first among them); the search ends sooner when every " \
-      "candidate was tried (one pass: 20-24 trials on one host, 24-29 on several).", \
+      "candidate was tried (one pass: 25 trials on one host, 30 on several).", \
       nullptr, nullptr) \
   X(autotune_min_gain, "TFRING_AUTOTUNE_MIN_GAIN", kFloat, "0.05", 0, 10, kPerRank, \
       "A candidate replaces the best setting so far only when it scores this fraction more " \

@@ -47,13 +47,16 @@ void CoordinateSearch::Report(double score) {
   switch (phase_) {
     case Phase::kOpening:
       opening_ = score;
-      if (trials_ == 1) best_score_ = score;
+      best_score_ = score;
       break;
     case Phase::kCandidate:
       if (score > top_score_) {
         top_score_ = score;
         top_value_ = current_[dim_];
       }
+      break;
+    case Phase::kConfirm:
+      confirm_ = score;
       break;
     case Phase::kClosing:
       Decide(score);
@@ -68,21 +71,23 @@ void CoordinateSearch::Report(double score) {
 
 void CoordinateSearch::Decide(double closing) {
   const double entry_score = (opening_ + closing) / 2;
-  if (top_score_ > entry_score * (1 + min_gain_)) {
+  const double top_score = (top_score_ + confirm_) / 2;
+  if (top_score > entry_score * (1 + min_gain_)) {
     best_[dim_] = top_value_;
-    best_score_ = top_score_;
-    opening_known_ = false;  // the new best point has not been measured next to what follows
+    best_score_ = top_score;
+    opening_ = confirm_;
   } else {
     best_score_ = entry_score;
     opening_ = closing;
-    opening_known_ = true;
   }
 }
 
 void CoordinateSearch::Advance() {
   switch (phase_) {
     case Phase::kOpening:
-      if (dim_ == dims_.size()) {  // nothing to search: the start point was the only trial
+    case Phase::kClosing:
+      if (phase_ == Phase::kClosing) BeginDimension(dim_ + 1);
+      if (dim_ == dims_.size()) {  // every setting searched (or none to search)
         done_ = true;
         return;
       }
@@ -91,19 +96,13 @@ void CoordinateSearch::Advance() {
       return;
     case Phase::kCandidate:
       if (NextCandidate()) return;
-      phase_ = Phase::kClosing;
+      phase_ = Phase::kConfirm;  // the top candidate again
       current_ = best_;
+      current_[dim_] = top_value_;
       return;
-    case Phase::kClosing:
-      BeginDimension(dim_ + 1);
-      if (dim_ == dims_.size()) {
-        done_ = true;
-      } else if (opening_known_) {
-        NextCandidate();
-        phase_ = Phase::kCandidate;
-      } else {
-        phase_ = Phase::kOpening;  // measure the new best point next to its candidates
-      }
+    case Phase::kConfirm:
+      phase_ = Phase::kClosing;  // the best point again
+      current_ = best_;
       return;
   }
 }
