@@ -120,7 +120,8 @@ class GroupedAllreduceKernel : public PlacedKernel<Placement> {
       if (!this->Fill(ctx, input, names_[i], &s.request)) return done();
       s.input = DataOf(input);
       s.output = MutableDataOf(output);
-      s.done = [ctx, done, group, keep = std::vector<tensorflow::Tensor>{input, *output}](const Status& st) {
+      s.done = [ctx, done, group, keep = std::vector<tensorflow::Tensor>{input, *output}](const Status& st) mutable {
+        std::vector<tensorflow::Tensor>().swap(keep);  // released before `done` (kernel_common.h, MakeDone)
         if (!st.ok()) {
           std::lock_guard<std::mutex> lock(group->mu);
           if (group->first_error.ok()) group->first_error = ToTfStatus(st);

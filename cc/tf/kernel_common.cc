@@ -38,8 +38,9 @@ void* MutableDataOf(tensorflow::Tensor* t) {
 std::function<void(const Status&)> MakeDone(tensorflow::OpKernelContext* ctx,
                                             tensorflow::AsyncOpKernel::DoneCallback done,
                                             std::vector<tensorflow::Tensor> keep_alive) {
-  return [ctx, done = std::move(done), keep_alive = std::move(keep_alive)](const Status& st) {
+  return [ctx, done = std::move(done), keep_alive = std::move(keep_alive)](const Status& st) mutable {
     if (!st.ok()) ctx->SetStatus(ToTfStatus(st));
+    std::vector<tensorflow::Tensor>().swap(keep_alive);  // before `done`: see kernel_common.h
     done();
   };
 }

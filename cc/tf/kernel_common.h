@@ -40,7 +40,10 @@ const void* DataOf(const tensorflow::Tensor& t);
 void* MutableDataOf(tensorflow::Tensor* t);
 
 // A `done` for a Submission: sets the TF status from the core's and calls TF's callback.
-// `keep_alive` tensors are held until then.
+// `keep_alive` tensors are held until then, and released before the callback: TF's callback
+// can run the caller's next step (the woken Python thread preempts the core's thread on a
+// bound core), and a buffer still held here then cannot be reused, so a 16 MiB output
+// alternated between two buffers, 0.8-1.0 ms per call (docs/benchmarks.md).
 std::function<void(const Status&)> MakeDone(tensorflow::OpKernelContext* ctx,
                                             tensorflow::AsyncOpKernel::DoneCallback done,
                                             std::vector<tensorflow::Tensor> keep_alive);

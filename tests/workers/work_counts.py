@@ -115,6 +115,45 @@ report("allreduce8", per_call(allreduce_calls, 20, 60))
 with_added_work(20)
 report("allreduce8+work", per_call(with_added_work, 20, 60))
 
+# -- the output buffers of a held argument's allreduce -------------------------------------
+# TF allocates the op's output per call; once the caller has dropped the last result, the
+# next call gets the same buffer back from malloc, unless something still holds it. tfring's
+# kernel held it until TF's done callback returned, by which time the woken caller had run
+# its next call: the output alternated between two 16 MiB buffers (0.8-1.0 ms per call,
+# docs/benchmarks.md). Counted: distinct output addresses over 20 calls after 5.
+def buffer_address(tensor):
+    """A CPU tensor's own buffer (DLPack shares it; ``.numpy()`` copies): a DLManagedTensor
+    starts with its DLTensor, whose first field is the data pointer."""
+    import ctypes
+    capsule = tf.experimental.dlpack.to_dlpack(tensor)
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    return ctypes.c_void_p.from_address(get(capsule, b"dltensor")).value
+
+
+@tf.function
+def allreduce_4mib(t):
+    return hvd.allreduce(t, op=hvd.Sum, name="work_counts.4mib")
+
+
+held = tf.ones([1 << 20], tf.float32)
+
+
+def output_buffers(hold_previous):
+    addresses, previous = set(), None
+    for i in range(25):
+        result = allreduce_4mib(held)
+        if i >= 5:
+            addresses.add(buffer_address(result))
+        previous = result if hold_previous else None  # noqa: F841 (held on purpose)
+        del result
+    return len(addresses)
+
+
+report("allreduce_4mib", {"output_buffers": output_buffers(hold_previous=False)})
+# The caller holding the previous result: two buffers in turn, which the budget must refuse.
+report("allreduce_4mib+held", {"output_buffers": output_buffers(hold_previous=True)})
+
 # -- one Keras fit step: DistributedOptimizer and the two callbacks of the README ---------
 rng = np.random.default_rng(0)
 features, labels = rng.random((4096, 8), dtype=np.float32), rng.integers(0, 4, 4096)
