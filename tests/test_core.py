@@ -111,6 +111,29 @@ def test_init_keeps_freed_buffers_for_the_next_step_unless_turned_off(keep):
         assert faults > 4096, f"only {faults} page faults in 20 steps with glibc's defaults: the test shows nothing"
 
 
+THREAD_NAMES = """
+import os, tfring
+tfring.init()
+tfring.allreduce(__import__("numpy").ones(4, "float32"), name="warm")
+names = set()
+for tid in os.listdir("/proc/self/task"):
+    with open(f"/proc/self/task/{tid}/comm") as f:
+        names.add(f.read().strip())
+print(f"rank {tfring.rank()} THREADS", " ".join(sorted(n for n in names if n.startswith("tfring-"))), flush=True)
+tfring.shutdown()
+"""
+
+
+@pytest.mark.multiprocess
+@pytest.mark.timeout(60)
+def test_the_cores_threads_carry_their_names():
+    """`top -H`, perf and gdb show tfring's threads by name (base/thread_name.h)."""
+    result = run_job(2, THREAD_NAMES, timeout=45)
+    for r in range(2):
+        names = re.search(rf"rank {r} THREADS (.*)", result.stdout).group(1).split()
+        assert "tfring-loop" in names and "tfring-live" in names, result.stdout
+
+
 def test_unknown_explicit_setting_is_refused():
     with pytest.raises(errors.InvalidArgumentError, match="unknown tfring setting"):
         tfring.init(no_such_setting=1)

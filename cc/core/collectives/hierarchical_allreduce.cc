@@ -32,6 +32,7 @@
 #include <system_error>
 #include <thread>
 
+#include "base/thread_name.h"
 #include "collectives/collectives.h"
 #include "base/reduce_kernels.h"
 
@@ -121,7 +122,10 @@ Status PipelinedAllreduce(const Group& local, const Group& cross, const char* in
   cross.data(cross.right());
   std::thread helper;
   try {
-    helper = std::thread(across);
+    helper = std::thread([&across] {
+      NameThisThread("tfring-hier");
+      across();
+    });
   } catch (const std::system_error& e) {  // no fallback: every rank must cut the buffer alike
     return Status::Internal(std::string("hierarchical allreduce: cannot start its helper thread: ") + e.what());
   }

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "base/thread_name.h"
 #include "rendezvous/auth.h"
 #include "base/logging.h"
 #include "rendezvous/memory_store.h"
@@ -29,7 +30,10 @@ Status TcpStoreServer::Start(const std::string& host, int port, const std::strin
   if (secret.empty()) return Status::InvalidArgument("the store needs a non-empty job secret");
   secret_ = secret;
   TFRING_RETURN_IF_ERROR(Listener::Listen(host, port, &listener_));
-  accept_thread_ = std::thread([this] { AcceptLoop(); });
+  accept_thread_ = std::thread([this] {
+    NameThisThread("tfring-store");
+    AcceptLoop();
+  });
   return Status::OK();
 }
 
@@ -68,6 +72,7 @@ void TcpStoreServer::AcceptLoop() {
     if (stopping_.load()) return;
     ReapFinishedClients();
     clients_.push_back(Client{client, std::thread([this, client, finished] {
+                                NameThisThread("tfring-store");
                                 ServeClient(client);
                                 finished->store(true);
                               }),

@@ -11,6 +11,7 @@
 #include "base/logging.h"
 #include "base/malloc_policy.h"
 #include "base/spin_budget.h"
+#include "base/thread_name.h"
 #include "rendezvous/memory_store.h"
 #include "runtime/validate_submission.h"
 
@@ -59,7 +60,10 @@ Status Job::Start(Config config, std::shared_ptr<Job>* out) {
   LogInitPhase("greeted");
   job->StartLivenessWatch();
   Job* raw = job.get();
-  job->thread_ = std::thread([raw] { raw->Loop(); });
+  job->thread_ = std::thread([raw] {
+    NameThisThread("tfring-loop");
+    raw->Loop();
+  });
   TFRING_LOG(LogLevel::kInfo, "runtime", "initialized rank " << job->id_.rank << " of " << job->id_.size);
   *out = std::move(job);
   return Status::OK();

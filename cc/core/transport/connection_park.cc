@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "base/logging.h"
+#include "base/thread_name.h"
 
 namespace tfring {
 
@@ -11,7 +12,10 @@ void ConnectionPark::Start(Listener listener, Admit admit, int rank) {
   rank_ = rank;
   listener_ = std::move(listener);
   admit_ = std::move(admit);
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this] {
+    NameThisThread("tfring-park");
+    Loop();
+  });
 }
 
 void ConnectionPark::Loop() {

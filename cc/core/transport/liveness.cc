@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "base/logging.h"
+#include "base/thread_name.h"
 #include "base/wire.h"
 
 namespace tfring {
@@ -67,7 +68,10 @@ PeerLiveness::~PeerLiveness() {
 void PeerLiveness::Start() {
   if (peers_.empty() || thread_.joinable()) return;
   wake_fd_.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    NameThisThread("tfring-live");
+    Run();
+  });
 }
 
 void PeerLiveness::Stop() {
