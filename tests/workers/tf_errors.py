@@ -71,8 +71,12 @@ for mode in (lambda f: f, in_function):
 expect(tf.errors.InvalidArgumentError, lambda: hvd.allgather(tf.constant(1.0)), "at least one dimension")
 
 
-# duplicate in-flight name: rank 0 starts early, so "dup" is in flight on every rank when its
-# second op is submitted; the first "dup" completes, the second fails
+# duplicate in-flight name. After a barrier, one rank (the laggard) waits 0.5 s and submits a
+# single "dup"; on every other rank the first "dup" cannot complete before then, so it is in
+# flight when the second is submitted: the first completes, the second fails. (The laggard
+# itself cannot be tested so: on the last rank to submit, the first "dup" may complete
+# before the second is submitted, which is then a new collective nobody else joins; seen
+# once at np=3 on 2 cores.) Two rounds with different laggards test every rank.
 @tf.function(autograph=False)
 def duplicate():
     a = hvd.allreduce(tf.ones([2]), name="dup")
@@ -80,9 +84,21 @@ def duplicate():
     return a, b
 
 
-if r != 0:
-    time.sleep(0.3)
-expect(tf.errors.InvalidArgumentError, duplicate, "dup", "already in flight")
+@tf.function(autograph=False)
+def single():
+    return hvd.allreduce(tf.ones([2]), name="dup")
+
+
+for laggard in (n - 1, 0):
+    hvd.barrier()
+    if r == laggard:
+        time.sleep(0.5)
+        assert single().numpy().tolist() == [1.0, 1.0]  # the default op averages
+        # what expect() runs after the error on the other ranks
+        assert hvd.allreduce(tf.ones([3]), op=hvd.Sum).numpy().tolist() == [n] * 3
+        assert working(tf.ones([2])).numpy().tolist() == [n] * 2
+    else:
+        expect(tf.errors.InvalidArgumentError, duplicate, "dup", "already in flight")
 
 # ---- unsupported -> UnimplementedError on every rank
 expect(tf.errors.UnimplementedError, lambda: hvd.allreduce(tf.constant([True]), op=hvd.Average), "bool")
