@@ -1,7 +1,9 @@
 """Shared timing loop for the allreduce benchmarks, so tfring, MPI and gloo are measured the
 same way: warm-up, a barrier, an iteration count chosen by rank 0 (~target seconds, at least
 min_iters) and broadcast, then the median of per-iteration wall times on rank 0.
-busbw = bytes / time x 2(n-1)/n (the nccl-tests convention)."""
+busbw = bytes / time x 2(n-1)/n (the nccl-tests convention). Also the CPU time of this
+process's threads (thread_cpu, cpu_delta), for the benchmarks and lab probes that say which
+thread spent a step."""
 
 import json
 import os
@@ -92,3 +94,25 @@ def merge_runs(runs):
                      "run_medians_us": medians})
     merged["results"] = rows
     return merged
+
+
+def thread_cpu():
+    """{tid: (name, cpu seconds)} of every thread of this process."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        out[tid] = (name, (int(fields[11]) + int(fields[12])) / tick)  # utime + stime
+    return out
+
+
+def cpu_delta(before, after):
+    """Threads that used CPU between two thread_cpu() readings, busiest first: [name, s]."""
+    used = [(name, cpu - before.get(tid, (name, 0.0))[1]) for tid, (name, cpu) in after.items()]
+    return [[name, round(s, 3)] for name, s in sorted(used, key=lambda u: -u[1]) if s > 0]

@@ -54,31 +54,10 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 import keras_models
+from bench_common import cpu_delta, thread_cpu
 
 STAT_KEYS = ("negotiation_seconds", "wait_for_slowest_seconds", "queue_seconds", "transfer_seconds",
              "execute_seconds", "tensors", "collectives", "control_messages_sent")
-
-
-def thread_cpu():
-    """{tid: (name, cpu seconds)} of every thread of this process."""
-    tick = os.sysconf("SC_CLK_TCK")
-    out = {}
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        name = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2:].split()
-        out[tid] = (name, (int(fields[11]) + int(fields[12])) / tick)  # utime + stime
-    return out
-
-
-def cpu_delta(before, after):
-    """Threads that used CPU between two thread_cpu() readings, busiest first: [name, s]."""
-    used = [(name, cpu - before.get(tid, (name, 0.0))[1]) for tid, (name, cpu) in after.items()]
-    return [[name, round(s, 3)] for name, s in sorted(used, key=lambda u: -u[1]) if s > 0]
 
 
 class StepTimes:

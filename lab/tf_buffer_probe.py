@@ -72,23 +72,6 @@ def _collapse(view):
         print(f"MADV_COLLAPSE failed: errno {ctypes.get_errno()}", flush=True)
 
 
-def _thread_cpu():
-    """{thread name/id: CPU seconds} of this process's threads (utime + stime)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    out = {}
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/stat") as f:
-                stat = f.read()
-            with open(f"/proc/self/task/{tid}/comm") as f:
-                name = f.read().strip()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        out[f"{name}/{tid}"] = (int(fields[11]) + int(fields[12])) / ticks
-    return out
-
-
 def main():
     tf, hvd = bench_common.tf_rank()
     import tfring
@@ -120,15 +103,14 @@ def main():
             call()
         hvd.broadcast(tf.constant(0), 0, name=f"probe.sync.{name}")
         before, times = _numbers(tfring.stats()), []
-        cpu_before = _thread_cpu()
+        cpu_before = bench_common.thread_cpu()
         faults_before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         for _ in range(CALLS):
             start = time.perf_counter()
             call()
             times.append((time.perf_counter() - start) * 1e3)
         after = _numbers(tfring.stats())
-        cpu_after = _thread_cpu()
-        busy = sorted(((cpu_after[k] - cpu_before.get(k, 0)) / CALLS * 1e3, k) for k in cpu_after)[::-1][:4]
+        busy = bench_common.cpu_delta(cpu_before, bench_common.thread_cpu())[:4]
         faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults_before) / CALLS
         per_call_ms = {k: (after[k] - before.get(k, 0)) / CALLS * 1e3 for k in after}
         link = next((k.rsplit(".", 1)[0] for k in after if k.startswith("links.") and k.endswith(".send_seconds")
@@ -138,7 +120,7 @@ def main():
                   f"slowest {max(times):.1f} faults/call {faults:.0f} | transfer ms mean {per_call_ms['transfer_seconds']:.2f}"
                   + (f" link send {per_call_ms[link + '.send_seconds']:.2f} recv "
                      f"{per_call_ms[link + '.recv_seconds']:.2f}" if link else "")
-                  + " | CPU ms/call by thread " + ", ".join(f"{k} {v:.2f}" for v, k in busy if v > 0), flush=True)
+                  + " | CPU ms/call by thread " + ", ".join(f"{k} {v / CALLS * 1e3:.2f}" for k, v in busy), flush=True)
 
 
 if __name__ == "__main__":

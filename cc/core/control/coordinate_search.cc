@@ -25,7 +25,6 @@ void CoordinateSearch::BeginDimension(size_t from) {
   }
   candidate_ = 0;
   top_score_ = -1;
-  if (dim_ < dims_.size()) entry_value_ = best_[dim_];
   current_ = best_;
 }
 
@@ -33,7 +32,7 @@ bool CoordinateSearch::NextCandidate() {
   const Dimension& d = dims_[dim_];
   while (candidate_ < d.candidates.size()) {
     const double value = d.candidates[candidate_++];
-    if (value == entry_value_) continue;  // the opening measured it
+    if (value == best_[dim_]) continue;  // the opening measured it (best_ changes only in Decide)
     current_ = best_;
     current_[dim_] = value;
     return true;

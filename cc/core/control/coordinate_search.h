@@ -74,7 +74,6 @@ class CoordinateSearch {
   double confirm_ = 0;          // the top candidate's second score
   size_t dim_ = 0;              // the dimension being searched
   size_t candidate_ = 0;        // the next candidate of dims_[dim_] to try
-  double entry_value_ = 0;      // dims_[dim_]'s value in the best point when its search began
   double top_score_ = -1;       // the highest candidate score in this dimension
   double top_value_ = 0;        // ...and its value
   int trials_ = 0;
