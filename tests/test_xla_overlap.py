@@ -48,10 +48,14 @@ if hvd.rank() == 0:
     assert len(compiled) == 6, [len(s) for s in compiled]
     for step in compiled:
         assert len(step) == 6, step
-        # Each pair: start returned, then the core completed it, then done's future was told.
+        # Each pair: the start call began before it returned and before the core completed
+        # the group; the done call came after the start call returned (one XLA thread runs
+        # both), and its future was told after the core completed and after it was awaited.
+        # The core may complete a group before its start call returns (the calling thread
+        # descheduled after the enqueue): `submitted` and `completed` are not ordered.
         for g in step:
-            assert g["start"] <= g["submitted"] <= g["completed"] <= g["told"], step
-            assert g["awaited"] is not None and g["awaited"] >= g["submitted"], step
+            assert g["start"] <= g["submitted"] <= g["awaited"] <= g["told"], step
+            assert g["start"] <= g["completed"] <= g["told"], step
         # The first bucket (the last layer's gradients) was submitted before the last start
         # call, whose operands are the backward pass's last gradients, began.
         assert step[0]["submitted"] <= step[-1]["start"], step
