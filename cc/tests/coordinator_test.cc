@@ -319,6 +319,31 @@ TEST(CoordinatorFusionTest, NeverAcrossDtypeOpOrScale) {
   }
 }
 
+TEST(CoordinatorFusionTest, ScaleFactorsMustMatchExactlyNotAsPrinted) {
+  // Both print as "0.1" at six digits; fused, one tensor would be scaled by the other's factor.
+  Request a = AllreduceRequest("a", {2}), b = AllreduceRequest("b", {2}), c = AllreduceRequest("c", {2});
+  a.attrs.prescale = 0.1;
+  b.attrs.prescale = 0.1000000001;
+  c.attrs.postscale = 1.0 + 1e-12;
+  Coordinator coord(2, 1 << 20);
+  auto out = ReadyAll(coord, 2, {a, b, c, AllreduceRequest("d", {2})});
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(out[0].attrs.prescale, 0.1);
+  EXPECT_EQ(out[1].attrs.prescale, 0.1000000001);
+  EXPECT_EQ(out[2].attrs.postscale, 1.0 + 1e-12);
+  EXPECT_EQ(NamesOf(out[3]), std::vector<std::string>{"d"});
+}
+
+TEST(CoordinatorFusionTest, AFullResponseLeavesLaterTensorsToANewOne) {
+  // a and b fill 80 of 100 bytes; c (40) opens a new response; d (40) joins c's, not a's.
+  Coordinator c(2, 100);
+  auto out = ReadyAll(c, 2, {AllreduceRequest("a", {10}), AllreduceRequest("b", {10}), AllreduceRequest("c", {10}),
+                             AllreduceRequest("d", {5})});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(NamesOf(out[0]), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(NamesOf(out[1]), (std::vector<std::string>{"c", "d"}));
+}
+
 TEST(CoordinatorFusionTest, OnlyCollectiveAllreducesFuse) {
   Request b1 = AllreduceRequest("b1", {2}), b2 = AllreduceRequest("b2", {2});
   b1.attrs.op = b2.attrs.op = OpType::kBroadcast;

@@ -1,6 +1,7 @@
 #include "control/coordinator.h"
 
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 
 namespace tfring {
@@ -278,11 +279,43 @@ void Coordinator::FillSizes(const Pending& p, const Request& first, Response* re
   }
 }
 
+namespace {
+
+// What allreduces must share to travel in one fused response: the response carries one set
+// of attributes for all its tensors. Compared exactly (the scale factors bit for bit): two
+// factors that print alike are still different factors.
+struct FusionKey {
+  DataType dtype;
+  ReduceOp reduce_op;
+  double prescale, postscale;
+  int32_t device, process_set_id;
+
+  explicit FusionKey(const CollectiveAttrs& a)
+      : dtype(a.dtype), reduce_op(a.reduce_op), prescale(a.prescale), postscale(a.postscale),
+        device(a.device), process_set_id(a.process_set_id) {}
+  bool operator==(const FusionKey& o) const {
+    return dtype == o.dtype && reduce_op == o.reduce_op && std::memcmp(&prescale, &o.prescale, sizeof prescale) == 0 &&
+           std::memcmp(&postscale, &o.postscale, sizeof postscale) == 0 && device == o.device &&
+           process_set_id == o.process_set_id;
+  }
+};
+
+// A fused response still open to more tensors in this batch: its key, its index in the
+// batch, the bytes it holds.
+struct OpenFusion {
+  FusionKey key;
+  size_t index;
+  int64_t bytes;
+};
+
+}  // namespace
+
+// Per call on rank 0's background thread: no formatting, no map; the open responses of a
+// batch are few (one per distinct key), so a linear search.
 std::vector<Response> Coordinator::TakeReady() {
   std::vector<Response> out;
-  // Index of the open fused response for each compatible key, within this batch.
-  std::map<std::string, size_t> open;
-  std::map<size_t, int64_t> fused_bytes;
+  out.reserve(ready_.size());
+  std::vector<OpenFusion> open;
   for (auto& r : ready_) {
     bool fusible = r.kind == Response::Kind::kCollective && r.attrs.op == OpType::kAllreduce &&
                    fusion_threshold_ > 0;
@@ -292,23 +325,25 @@ std::vector<Response> Coordinator::TakeReady() {
     }
     // Fused tensors need the byte size, which only the request knew; carry it in sizes.
     int64_t bytes = r.sizes.empty() ? 0 : r.sizes[0];
-    std::ostringstream key;
-    key << int(r.attrs.dtype) << "/" << int(r.attrs.reduce_op) << "/" << r.attrs.prescale << "/" << r.attrs.postscale
-        << "/" << r.attrs.device;
-    if (r.attrs.process_set_id != 0) key << "/ps" << r.attrs.process_set_id;  // fusion within one set
-    auto it = open.find(key.str());
-    if (it != open.end() && fused_bytes[it->second] + bytes <= fusion_threshold_) {
-      Response& target = out[it->second];
+    const FusionKey key(r.attrs);
+    auto it = std::find_if(open.begin(), open.end(), [&](const OpenFusion& f) { return f.key == key; });
+    if (it != open.end() && it->bytes + bytes <= fusion_threshold_) {
+      Response& target = out[it->index];
       target.tensors.push_back(std::move(r.tensors[0]));
       target.sizes.push_back(bytes);
       for (size_t i = 0; i < target.ready_wait_s.size() && i < r.ready_wait_s.size(); ++i) {
         target.ready_wait_s[i] += r.ready_wait_s[i];
       }
-      fused_bytes[it->second] += bytes;
+      it->bytes += bytes;
       continue;
     }
-    open[key.str()] = out.size();
-    fused_bytes[out.size()] = bytes;
+    // Later tensors of this key fuse into the newest response of it.
+    if (it != open.end()) {
+      it->index = out.size();
+      it->bytes = bytes;
+    } else {
+      open.push_back(OpenFusion{key, out.size(), bytes});
+    }
     out.push_back(std::move(r));
   }
   ready_.clear();

@@ -118,7 +118,7 @@ Status Negotiator::AddRequests(int child, const ControlMessage& msg) {
   auto add = [&](int origin, const std::vector<Request>& requests, const std::vector<int32_t>& cached) -> Status {
     for (const auto& r : requests) {
       const auto now = Clock::now();
-      w_.timeline->Mark(r.name, "RANK_READY " + std::to_string(origin), now);
+      if (w_.timeline->active()) w_.timeline->Mark(r.name, "RANK_READY " + std::to_string(origin), now);
       coordinator_->Add(origin, r, now);
     }
     for (int32_t id : cached) TFRING_RETURN_IF_ERROR(coordinator_->AddCached(origin, id));
