@@ -14,7 +14,7 @@ last --steps steps, timed by rank 0.
   * Grid: one job per point of the product of the --grid settings' candidate lists (the
     autotuner's own, control/tunables.cc), each set explicitly, the others at their defaults.
   * Autotuned: one job with TFRING_AUTOTUNE=1 (warm-up 1 sample, --steps-per-sample steps
-    per sample, 5 by default) that runs until its search has ended, then the same --steps
+    per sample, 10 by default: the product's TFRING_AUTOTUNE_STEPS_PER_SAMPLE) that runs until its search has ended, then the same --steps
     timed steps with the setting it chose. Its CSV log gives the trials and the step at
     which the best was fixed.
 
@@ -189,7 +189,7 @@ def main():
     parser.add_argument("--slow-fraction", type=float, default=0.0)
     parser.add_argument("--grid", default="TFRING_FUSION_THRESHOLD,TFRING_CHUNK_BYTES")
     parser.add_argument("--steps", type=int, default=60)
-    parser.add_argument("--steps-per-sample", type=int, default=5,
+    parser.add_argument("--steps-per-sample", type=int, default=10,
                         help="the autotuned job's TFRING_AUTOTUNE_STEPS_PER_SAMPLE")
     parser.add_argument("--repeats", type=int, default=1,
                         help="rounds of the whole grid and the autotuned job; scores are medians")
