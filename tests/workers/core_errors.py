@@ -91,6 +91,17 @@ assert tfring.stats()["fused_tensors"] > before, tfring.stats()
 got = tfring.allreduce(np.full(4, 2.0), op=tfring.Sum, prescale_factor=0.5, postscale_factor=3.0, name="scaled")
 assert np.allclose(got, 3.0 * n), got
 
+# fused tensors keep their own scale factors, even two that print alike at six digits (the
+# fusion key was once their text: half of these got the other factor)
+before = tfring.stats()["fused_tensors"]
+factors = [1.000001 if k % 2 == 0 else 1.000004 for k in range(40)]
+hs = [tfring.allreduce_async(np.full(10, 1e6, np.float32), op=tfring.Sum, prescale_factor=f, name=f"scale.{k}")
+      for k, f in enumerate(factors)]
+for k, (h, f) in enumerate(zip(hs, factors)):
+    got = h.wait(timeout=30)
+    assert np.allclose(got, n * 1e6 * f, rtol=0, atol=1.0), (k, f, got[0], n * 1e6 * f)
+assert tfring.stats()["fused_tensors"] > before, tfring.stats()
+
 # init twice with new settings is refused; without new settings it is a no-op
 tfring.init()
 try:
