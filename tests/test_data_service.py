@@ -16,6 +16,7 @@ import sys
 import pytest
 
 from tests.helpers import rank_executable, rank_python
+from tests.ports import unused_port
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.timeout(200)]
 
@@ -82,20 +83,12 @@ def test_shares_then_the_example_trains_identical_weights(compute_job, monkeypat
     assert not config_file.exists()
 
 
-def _closed_port():
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_unreachable_registry_names_the_config_file_and_why_the_compute_job_stopped(tmp_path):
     from tfring._tensorflow.data.compute_service import TfDataServiceConfig
 
     # a config file whose registry is not there (a compute job killed without cleaning up)
     stale = tmp_path / "stale.json"
-    port = _closed_port()
+    port = unused_port()
     TfDataServiceConfig(dispatchers=1, workers_per_dispatcher=1, dispatcher_side="compute",
                         addresses={"store": [("127.0.0.1", port)]}, key=b"ab" * 32, timeout=1).write(str(stale))
     with pytest.raises(TimeoutError) as info:

@@ -12,7 +12,6 @@ import copy
 import gzip
 import os
 import shutil
-import socket
 import subprocess
 import sys
 
@@ -23,6 +22,7 @@ jsonschema = pytest.importorskip("jsonschema")
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
 
 from tests.helpers import REPO_ROOT, job_env
+from tests.ports import unused_port
 
 EXAMPLES = os.path.join(REPO_ROOT, "examples", "kubernetes")
 MPIJOB_CRD = os.path.join(REPO_ROOT, "tests", "data", "mpijob-v2beta1-crd.yaml.gz")
@@ -108,12 +108,6 @@ def test_the_mpijob_validation_catches_mistakes(mpijob_validator, change, field)
 
 # ---- the Indexed Job's pods, run as local processes ---------------------------------------
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def pod_environment(job, index, secrets, store_address):
     """The TFRING_* variables of pod ``index``, resolved as the kubelet would."""
     (container,) = job["spec"]["template"]["spec"]["containers"]
@@ -147,7 +141,7 @@ def test_indexed_job_pods_train_as_local_processes(tmp_path):
     assert spec["completionMode"] == "Indexed" and spec["completions"] == spec["parallelism"]
     (container,) = spec["template"]["spec"]["containers"]
     secrets = {"tfring-digits-secret": {"secret": secret_module.token_hex(32)}}
-    store_address = f"127.0.0.1:{_free_port()}"
+    store_address = f"127.0.0.1:{unused_port()}"
     # The container's working directory: the repo's examples, as the image would hold them.
     os.symlink(os.path.join(REPO_ROOT, "examples"), tmp_path / "examples")
     procs = []

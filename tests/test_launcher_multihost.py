@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from tests.helpers import LAUNCHER, REPO_ROOT, job_env, rank_output, run_job
+from tests.ports import unused_port
 from tfring._runner import args as args_lib
 from tfring._runner import hosts, network, placement, remote, remote_boot
 from tfring._runner import settings as settings_lib
@@ -440,14 +441,6 @@ print("GRANDCHILD", p.pid, flush=True)
 # ---------------------------------------------------------------- a real sshd on this machine
 
 
-def _free_port():
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def ssh_config(tmp_path):
     """A private sshd on 127.0.0.1 and an ssh config naming it ``tfrssh1`` and ``tfrssh2``
@@ -460,7 +453,7 @@ def ssh_config(tmp_path):
     for key in ("host_key", "user_key"):
         subprocess.run([ssh_keygen, "-q", "-t", "ed25519", "-N", "", "-f", str(d / key)], check=True, timeout=20)
     (d / "authorized_keys").write_text((d / "user_key.pub").read_text())
-    port = _free_port()
+    port = unused_port()
     (d / "sshd_config").write_text(
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n"
         "StrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from tests.helpers import job_env
+from tests.ports import unused_port
 from tfring.runner import Store, rank_identities
 
 
@@ -92,12 +93,6 @@ def test_shutdown_with_a_reason_tells_the_other_ranks_why():
     assert all(p.returncode == 0 for p in procs), outs
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 TRAIN = """
 import json, sys, numpy as np, tensorflow as tf
 tf.config.threading.set_intra_op_parallelism_threads(1)
@@ -124,7 +119,7 @@ def test_processes_started_by_hand_form_a_job_from_env_vars_alone():
     on rank 0): the store host given by name, one rank started 5 s late."""
     import json
 
-    port = _free_port()
+    port = unused_port()
     common = {"TFRING_SIZE": "3", "TFRING_STORE_ADDR": f"localhost:{port}", "TFRING_SECRET": "5e" * 32,
               "TFRING_STORE_SERVE": "1", "TFRING_START_TIMEOUT_S": "60"}
     procs = [_start(TRAIN, {**common, "TFRING_RANK": "1"}), _start(TRAIN, {**common, "TFRING_RANK": "0"})]
@@ -147,7 +142,7 @@ def test_processes_started_by_hand_form_a_job_from_env_vars_alone():
 @pytest.mark.multiprocess
 @pytest.mark.timeout(60)
 def test_without_rank_0_the_others_time_out_naming_the_store():
-    port = _free_port()
+    port = unused_port()
     env = {"TFRING_SIZE": "2", "TFRING_RANK": "1", "TFRING_STORE_ADDR": f"localhost:{port}",
            "TFRING_SECRET": "5e" * 32, "TFRING_START_TIMEOUT_S": "2"}
     script = "import tfring\ntry:\n    tfring.init()\nexcept tfring.errors.TfringError as e:\n    print('ERR', e)\n"
@@ -169,7 +164,7 @@ print("HOMOGENEOUS", tfring.rank(), tfring.is_homogeneous(), flush=True)
 @pytest.mark.parametrize("cross_ranks, expected", [((0, 1), True), ((0, 0, 1), False), ((0, 1, 0, 1), True)])
 def test_is_homogeneous_compares_the_ranks_of_every_host(cross_ranks, expected):
     """Hosts are told apart by TFRING_CROSS_RANK (as tfringrun -H numbers them)."""
-    port = _free_port()
+    port = unused_port()
     size = len(cross_ranks)
     procs = []
     for rank, cross in enumerate(cross_ranks):
@@ -200,7 +195,7 @@ def test_rank_0_serving_the_store_returns_from_init_only_after_every_rank_is_don
     """With TFRING_STORE_SERVE=1 the store lives in rank 0: if init returned there before
     the others finished reading it, a rank 0 that exits at once cut them off (seen in CI)."""
     for attempt in range(5):
-        port = _free_port()
+        port = unused_port()
         procs = [_start(EXIT_AFTER_INIT, {
             "TFRING_RANK": str(rank), "TFRING_SIZE": "4", "TFRING_STORE_ADDR": f"127.0.0.1:{port}",
             "TFRING_SECRET": "cd" * 32, "TFRING_STORE_SERVE": "1", "TFRING_CROSS_RANK": str(rank % 2),
