@@ -14,8 +14,8 @@ last --steps steps, timed by rank 0.
   * Grid: one job per point of the product of the --grid settings' candidate lists (the
     autotuner's own, control/tunables.cc), each set explicitly, the others at their defaults.
   * Autotuned: one job with TFRING_AUTOTUNE=1 (warm-up 1 sample, --steps-per-sample steps
-    per sample, 10 by default: the product's TFRING_AUTOTUNE_STEPS_PER_SAMPLE) that runs until its search has ended, then the same --steps
-    timed steps with the setting it chose. Its CSV log gives the trials and the step at
+    per sample, 10 by default as the product's TFRING_AUTOTUNE_STEPS_PER_SAMPLE) that runs
+    until its search has ended, then the same --steps timed steps with the setting it chose. Its CSV log gives the trials and the step at
     which the best was fixed.
 
 With --repeats R, R rounds each run every grid point and one autotuned job; every score is

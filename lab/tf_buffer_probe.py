@@ -32,8 +32,12 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+sys.path.insert(0, ROOT)
 import bench_common
+
+from tools.tf_buffers import tensor_address
 
 CALLS = 40
 COUNT = 4 << 20  # float32: 16 MiB
@@ -51,14 +55,9 @@ def _numbers(stats, prefix=""):
 
 
 def _view(tf, tensor):
-    """A NumPy array over a CPU tensor's own buffer (`.numpy()` copies): DLPack shares it, and
-    a DLManagedTensor starts with its DLTensor, whose first field is the data pointer."""
+    """A NumPy array over a CPU tensor's own buffer (`.numpy()` copies)."""
     import ctypes
-    capsule = tf.experimental.dlpack.to_dlpack(tensor)
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    address = ctypes.c_void_p.from_address(get(capsule, b"dltensor")).value
-    return np.ctypeslib.as_array((ctypes.c_float * COUNT).from_address(address))
+    return np.ctypeslib.as_array((ctypes.c_float * COUNT).from_address(tensor_address(tf, tensor)))
 
 
 def _collapse(view):

@@ -29,6 +29,7 @@ import keras
 import tfring
 import tfring.keras as hvd_keras
 import tfring.tensorflow as hvd
+from tools.tf_buffers import tensor_address
 
 TFRING_DIR = os.path.dirname(os.path.abspath(tfring.__file__)) + os.sep
 STATS = ("control_messages_sent", "control_bytes_sent", "bytes_sent", "bytes_received", "fusion_copied_bytes",
@@ -121,16 +122,6 @@ report("allreduce8+work", per_call(with_added_work, 20, 60))
 # kernel held it until TF's done callback returned, by which time the woken caller had run
 # its next call: the output alternated between two 16 MiB buffers (0.8-1.0 ms per call,
 # docs/benchmarks.md). Counted: distinct output addresses over 20 calls after 5.
-def buffer_address(tensor):
-    """A CPU tensor's own buffer (DLPack shares it; ``.numpy()`` copies): a DLManagedTensor
-    starts with its DLTensor, whose first field is the data pointer."""
-    import ctypes
-    capsule = tf.experimental.dlpack.to_dlpack(tensor)
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    return ctypes.c_void_p.from_address(get(capsule, b"dltensor")).value
-
-
 @tf.function
 def allreduce_4mib(t):
     return hvd.allreduce(t, op=hvd.Sum, name="work_counts.4mib")
@@ -144,7 +135,7 @@ def output_buffers(hold_previous):
     for i in range(25):
         result = allreduce_4mib(held)
         if i >= 5:
-            addresses.add(buffer_address(result))
+            addresses.add(tensor_address(tf, result))
         previous = result if hold_previous else None  # noqa: F841 (held on purpose)
         del result
     return len(addresses)
